@@ -1,0 +1,30 @@
+# The two Quick start commands: `make demo` and `make test`.
+# Both bootstrap what they need (a virtualenv in .venv) on a fresh clone.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO := $(BIN)/dnfsmon --config examples/demo.toml
+
+.PHONY: demo test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+## make demo: the agent's main job on the embedded default, about 30 s.
+demo: $(STAMP)
+	rm -rf demo-data
+	$(DEMO) collect --count 7 --interval 5
+	@echo
+	$(DEMO) show
+
+## make test: every check the project has.
+test: $(STAMP)
+	tests/bootstrap/debian-packages.sh
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) demo-data .pytest_cache .hypothesis

@@ -1,0 +1,101 @@
+"""Captures: every source's raw inputs at one moment, in a directory.
+
+Format (documented in README.md, "Capture format", so captures can be written
+by hand):
+
+    DIR/capture.json
+        {"format": 1,
+         "host": "db1",
+         "sources": {
+            "nic": {"time": 1234.5, "wall_time": 1732240000.25,
+                    "files": ["proc/net/dev", "sys/class/net/eth0/speed", ...]},
+            "tcp": {"failed": "why it could not be read"}}}
+    DIR/proc/net/dev, DIR/sys/class/net/eth0/speed, ...   (verbatim copies)
+
+`time` is the source's clock in seconds (CLOCK_BOOTTIME for host sources:
+only differences matter), `wall_time` seconds since the Unix epoch. A listed
+file absent from DIR stands for one that could not be read (e.g. the speed
+of a virtual interface).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Mapping, Tuple
+
+from .sources import HOST_SOURCES, Raw
+
+FORMAT_VERSION = 1
+MANIFEST = "capture.json"
+
+
+class CaptureError(ValueError):
+    pass
+
+
+def _safe_join(directory: str, relative: str) -> str:
+    if os.path.isabs(relative) or ".." in relative.split("/"):
+        raise CaptureError(f"{directory}/{MANIFEST}: file path {relative!r} must be relative, without '..'")
+    return os.path.join(directory, relative)
+
+
+def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[str, str]) -> None:
+    os.makedirs(directory, exist_ok=True)
+    sources: Dict[str, dict] = {name: {"failed": reason} for name, reason in failures.items()}
+    for name, raw in raws.items():
+        for relative, text in raw.files.items():
+            if text is None:
+                continue
+            path = _safe_join(directory, relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        sources[name] = {"time": raw.time, "wall_time": raw.wall_time, "files": sorted(raw.files)}
+    manifest = {"format": FORMAT_VERSION, "host": host, "sources": sources}
+    with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def read(directory: str) -> Tuple[str, Dict[str, Raw], Dict[str, str]]:
+    """(host, raws, failures) of a capture; CaptureError names what is wrong."""
+    manifest_path = os.path.join(directory, MANIFEST)
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except OSError as error:
+        raise CaptureError(f"{manifest_path}: {error.strerror}") from None
+    except ValueError as error:
+        raise CaptureError(f"{manifest_path}: not valid JSON: {error}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        raise CaptureError(f"{manifest_path}: expected an object with \"format\": {FORMAT_VERSION}")
+    host = manifest.get("host")
+    sources = manifest.get("sources")
+    if not isinstance(host, str) or not host or not isinstance(sources, dict):
+        raise CaptureError(f"{manifest_path}: needs \"host\" (a name) and \"sources\" (an object)")
+    raws: Dict[str, Raw] = {}
+    failures: Dict[str, str] = {}
+    for name, entry in sources.items():
+        where = f"{manifest_path}: source {name!r}"
+        if name not in HOST_SOURCES:
+            raise CaptureError(f"{where} is unknown; known: {', '.join(HOST_SOURCES)}")
+        if not isinstance(entry, dict):
+            raise CaptureError(f"{where} must be an object")
+        if "failed" in entry:
+            failures[name] = str(entry["failed"])
+            continue
+        try:
+            time_s, wall_time = float(entry["time"]), float(entry["wall_time"])
+            listed = [str(p) for p in entry["files"]]
+        except (KeyError, TypeError, ValueError):
+            raise CaptureError(f"{where} needs numeric \"time\" and \"wall_time\" and a \"files\" list") from None
+        files = {}
+        for relative in listed:
+            try:
+                with open(_safe_join(directory, relative), encoding="utf-8", errors="replace") as f:
+                    files[relative] = f.read()
+            except FileNotFoundError:
+                files[relative] = None
+        raws[name] = Raw(files=files, time=time_s, wall_time=wall_time)
+    return host, raws, failures

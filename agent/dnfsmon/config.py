@@ -1,0 +1,162 @@
+"""Configuration: one TOML file, validated at start-up.
+
+The documented example is example.toml beside this module (shown in the
+README); tests keep it in step with OPTIONS below. Every error names the file,
+the key and the offending value. Relative paths are relative to the config
+file's directory, so a cron job's working directory does not matter.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.9/3.10 hosts
+    import tomli as tomllib
+
+from .sources import HOST_SOURCES
+
+DEFAULT_PATH = "/etc/dnfsmon/dnfsmon.toml"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _string(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) else "must be a string"
+
+
+def _path(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) and value else "must be a non-empty path"
+
+
+def _positive_int(value: Any) -> Optional[str]:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return None if ok else "must be a positive integer"
+
+
+def _log_level(value: Any) -> Optional[str]:
+    return None if value in LOG_LEVELS else f"must be one of {', '.join(LOG_LEVELS)}"
+
+
+def _host_sources(value: Any) -> Optional[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return "must be a list of source names"
+    unknown = [v for v in value if v not in HOST_SOURCES]
+    if unknown:
+        return f"unknown source {unknown[0]!r}; known: {', '.join(HOST_SOURCES)}"
+    return None
+
+
+# (section, key) -> (default, validator, is_path). The default None for
+# agent.host means "the system host name".
+OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]] = {
+    ("agent", "host"): ("", _string, False),
+    ("agent", "state_dir"): ("/var/lib/dnfsmon/state", _path, True),
+    ("agent", "log_level"): ("info", _log_level, False),
+    ("store", "dir"): ("/var/lib/dnfsmon/store", _path, True),
+    ("store", "max_bytes"): (268435456, _positive_int, False),
+    ("host", "proc_root"): ("/proc", _path, True),
+    ("host", "sys_root"): ("/sys", _path, True),
+    ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Optional[str]
+    host: str
+    state_dir: str
+    log_level: str
+    store_dir: str
+    store_max_bytes: int
+    proc_root: str
+    sys_root: str
+    host_sources: List[str]
+
+
+def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
+    """Validate a parsed TOML document; ConfigError names the key and value."""
+    where = path or "built-in defaults"
+    base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    values: Dict[Tuple[str, str], Any] = {}
+    for section, table in data.items():
+        if not isinstance(table, dict) or section not in {s for s, _ in OPTIONS}:
+            raise ConfigError(f"{where}: unknown section [{section}]; known: agent, store, host")
+        for key, value in table.items():
+            if (section, key) not in OPTIONS:
+                known = ", ".join(k for s, k in OPTIONS if s == section)
+                raise ConfigError(f"{where}: unknown key [{section}] {key}; known: {known}")
+            problem = OPTIONS[(section, key)][1](value)
+            if problem:
+                raise ConfigError(f"{where}: [{section}] {key} = {value!r}: {problem}")
+            values[(section, key)] = value
+
+    def get(section: str, key: str) -> Any:
+        default, _, is_path = OPTIONS[(section, key)]
+        value = values.get((section, key), default)
+        return os.path.join(base, value) if is_path else value
+
+    return Config(
+        path=path,
+        host=get("agent", "host") or socket.gethostname(),
+        state_dir=get("agent", "state_dir"),
+        log_level=get("agent", "log_level"),
+        store_dir=get("store", "dir"),
+        store_max_bytes=get("store", "max_bytes"),
+        proc_root=get("host", "proc_root"),
+        sys_root=get("host", "sys_root"),
+        host_sources=list(get("host", "sources")),
+    )
+
+
+def load(path: Optional[str]) -> Config:
+    """Load and validate a config file; None means built-in defaults."""
+    if path is None:
+        return parse({}, None)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except OSError as error:
+        raise ConfigError(f"config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path}: not valid TOML: {error}") from None
+    return parse(data, path)
+
+
+def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
+    """A secret from an owner-only file, else from an environment variable.
+
+    Secrets never come from argv (visible in ps) and are never logged. A file
+    that its group or others can read is refused, naming the file and mode.
+    """
+    if path:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as error:
+            raise ConfigError(f"{what} file {path}: {error.strerror}") from None
+        try:
+            mode = os.fstat(fd).st_mode & 0o777
+            if mode & 0o077:
+                raise ConfigError(f"{what} file {path} has mode {mode:04o}; it must be readable by its owner only (chmod 600)")
+            with os.fdopen(fd, encoding="utf-8") as f:
+                fd = -1
+                secret = f.read().rstrip("\r\n")
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if not secret:
+            raise ConfigError(f"{what} file {path} is empty")
+        return secret
+    if env_var and os.environ.get(env_var):
+        return os.environ[env_var]
+    raise ConfigError(f"no {what}: set a file readable by its owner only, or the environment variable {env_var}")

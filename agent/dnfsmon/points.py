@@ -1,0 +1,71 @@
+"""Points: what dnfsmon publishes, and their InfluxDB line protocol.
+
+Line protocol per the InfluxDB reference ("Line protocol" syntax): the
+measurement escapes commas and spaces; tag keys, tag values and field keys
+escape commas, equals signs and spaces; string field values are quoted with
+backslash and double quote escaped; integers carry an `i` suffix; tags with
+an empty value are left out (InfluxDB rejects them); timestamps are integer
+nanoseconds since the Unix epoch (precision "ns").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Mapping, Tuple, Union
+
+FieldValue = Union[int, float, str, bool]
+
+
+@dataclass(frozen=True)
+class Point:
+    measurement: str
+    tags: Tuple[Tuple[str, str], ...]
+    fields: Mapping[str, FieldValue]
+    # Nanoseconds since the Unix epoch.
+    time_ns: int
+
+    def to_json(self) -> dict:
+        return {"m": self.measurement, "t": [list(p) for p in self.tags], "f": dict(self.fields), "ns": self.time_ns}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Point":
+        return cls(data["m"], tuple((str(k), str(v)) for k, v in data["t"]), dict(data["f"]), int(data["ns"]))
+
+
+def _escape(text: str, specials: str) -> str:
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"line protocol cannot carry a newline in {text!r}")
+    text = text.replace("\\", "\\\\")
+    for char in specials:
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _field_value(value: FieldValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value}i"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"line protocol cannot carry {value}")
+        return repr(value)
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_line(point: Point) -> str:
+    """One line of line protocol (no newline); ValueError when it cannot be written."""
+    if not point.fields:
+        raise ValueError(f"point of {point.measurement} has no fields")
+    head = _escape(point.measurement, ", ")
+    for key, value in sorted(point.tags):
+        if value != "":
+            head += f",{_escape(key, ',= ')}={_escape(value, ',= ')}"
+    body = ",".join(f"{_escape(k, ',= ')}={_field_value(v)}" for k, v in sorted(point.fields.items()))
+    return f"{head} {body} {point.time_ns}"
+
+
+def fields_of(values: Mapping[str, object]) -> Dict[str, FieldValue]:
+    """Drop None values (a figure that could not be computed is not published)."""
+    return {k: v for k, v in values.items() if v is not None}  # type: ignore[misc]

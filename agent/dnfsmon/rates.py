@@ -1,0 +1,227 @@
+"""All counter-to-rate arithmetic in dnfsmon lives in this module.
+
+Sources turn raw text into `Sample`s; `diff` pairs each sample with the
+previous sample of the same natural key and returns an `Interval` (deltas
+and the measured Δt) or the reason why that key has no interval this time.
+Sources then compute their published fields from an `Interval` with the small
+helpers at the end of this module, so every division happens here.
+
+Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
+- diff per natural key before any aggregation;
+- a key seen for the first time is a baseline: no point, not even a zero;
+- a declared identity change (instance restart, process replaced under the
+  same number, reboot) or a moved start time (mount age going down) is a
+  reset: that key re-baselines;
+- a counter going backwards is a reset: the whole interval of that key is
+  dropped, because every other counter of the key is then doubtful too;
+- wrap-around arithmetic only for counters whose width the source declared,
+  and only when the wrapped delta is less than half the counter's range;
+- Δt <= 0 skips the interval;
+- a value at or above IMPLAUSIBLE_COUNTER is kernel garbage (real kernels
+  print per-op time counters near 2^64): that counter gets no delta, the
+  key's other counters still do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+# Counters at or above 2^63 cannot come from a real workload: a 64-bit
+# counter of bytes would need 292 years at 1 GB/s to get there. procfs's
+# mountstats fixture has an ACCESS rtt of 18446743919241604546 (2^64 - 1.5e8).
+IMPLAUSIBLE_COUNTER = 2**63
+
+# A source may declare when its counters started (e.g. NFS mount time =
+# sample time - mount `age`, where age is whole seconds). The start may move
+# by rounding; more than this means the counters restarted.
+STARTED_TOLERANCE_S = 2.0
+
+Gauge = Union[int, float, str, bool]
+Key = Tuple[Tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading of one natural key of one source."""
+
+    # Measurement the key belongs to, e.g. "dnfsmon_nic".
+    measurement: str
+    # Natural key as (tag, value) pairs; these become the point's tags.
+    key: Key
+    # Seconds on the source's own clock, used for Δt: CLOCK_BOOTTIME for host
+    # sources, the database's SYSTIMESTAMP for Oracle.
+    time: float
+    # Seconds since the Unix epoch: the timestamp of the published point.
+    wall_time: float
+    # Monotonic counters, cumulative since `started`.
+    counters: Mapping[str, int] = field(default_factory=dict)
+    # Point-in-time values, published as they are (never diffed).
+    gauges: Mapping[str, Gauge] = field(default_factory=dict)
+    # Anything that changes when the counted thing is replaced: boot id,
+    # instance startup time, process serial. Compared exactly.
+    identity: Tuple[str, ...] = ()
+    # When the counters started, on the same clock as `time`, if known.
+    started: Optional[float] = None
+    # Bit width of counters that wrap (e.g. {"rx_bytes": 32}); others never do.
+    widths: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def state_key(self) -> str:
+        """Stable text key for the state file: measurement plus tags."""
+        return self.measurement + "".join(f",{k}={v}" for k, v in self.key)
+
+    def to_json(self) -> dict:
+        return {
+            "measurement": self.measurement,
+            "key": [list(pair) for pair in self.key],
+            "time": self.time,
+            "wall_time": self.wall_time,
+            "counters": dict(self.counters),
+            "gauges": dict(self.gauges),
+            "identity": list(self.identity),
+            "started": self.started,
+            "widths": dict(self.widths),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Sample":
+        """Inverse of to_json; raises KeyError/TypeError/ValueError on bad data."""
+        counters = {str(k): int(v) for k, v in data["counters"].items()}
+        widths = {str(k): int(v) for k, v in data.get("widths", {}).items()}
+        started = data.get("started")
+        return cls(
+            measurement=str(data["measurement"]),
+            key=tuple((str(k), str(v)) for k, v in data["key"]),
+            time=float(data["time"]),
+            wall_time=float(data["wall_time"]),
+            counters=counters,
+            gauges=dict(data.get("gauges", {})),
+            identity=tuple(str(x) for x in data.get("identity", [])),
+            started=None if started is None else float(started),
+            widths=widths,
+        )
+
+
+@dataclass(frozen=True)
+class Interval:
+    """What happened to one key between two samples."""
+
+    previous: Sample
+    current: Sample
+    # Measured length of the interval in seconds (> 0).
+    dt: float
+    # Counter increases over the interval, only for counters valid in both.
+    deltas: Dict[str, int]
+    # Counters left out of `deltas`, with the reason (implausible values).
+    dropped: Dict[str, str]
+
+    def rate(self, counter: str) -> Optional[float]:
+        """Increase per second of one counter, None when it has no delta."""
+        if counter not in self.deltas:
+            return None
+        return per_second(self.deltas[counter], self.dt)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A key that has no interval this time, and why (for the log)."""
+
+    current: Sample
+    reason: str
+    # True for the expected first sample of a key (logged at debug only).
+    baseline: bool = False
+
+
+def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
+    """Pair two samples of the same key; see the module docstring for rules."""
+    if previous is None:
+        return Skip(current, "first sample of this key (baseline)", baseline=True)
+    if previous.identity != current.identity:
+        return Skip(
+            current,
+            f"identity changed {list(previous.identity)} -> {list(current.identity)} (re-baseline)",
+            baseline=True,
+        )
+    if (previous.started is None) != (current.started is None) or (
+        previous.started is not None
+        and current.started is not None
+        and abs(current.started - previous.started) > STARTED_TOLERANCE_S
+    ):
+        return Skip(
+            current,
+            f"counters restarted (start {previous.started} -> {current.started}; re-baseline)",
+            baseline=True,
+        )
+    dt = current.time - previous.time
+    if not dt > 0:
+        return Skip(current, f"interval of {dt:.6f} s is not positive")
+
+    deltas: Dict[str, int] = {}
+    dropped: Dict[str, str] = {}
+    for name, now in current.counters.items():
+        if name not in previous.counters:
+            continue
+        before = previous.counters[name]
+        width = current.widths.get(name)
+        limit = 2**width if width else IMPLAUSIBLE_COUNTER
+        bad = [v for v in (before, now) if v < 0 or v >= limit]
+        if bad:
+            dropped[name] = f"implausible value {bad[0]}"
+            continue
+        delta = now - before
+        # A declared-width counter that went backwards wrapped, unless the
+        # wrapped delta would be half its range or more: then it was reset.
+        if delta < 0 and width and delta + 2**width < min(2 ** (width - 1), IMPLAUSIBLE_COUNTER):
+            delta += 2**width
+        if delta < 0:
+            return Skip(
+                current,
+                f"counter {name} went backwards {before} -> {now} (reset; interval dropped)",
+            )
+        deltas[name] = delta
+    return Interval(previous, current, dt, deltas, dropped)
+
+
+@dataclass
+class DiffResult:
+    intervals: List[Interval]
+    skips: List[Skip]
+
+
+def diff_all(previous: Mapping[str, Sample], current: Iterable[Sample]) -> DiffResult:
+    """Diff every current sample against the previous sample of its key."""
+    result = DiffResult([], [])
+    for sample in current:
+        outcome = diff(previous.get(sample.state_key), sample)
+        if isinstance(outcome, Interval):
+            result.intervals.append(outcome)
+        else:
+            result.skips.append(outcome)
+    return result
+
+
+# --- Derived figures. Every published division goes through one of these. ---
+
+
+def per_second(delta: float, dt: float) -> float:
+    """Increase per second over a measured interval (dt > 0 by construction)."""
+    return delta / dt
+
+
+def mean_per_event(total_delta: Optional[float], events_delta: Optional[float]) -> Optional[float]:
+    """Average of a summed quantity per event, e.g. ms per op or bytes per packet.
+
+    None (publish nothing) when there were no events: an average over zero
+    events is undefined, not zero.
+    """
+    if total_delta is None or not events_delta:
+        return None
+    return total_delta / events_delta
+
+
+def percent(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    """100 * part / whole; None when whole is zero or unknown."""
+    if part is None or not whole:
+        return None
+    return 100.0 * part / whole

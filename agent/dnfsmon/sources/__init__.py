@@ -1,0 +1,119 @@
+"""Sources: one module per source, each a pure parser with a thin reader.
+
+Every source module provides:
+- NAME: the source's name in config, captures and logs;
+- read(roots) -> Raw: the thin I/O part, reading the files it needs live;
+- samples(raw, host) -> (samples, problems): the pure part, text to Samples;
+- fields(interval) -> dict: the published fields of one interval, computed
+  only with the helpers in dnfsmon.rates.
+
+A `Raw` is exactly what a capture directory stores (see README, "Capture
+format"), so `dnfsmon diff` runs the same code on captured text as `collect`
+runs on live files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterable, Optional
+
+# Path (relative to the capture root) holding the kernel's boot id. Host
+# sources put it in every sample's identity: a reboot resets all counters,
+# and CLOCK_BOOTTIME (their clock) restarts with it.
+BOOT_ID_PATH = "proc/sys/kernel/random/boot_id"
+
+
+class ParseError(ValueError):
+    """Input that does not have the documented shape.
+
+    Names the file and, when there is one, the line (1-based) and its text,
+    so a user can find the offending input at once.
+    """
+
+    def __init__(self, path: str, message: str, line_no: Optional[int] = None, line: Optional[str] = None):
+        self.path = path
+        self.message = message
+        self.line_no = line_no
+        self.line = line
+        where = path if line_no is None else f"{path}:{line_no}"
+        text = "" if line is None else f": {line.strip()!r}"
+        super().__init__(f"{where}: {message}{text}")
+
+
+class SourceError(RuntimeError):
+    """A source could not be read at all this time (logged; other sources go on)."""
+
+
+@dataclass
+class Raw:
+    """The raw inputs of one source at one moment."""
+
+    # Relative path ("proc/net/dev") -> file text; None when the file could
+    # not be read (e.g. /sys/class/net/lo/speed answers EINVAL).
+    files: Dict[str, Optional[str]]
+    # Seconds on the source's clock (CLOCK_BOOTTIME for host sources).
+    time: float
+    # Seconds since the Unix epoch when the files were read.
+    wall_time: float
+
+    def text(self, path: str) -> str:
+        """The text of a file that must be present, or ParseError naming it."""
+        value = self.files.get(path)
+        if value is None:
+            raise ParseError(path, "file missing or unreadable")
+        return value
+
+
+@dataclass(frozen=True)
+class Roots:
+    """Where the live /proc and /sys are (configurable so tests use fixture trees)."""
+
+    proc: str = "/proc"
+    sys: str = "/sys"
+
+    def path(self, relative: str) -> str:
+        top, _, rest = relative.partition("/")
+        if top == "proc":
+            return os.path.join(self.proc, rest)
+        if top == "sys":
+            return os.path.join(self.sys, rest)
+        raise ValueError(f"path {relative!r} is neither under proc/ nor sys/")
+
+    def read(self, relative: str) -> Optional[str]:
+        """File text, or None when it does not exist or cannot be read."""
+        try:
+            with open(self.path(relative), encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def listdir(self, relative: str) -> list:
+        try:
+            return sorted(os.listdir(self.path(relative)))
+        except OSError:
+            return []
+
+
+def host_clock() -> float:
+    """Seconds since boot, counting suspend: immune to NTP steps of the wall clock."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def read_host_files(roots: Roots, paths: Iterable[str]) -> Raw:
+    """Read host files with the clocks taken right after, plus the boot id."""
+    files = {p: roots.read(p) for p in list(paths) + [BOOT_ID_PATH]}
+    return Raw(files=files, time=host_clock(), wall_time=time.time())
+
+
+def boot_identity(raw: Raw) -> tuple:
+    """The identity every host sample carries: the boot id (empty if unknown)."""
+    return ((raw.files.get(BOOT_ID_PATH) or "").strip(),)
+
+
+# The registry of host sources, by name. Imported last: each source module
+# imports the helpers above from this package.
+from . import nic, tcp  # noqa: E402
+
+HOST_SOURCES = {module.NAME: module for module in (nic, tcp)}

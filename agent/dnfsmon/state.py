@@ -1,0 +1,126 @@
+"""State between cron runs: the previous sample of every key, one file per target.
+
+A target is one thing counters belong to: this host's kernel ("host:<name>"),
+later each database. Its state file is named from a slug plus a hash of the
+target id and records the id inside, so one target's samples are never
+applied to another's (Telegraf's STATE_PERSISTENCE.md makes the same point).
+
+Files are written atomically (files.write_atomically). A file that cannot be
+used - unreadable JSON, another schema version, another target's id,
+malformed samples - is renamed aside to <name>.bad-<unix time> with one
+warning, and the run re-baselines: no point is computed from doubtful state.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from typing import Dict, Iterable, Optional
+
+from .files import write_atomically
+from .rates import Sample
+
+log = logging.getLogger(__name__)
+
+# Bump when the file's layout or a sample's meaning changes; older files are
+# then set aside (re-baseline) rather than misread.
+SCHEMA_VERSION = 1
+LOCK_NAME = "collect.lock"
+
+
+def state_file_name(target_id: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target_id)[:60]
+    digest = hashlib.sha256(target_id.encode()).hexdigest()[:12]
+    return f"{slug}-{digest}.state.json"
+
+
+class StateFile:
+    def __init__(self, directory: str, target_id: str):
+        self.directory = directory
+        self.target_id = target_id
+        self.path = os.path.join(directory, state_file_name(target_id))
+
+    def load(self) -> Dict[str, Sample]:
+        """Previous samples by state key; empty (re-baseline) when there are none usable."""
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return {}
+        problem = None
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                problem = "not a JSON object"
+            elif data.get("schema") != SCHEMA_VERSION:
+                problem = f"schema {data.get('schema')!r}, this dnfsmon writes {SCHEMA_VERSION}"
+            elif data.get("target") != self.target_id:
+                problem = f"belongs to target {data.get('target')!r}, not {self.target_id!r}"
+            else:
+                samples = [Sample.from_json(item) for item in data["samples"]]
+                return {s.state_key: s for s in samples}
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            problem = f"unreadable ({error.__class__.__name__}: {error})"
+        self._set_aside(problem)
+        return {}
+
+    def _set_aside(self, problem: str) -> None:
+        aside = f"{self.path}.bad-{int(time.time())}"
+        os.replace(self.path, aside)
+        log.warning("state file %s %s: moved to %s; this run re-baselines", self.path, problem, aside)
+
+    def save(self, samples: Iterable[Sample]) -> None:
+        data = {
+            "schema": SCHEMA_VERSION,
+            "target": self.target_id,
+            "samples": [s.to_json() for s in sorted(samples, key=lambda s: s.state_key)],
+        }
+        write_atomically(self.path, json.dumps(data, separators=(",", ":")).encode(), mode=0o600)
+
+
+class LockHeld(RuntimeError):
+    """Another dnfsmon run holds the lock."""
+
+
+class RunLock:
+    """An exclusive, non-blocking flock on <state_dir>/collect.lock.
+
+    The kernel releases a flock when its process dies, even by SIGKILL, so a
+    crashed run never leaves a stale lock behind.
+    """
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, LOCK_NAME)
+        self.fd: Optional[int] = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if error.errno in (errno.EWOULDBLOCK, errno.EACCES):
+                raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "RunLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

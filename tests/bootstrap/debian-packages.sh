@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages whose programs the tests use as reference
+# peers, when they are missing. `make test` runs this first, so a fresh
+# machine (CI) needs nothing by hand. Needs root (or sudo) only to install.
+set -euo pipefail
+
+# program -> Debian package
+declare -A needed=(
+  [nicstat]=nicstat          # tests/test_nic.py compares our NIC rates with nicstat -p
+)
+
+missing=()
+for program in "${!needed[@]}"; do
+  command -v "$program" >/dev/null 2>&1 || missing+=("${needed[$program]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing Debian packages for the tests: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; else
+  echo "not root and no sudo: install ${missing[*]} (apt-get install ${missing[*]}) and run again" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,76 @@
+"""The metric catalogue, enforced both ways.
+
+Every point the test cases produce is catalogued with the right type, and
+every catalogued tag and field is produced by some case: the golden diff
+cases (tests/cases/diff) and a live collect on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dnfsmon import capture, catalogue
+from dnfsmon.collect import compute
+from dnfsmon.config import parse
+from dnfsmon.collect import collect
+from dnfsmon.store import Store
+from dnfsmon.state import RunLock
+
+CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
+
+
+def golden_points():
+    points = []
+    for case in sorted(os.listdir(CASES)):
+        _, old_raws, old_failures = capture.read(os.path.join(CASES, case, "old"))
+        host, raws, failures = capture.read(os.path.join(CASES, case, "new"))
+        baseline = compute(old_raws, old_failures, host, {})
+        points += compute(raws, failures, host, baseline.samples).points
+    return points
+
+
+@pytest.fixture(scope="module")
+def produced(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("live")
+    cfg = parse({"agent": {"state_dir": str(directory / "state")}, "store": {"dir": str(directory / "store")}}, None)
+    os.makedirs(cfg.state_dir)
+    with RunLock(cfg.state_dir):
+        collect(cfg, count=2, interval_s=0.2)
+    return golden_points() + list(Store(cfg.store_dir, cfg.store_max_bytes).points())
+
+
+def test_catalogue_file_is_well_formed():
+    entries = catalogue.load()
+    assert entries
+    for (measurement, kind, name), entry in entries.items():
+        assert measurement.startswith("dnfsmon_")
+        assert entry.kind == "tag" or entry.unit or entry.type == "boolean", f"{measurement}.{name} has no unit"
+
+
+def test_every_point_produced_is_catalogued(produced):
+    entries = catalogue.load()
+    problems = [v for point in produced for v in catalogue.violations(point, entries)]
+    assert problems == []
+
+
+def test_every_catalogued_entry_is_produced_by_some_case(produced):
+    seen = set()
+    for point in produced:
+        seen.update((point.measurement, "tag", tag) for tag, _ in point.tags)
+        seen.update((point.measurement, "field", name) for name in point.fields)
+    missing = sorted(set(catalogue.load()) - seen)
+    assert missing == []
+
+
+def test_violations_are_reported():
+    from dnfsmon.points import Point
+
+    entries = catalogue.load()
+    point = Point("dnfsmon_nic", (("host", "h"), ("colour", "red")), {"rx_kib_per_s": 1, "bogus": 1.0}, 0)
+    assert catalogue.violations(point, entries) == [
+        "dnfsmon_nic: tag 'colour' is not catalogued",
+        "dnfsmon_nic: field 'rx_kib_per_s' is integer, catalogue says float",
+        "dnfsmon_nic: field 'bogus' is not catalogued",
+    ]

@@ -1,0 +1,200 @@
+"""The command line, end to end, as cron and users run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dnfsmon.points import Point, to_line
+from dnfsmon.state import StateFile
+from dnfsmon.store import Store
+
+CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
+DNFSMON = [sys.executable, "-m", "dnfsmon"]
+
+
+def run(*args, check_rc=None, **kwargs):
+    result = subprocess.run(DNFSMON + [str(a) for a in args], capture_output=True, text=True, timeout=120, **kwargs)
+    if check_rc is not None:
+        assert result.returncode == check_rc, result.stderr
+    return result
+
+
+def write_config(tmp_path, **host):
+    lines = ["[agent]", "state_dir = 'state'", "host = 'testhost'", "[store]", "dir = 'store'"]
+    if host:
+        lines.append("[host]")
+        lines += [f"{k} = {v!r}" for k, v in host.items()]
+    path = tmp_path / "dnfsmon.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def stored(tmp_path):
+    return list(Store(str(tmp_path / "store"), 10**9).points())
+
+
+@pytest.mark.parametrize("case", sorted(os.listdir(CASES)))
+def test_diff_golden_cases(case):
+    directory = os.path.join(CASES, case)
+    result = run("diff", os.path.join(directory, "old"), os.path.join(directory, "new"), "--format", "lp", check_rc=0)
+    with open(os.path.join(directory, "expected.lp"), encoding="utf-8") as f:
+        assert result.stdout == f.read()
+
+
+def test_diff_json_and_table_carry_the_same_points():
+    old, new = os.path.join(CASES, "basic", "old"), os.path.join(CASES, "basic", "new")
+    lp = run("diff", old, new, "--format", "lp", check_rc=0).stdout.splitlines()
+    points = [Point.from_json(p) for p in json.loads(run("diff", old, new, "--format", "json", check_rc=0).stdout)]
+    assert [to_line(p) for p in points] == lp
+    table = run("diff", old, new, check_rc=0).stdout
+    assert "rx_kib_per_s             10240.0 KiB/s" in table
+
+
+def test_diff_reset_case_logs_why_lo_has_no_point():
+    result = run("diff", os.path.join(CASES, "reset", "old"), os.path.join(CASES, "reset", "new"), check_rc=0)
+    assert "interface=lo: no point: counter rx_bytes went backwards 900000 -> 1000" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        (None, "capture.json: No such file"),
+        ("{", "not valid JSON"),
+        ('{"format": 2, "host": "h", "sources": {}}', '"format": 1'),
+        ('{"format": 1, "host": "h", "sources": {"nfs": {}}}', "source 'nfs' is unknown"),
+        ('{"format": 1, "host": "h", "sources": {"nic": {"time": 1}}}', "needs numeric \"time\""),
+        ('{"format": 1, "host": "h", "sources": {"nic": {"time": 1, "wall_time": 1, "files": ["../etc/passwd"]}}}', "without '..'"),
+    ],
+)
+def test_bad_capture_is_a_usage_error_naming_the_file(tmp_path, manifest, message):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    if manifest is not None:
+        (bad / "capture.json").write_text(manifest)
+    result = run("diff", bad, os.path.join(CASES, "basic", "new"), check_rc=2)
+    assert message in result.stderr and str(bad) in result.stderr
+
+
+def test_live_capture_then_diff(tmp_path):
+    config = write_config(tmp_path)
+    run("--config", config, "capture", tmp_path / "a", check_rc=0)
+    time.sleep(0.2)
+    run("--config", config, "capture", tmp_path / "b", check_rc=0)
+    manifest = json.loads((tmp_path / "a" / "capture.json").read_text())
+    assert set(manifest["sources"]) == {"nic", "tcp"} and manifest["host"] == "testhost"
+    assert (tmp_path / "a" / "proc" / "net" / "dev").read_text().startswith("Inter-|")
+    points = json.loads(run("diff", tmp_path / "a", tmp_path / "b", "--format", "json", check_rc=0).stdout)
+    interfaces = {dict(p["t"])["interface"] for p in points if p["m"] == "dnfsmon_nic"}
+    assert "lo" in interfaces
+    assert any(p["m"] == "dnfsmon_tcp" for p in points)
+
+
+def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
+    config = write_config(tmp_path)
+    run("--config", config, "collect", check_rc=0)
+    first = stored(tmp_path)
+    assert [p.measurement for p in first] == ["dnfsmon_agent"]  # baseline only: no rate, no zero
+    assert first[0].fields["intervals"] == 0 and first[0].fields["skipped"] > 0
+    run("--config", config, "collect", check_rc=0)
+    second = stored(tmp_path)[1:]
+    nic_points = [p for p in second if p.measurement == "dnfsmon_nic"]
+    assert {dict(p.tags)["interface"] for p in nic_points} >= {"lo"}
+    assert all(dict(p.tags)["host"] == "testhost" for p in second)
+    assert any(p.measurement == "dnfsmon_tcp" for p in second)
+    for point in nic_points:
+        assert point.fields["rx_kib_per_s"] >= 0
+
+
+def test_count_and_interval_take_samples_in_one_process(tmp_path):
+    config = write_config(tmp_path)
+    started = time.monotonic()
+    result = run("--config", config, "collect", "--count", 3, "--interval", 0.5, check_rc=0)
+    assert time.monotonic() - started >= 1.0
+    assert "sample 3/3" in result.stderr
+    agents = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"]
+    assert [p.fields["intervals"] > 0 for p in agents] == [False, True, True]
+
+
+def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path):
+    """As cron starts a run while the previous one still runs (holder frozen while we compare)."""
+    config = write_config(tmp_path)
+    run("--config", config, "collect", check_rc=0)
+    holder = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "100", "--interval", "0.2"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert "sample 1/100" in holder.stderr.readline()
+        holder.send_signal(signal.SIGSTOP)
+        time.sleep(0.2)
+        snapshot = {p: open(p, "rb").read() for p in sorted(map(str, (tmp_path / "state").iterdir())) + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]}
+        started = time.monotonic()
+        result = run("--config", config, "collect", check_rc=75)
+        assert time.monotonic() - started < 10
+        assert f"another dnfsmon run (pid {holder.pid}) holds" in result.stderr
+        after = {p: open(p, "rb").read() for p in snapshot}
+        assert after == snapshot
+        assert sorted(map(str, (tmp_path / "state").iterdir())) == sorted(p for p in snapshot if "/state/" in p)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
+    proc = tmp_path / "fakeproc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "dev").write_text("this is not /proc/net/dev\n")
+    shutil.copy("/proc/net/snmp", proc / "net" / "snmp")
+    config = write_config(tmp_path, proc_root=str(proc))
+    result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
+    assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
+    measurements = {p.measurement for p in stored(tmp_path)}
+    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}
+    agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
+    assert agent.fields["sources_failed"] == 1 and agent.fields["sources_ok"] == 1
+
+
+def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
+    config = write_config(tmp_path)
+    rng = random.Random(20261122)
+    for _ in range(25):
+        process = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "5", "--interval", "0.02"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 0.6))
+        process.kill()
+        process.wait()
+    result = run("--config", config, "collect", check_rc=0)
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert "state file" not in result.stderr  # never corrupt: written atomically
+    points = stored(tmp_path)
+    assert points and points[-1].measurement == "dnfsmon_agent"
+    # The run after the kills had a usable previous sample: it published rates.
+    assert points[-1].fields["intervals"] > 0
+    # Temp files a kill left between write and rename are removed by the next locked run.
+    for directory in (tmp_path / "state", tmp_path / "store"):
+        assert not [p.name for p in directory.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_help_shows_defaults_and_exit_codes():
+    assert "(default: 10.0)" in run("collect", "--help", check_rc=0).stdout
+    top = run("--help", check_rc=0).stdout
+    assert "75" in top and "another dnfsmon run holds the lock" in top
+
+
+def test_bad_config_is_a_usage_error(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[store]\nmax_bytes = 0\n")
+    result = run("--config", path, "collect", check_rc=2)
+    assert f"dnfsmon: {path}: [store] max_bytes = 0: must be a positive integer" in result.stderr
+
+
+def test_metrics_lists_the_catalogue():
+    out = run("metrics", check_rc=0).stdout
+    assert "dnfsmon_nic" in out and "util_pct" in out and "[percent]" in out

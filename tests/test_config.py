@@ -1,0 +1,121 @@
+"""Config validation, the documented example, and secrets."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+from dnfsmon import config
+from dnfsmon.config import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+EXAMPLE = os.path.join(os.path.dirname(config.__file__), "example.toml")
+README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+
+
+def example_defaults():
+    """(section, key) -> value of every commented-out default in example.toml."""
+    section, found = None, {}
+    for line in open(EXAMPLE, encoding="utf-8"):
+        header = re.match(r"^\[(\w+)\]", line)
+        if header:
+            section = header.group(1)
+        option = re.match(r"^# (\w+) = (.*)$", line)
+        if option:
+            found[(section, option.group(1))] = tomllib.loads(f"v = {option.group(2)}")["v"]
+    return found
+
+
+def test_example_documents_every_option_with_its_real_default():
+    documented = example_defaults()
+    assert set(documented) == set(config.OPTIONS)
+    for key, (default, _, _) in config.OPTIONS.items():
+        assert documented[key] == default, key
+
+
+def test_every_example_option_has_an_explanation_above_it():
+    lines = open(EXAMPLE, encoding="utf-8").read().splitlines()
+    for number, line in enumerate(lines):
+        if re.match(r"^# \w+ = ", line):
+            assert lines[number - 1].startswith("## "), f"example.toml:{number + 1} lacks a ## explanation"
+
+
+def test_readme_shows_the_example_verbatim():
+    assert open(EXAMPLE, encoding="utf-8").read().strip() in open(README, encoding="utf-8").read()
+
+
+def test_example_with_defaults_uncommented_loads(tmp_path):
+    text = re.sub(r"^# (\w+ = )", r"\1", open(EXAMPLE, encoding="utf-8").read(), flags=re.M)
+    path = tmp_path / "dnfsmon.toml"
+    path.write_text(text)
+    cfg = config.load(str(path))
+    assert cfg.state_dir == "/var/lib/dnfsmon/state"
+    assert cfg.host_sources == ["nic", "tcp"]
+    assert cfg.host  # system host name
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[store]\nmax_bytes = -1\n", "[store] max_bytes = -1: must be a positive integer"),
+        ("[store]\nmax_bytes = true\n", "[store] max_bytes = True: must be a positive integer"),
+        ("[agent]\nlog_level = 'loud'\n", "[agent] log_level = 'loud': must be one of debug, info, warning, error"),
+        ("[host]\nsources = ['nic', 'nfs']\n", "[host] sources = ['nic', 'nfs']: unknown source 'nfs'"),
+        ("[host]\nproc_rot = '/proc'\n", "unknown key [host] proc_rot"),
+        ("[influx]\nurl = 'x'\n", "unknown section [influx]"),
+        ("[agent\n", "not valid TOML"),
+    ],
+)
+def test_validation_names_the_key_and_value(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        config.load(str(path))
+    assert message in str(error.value)
+    assert str(path) in str(error.value)
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[agent]\nstate_dir = 'st'\n[store]\ndir = '/abs/store'\n")
+    cfg = config.load(str(path))
+    assert cfg.state_dir == str(tmp_path / "st")
+    assert cfg.store_dir == "/abs/store"
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.toml does not exist"):
+        config.load(str(tmp_path / "nope.toml"))
+
+
+def test_secret_from_owner_only_file(tmp_path):
+    path = tmp_path / "token"
+    path.write_text("s3cret\n")
+    os.chmod(path, 0o600)
+    assert config.read_secret(str(path), "X_UNUSED", "InfluxDB token") == "s3cret"
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o644])
+def test_group_or_world_readable_secret_file_is_refused(tmp_path, mode):
+    path = tmp_path / "token"
+    path.write_text("s3cret\n")
+    os.chmod(path, mode)
+    with pytest.raises(ConfigError) as error:
+        config.read_secret(str(path), None, "InfluxDB token")
+    assert f"mode {mode:04o}" in str(error.value) and str(path) in str(error.value)
+    assert "s3cret" not in str(error.value)
+
+
+def test_secret_from_environment_and_missing_secret(monkeypatch):
+    monkeypatch.setenv("DNFSMON_TEST_SECRET", "from-env")
+    assert config.read_secret(None, "DNFSMON_TEST_SECRET", "Oracle password") == "from-env"
+    monkeypatch.delenv("DNFSMON_TEST_SECRET")
+    with pytest.raises(ConfigError, match="no Oracle password.*DNFSMON_TEST_SECRET"):
+        config.read_secret(None, "DNFSMON_TEST_SECRET", "Oracle password")

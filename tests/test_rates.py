@@ -1,0 +1,177 @@
+"""The rate engine: named sequences (psutil TestWrapNumbers style) and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from dnfsmon import rates
+from dnfsmon.rates import Interval, Sample, Skip
+
+
+def sample(t, identity=(), started=None, widths=None, **counters):
+    return Sample(
+        measurement="m",
+        key=(("k", "1"),),
+        time=t,
+        wall_time=1_700_000_000 + t,
+        counters=counters,
+        identity=identity,
+        started=started,
+        widths=widths or {},
+    )
+
+
+def run(sequence):
+    """Diff a sequence of samples of one key; a list of deltas dicts or skip reasons."""
+    previous = None
+    out = []
+    for current in sequence:
+        result = rates.diff(previous, current)
+        out.append(result.deltas if isinstance(result, Interval) else result.reason)
+        previous = current
+    return out
+
+
+def test_first_sample_is_baseline_only():
+    result = rates.diff(None, sample(0, c=5))
+    assert isinstance(result, Skip) and result.baseline
+    assert "baseline" in result.reason
+
+
+def test_steady_increase():
+    assert run([sample(0, c=10), sample(5, c=60), sample(10, c=60)])[1:] == [{"c": 50}, {"c": 0}]
+
+
+def test_rate_divides_by_measured_interval():
+    result = rates.diff(sample(100.0, c=0), sample(102.5, c=10))
+    assert result.dt == 2.5
+    assert result.rate("c") == 4.0
+
+
+def test_negative_delta_drops_the_whole_key_interval_then_rebaselines():
+    out = run([sample(0, a=100, b=100), sample(1, a=150, b=20), sample(2, a=160, b=30)])
+    assert "counter b went backwards 100 -> 20" in out[1]
+    assert out[2] == {"a": 10, "b": 10}
+
+
+def test_identity_change_resets_even_when_counters_grow():
+    # A process replaced under the same PNUM whose new counters happen to be higher.
+    out = run([sample(0, identity=("spid1",), c=10), sample(1, identity=("spid2",), c=500), sample(2, identity=("spid2",), c=510)])
+    assert "identity changed" in out[1]
+    assert out[2] == {"c": 10}
+
+
+def test_started_moving_beyond_tolerance_resets():
+    # Mount remounted: its start (time - age) moves by more than the rounding slack.
+    out = run([sample(100, started=10.0, c=5), sample(160, started=11.0, c=9), sample(220, started=150.0, c=1)])
+    assert out[1] == {"c": 4}
+    assert "restarted" in out[2]
+
+
+def test_non_positive_interval_is_skipped():
+    out = run([sample(10, c=1), sample(10, c=2)])
+    assert "not positive" in out[1]
+    out = run([sample(10, c=1), sample(9, c=2)])
+    assert "not positive" in out[1]
+
+
+def test_wrap_only_for_declared_width():
+    w = {"c": 32}
+    assert run([sample(0, widths=w, c=2**32 - 10), sample(1, widths=w, c=5)])[1] == {"c": 15}
+    # Undeclared width: the same numbers are a reset.
+    assert "went backwards" in run([sample(0, c=2**32 - 10), sample(1, c=5)])[1]
+
+
+def test_value_beyond_declared_width_is_implausible():
+    result = rates.diff(sample(0, widths={"c": 32}, c=1), sample(1, widths={"c": 32}, c=2**32 + 1))
+    assert result.deltas == {} and "implausible" in result.dropped["c"]
+
+
+def test_implausible_value_drops_that_counter_only():
+    # procfs fixture: an ACCESS rtt of 18446743919241604546.
+    out = rates.diff(sample(0, ops=10, rtt=18446743919241604546), sample(1, ops=20, rtt=18446743919241605000))
+    assert out.deltas == {"ops": 10}
+    assert "implausible value 18446743919241604546" in out.dropped["rtt"]
+
+
+def test_counter_missing_on_one_side_has_no_delta():
+    assert run([sample(0, a=1), sample(1, a=2, b=7)])[1] == {"a": 1}
+
+
+def test_zero_counter_is_a_value_not_missing():
+    # Glances treated a zero counter as "no previous value".
+    assert run([sample(0, c=0), sample(1, c=0), sample(2, c=3)])[1:] == [{"c": 0}, {"c": 3}]
+
+
+def test_diff_all_pairs_by_key_not_by_position():
+    a0 = Sample("m", (("if", "a"),), 0, 0, {"c": 0})
+    b0 = Sample("m", (("if", "b"),), 0, 0, {"c": 1000})
+    a1 = Sample("m", (("if", "a"),), 1, 1, {"c": 5})
+    b1 = Sample("m", (("if", "b"),), 1, 1, {"c": 1001})
+    c1 = Sample("m", (("if", "c"),), 1, 1, {"c": 1})
+    result = rates.diff_all({s.state_key: s for s in (a0, b0)}, [b1, c1, a1])
+    assert {i.current.key[0][1]: i.deltas["c"] for i in result.intervals} == {"a": 5, "b": 1}
+    assert [s.current.key for s in result.skips] == [(("if", "c"),)]
+
+
+def test_helpers():
+    assert rates.per_second(10, 4) == 2.5
+    assert rates.mean_per_event(100, 4) == 25
+    assert rates.mean_per_event(100, 0) is None
+    assert rates.mean_per_event(None, 4) is None
+    assert rates.percent(1, 4) == 25.0
+    assert rates.percent(1, 0) is None
+
+
+def test_sample_json_round_trip():
+    s = Sample("m", (("a", "b"),), 1.5, 2.5, {"c": 2**62}, {"g": 1.5, "s": "x"}, ("id",), 3.0, {"c": 32})
+    assert Sample.from_json(s.to_json()) == s
+
+
+# --- properties ---
+
+increments = st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=30)
+steps = st.lists(st.floats(min_value=1e-3, max_value=1e5, allow_nan=False), min_size=30, max_size=30)
+
+
+@given(increments, steps)
+def test_without_resets_sum_of_rate_times_dt_is_the_total_increase(incs, dts):
+    t, value = 0.0, 7
+    samples = [sample(t, c=value)]
+    for inc, dt in zip(incs, dts):
+        t += dt
+        value += inc
+        samples.append(sample(t, c=value))
+    total = 0.0
+    for prev, cur in zip(samples, samples[1:]):
+        interval = rates.diff(prev, cur)
+        total += interval.rate("c") * interval.dt
+    assert total == pytest.approx(sum(incs), rel=1e-9, abs=1e-6)
+
+
+@given(
+    st.lists(st.tuples(st.integers(min_value=0, max_value=2**64 + 5), st.floats(min_value=-5, max_value=50, allow_nan=False)), min_size=2, max_size=40),
+    st.sampled_from([None, 32, 64]),
+)
+def test_never_a_negative_rate(values_and_dts, width):
+    widths = {"c": width} if width else {}
+    t = 0.0
+    previous = None
+    for value, dt in values_and_dts:
+        t += dt
+        current = sample(t, widths=widths, c=value)
+        result = rates.diff(previous, current)
+        if isinstance(result, Interval):
+            assert result.dt > 0
+            for name in result.deltas:
+                assert result.rate(name) >= 0
+                assert result.deltas[name] < rates.IMPLAUSIBLE_COUNTER
+        previous = current
+
+
+def test_backwards_by_more_than_half_the_range_is_a_reset_even_with_width():
+    w = {"c": 32}
+    assert "went backwards" in run([sample(0, widths=w, c=1000), sample(1, widths=w, c=5)])[1]
+    w = {"c": 64}
+    assert "went backwards" in run([sample(0, widths=w, c=1), sample(1, widths=w, c=0)])[1]
