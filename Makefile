@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := $(BIN)/dnfsmon --config examples/demo.toml
 
-.PHONY: demo test clean
+.PHONY: demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	tests/bootstrap/debian-packages.sh
 	$(BIN)/python -m pytest
+
+## make bench: benchmarks against peers (on demand; not part of make test).
+bench: $(STAMP)
+	tests/bootstrap/debian-packages.sh
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(BIN)/python bench/collect_cost.py
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis

@@ -90,7 +90,7 @@ def test_live_capture_then_diff(tmp_path):
     time.sleep(0.2)
     run("--config", config, "capture", tmp_path / "b", check_rc=0)
     manifest = json.loads((tmp_path / "a" / "capture.json").read_text())
-    assert set(manifest["sources"]) == {"nic", "tcp"} and manifest["host"] == "testhost"
+    assert set(manifest["sources"]) == {"nic", "tcp", "mountstats"} and manifest["host"] == "testhost"
     assert (tmp_path / "a" / "proc" / "net" / "dev").read_text().startswith("Inter-|")
     points = json.loads(run("diff", tmp_path / "a", tmp_path / "b", "--format", "json", check_rc=0).stdout)
     interfaces = {dict(p["t"])["interface"] for p in points if p["m"] == "dnfsmon_nic"}
@@ -156,9 +156,9 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
     measurements = {p.measurement for p in stored(tmp_path)}
-    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}
+    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}  # the fake proc has no mountstats: no NFS mounts
     agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
-    assert agent.fields["sources_failed"] == 1 and agent.fields["sources_ok"] == 1
+    assert agent.fields["sources_failed"] == 2 and agent.fields["sources_ok"] == 1
 
 
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):

@@ -191,3 +191,33 @@ def test_rates_agree_with_nicstat_over_the_same_intervals():
 def loopback_sample(raw):
     found, _ = nic.samples(raw, "h")
     return next(s for s in found if dict(s.key)["interface"] == "lo")
+
+
+# --- fuzzing: mutated real files never raise anything but ParseError ---
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_net_dev_gives_only_documented_errors(data):
+    lines = open("/proc/net/dev").read().splitlines()
+    for _ in range(data.draw(st.integers(min_value=1, max_value=6))):
+        i = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+        kind = data.draw(st.sampled_from(["delete", "garble", "truncate", "dup"]))
+        if kind == "delete" and len(lines) > 1:
+            del lines[i]
+        elif kind == "garble":
+            words = lines[i].split(" ")
+            words[data.draw(st.integers(min_value=0, max_value=len(words) - 1))] = data.draw(st.text(max_size=8))
+            lines[i] = " ".join(words)
+        elif kind == "truncate":
+            lines[i] = lines[i][: data.draw(st.integers(min_value=0, max_value=len(lines[i])))]
+        else:
+            lines.insert(i, lines[i])
+    raw = Raw({nic.NET_DEV: "\n".join(lines)}, 1.0, 1.0)
+    try:
+        found, problems = nic.samples(raw, "h")
+    except ParseError:
+        return
+    assert all(isinstance(p, ParseError) for p in problems)

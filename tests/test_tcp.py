@@ -67,3 +67,21 @@ def test_missing_tcp_columns_are_named():
     raw = Raw({tcp.NET_SNMP: "Tcp: InSegs OutSegs\nTcp: 1 2\n"}, 0.0, 0.0)
     with pytest.raises(ParseError, match="lack ActiveOpens"):
         tcp.samples(raw, "h")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=10**4), st.text(max_size=10)), min_size=1, max_size=6))
+def test_mutated_snmp_gives_only_documented_errors(edits):
+    lines = open("/proc/net/snmp").read().splitlines()
+    for position, junk in edits:
+        i = position % len(lines)
+        words = lines[i].split(" ")
+        words[position % len(words)] = junk
+        lines[i] = " ".join(words)
+    try:
+        tcp.samples(Raw({tcp.NET_SNMP: "\n".join(lines)}, 1.0, 1.0), "h")
+    except ParseError:
+        pass

@@ -7,6 +7,7 @@ set -euo pipefail
 # program -> Debian package
 declare -A needed=(
   [nicstat]=nicstat          # tests/test_nic.py compares our NIC rates with nicstat -p
+  [mountstats]=nfs-common    # tests/test_mountstats.py compares per-op figures with mountstats iostat
 )
 
 missing=()

@@ -114,6 +114,6 @@ def boot_identity(raw: Raw) -> tuple:
 
 # The registry of host sources, by name. Imported last: each source module
 # imports the helpers above from this package.
-from . import nic, tcp  # noqa: E402
+from . import mountstats, nic, tcp  # noqa: E402
 
-HOST_SOURCES = {module.NAME: module for module in (nic, tcp)}
+HOST_SOURCES = {module.NAME: module for module in (nic, tcp, mountstats)}

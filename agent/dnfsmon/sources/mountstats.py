@@ -1,0 +1,316 @@
+"""Kernel NFS client statistics per mount, from /proc/self/mountstats.
+
+Sources of truth: the kernel's nfs_show_stats() (fs/nfs/super.c),
+rpc_clnt_show_stats()/rpc_print_iostats() (net/sunrpc/stats.c) and the
+transports' print_stats (net/sunrpc/xprtsock.c, xprtrdma/transport.c);
+nfs-utils' tools/mountstats/mountstats.py for the arithmetic of its iostat
+view, which tests/test_mountstats.py compares with ours. Format notes and
+traps: ../shared/reference/linux-sources.md.
+
+Counters here are per mount namespace; bind mounts of one export show the
+same counters under each mount point, and per-op counters really belong to
+the server/export (the kernel shares the RPC client). With Direct NFS the
+database's own I/O does not pass through these counters at all: rising
+READ/WRITE counts on a datafile mount mean the kernel client is doing that
+I/O (a silent dNFS fallback, or a non-dNFS process).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from .. import rates
+from ..rates import Sample
+from . import ParseError, Raw, Roots, boot_identity, read_host_files
+
+NAME = "mountstats"
+MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
+OP_MEASUREMENT = "dnfsmon_nfs_op"
+MEASUREMENTS = (MOUNT_MEASUREMENT, OP_MEASUREMENT)
+MOUNTSTATS = "proc/self/mountstats"
+
+NFS_FSTYPES = ("nfs", "nfs4")
+
+# "events:" counters in the order of enum nfs_stat_eventcounters
+# (include/linux/nfs_iostat.h). Older kernels print fewer: those are absent.
+EVENT_COUNTERS = (
+    "inoderevalidate", "dentryrevalidate", "datainvalidate", "attrinvalidate",
+    "vfsopen", "vfslookup", "vfsaccess", "vfsupdatepage", "vfsreadpage",
+    "vfsreadpages", "vfswritepage", "vfswritepages", "vfsgetdents",
+    "vfssetattr", "vfsflush", "vfsfsync", "vfslock", "vfsrelease",
+    "congestionwait", "setattrtrunc", "extendwrite", "sillyrename",
+    "shortread", "shortwrite", "delay", "pnfsread", "pnfswrite",
+)
+# "bytes:" counters in the order of enum nfs_stat_bytecounters.
+BYTE_COUNTERS = (
+    "normalread", "normalwrite", "directread", "directwrite",
+    "serverread", "serverwrite", "readpages", "writepages",
+)
+# Per-op fields (rpc_print_iostats). "errors" exists from RPC iostats 1.1
+# (kernel 5.3); with 8 fields it is absent, not zero.
+OP_FIELDS = ("ops", "trans", "timeouts", "bytes_sent", "bytes_recv", "queue_ms", "rtt_ms", "execute_ms", "errors")
+OP_MIN_FIELDS = 8
+# Transport fields per protocol (xs_tcp_print_stats, xs_udp_print_stats,
+# xprt_rdma_print_stats). The last three of tcp/udp exist from 1.1; rdma
+# prints RDMA-specific counters after the first ten, which are not read.
+XPRT_FIELDS = {
+    "tcp": ("port", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "max_slots", "sending_u", "pending_u"),
+    "udp": ("port", "bind_count", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "max_slots", "sending_u", "pending_u"),
+    "rdma": ("port", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u"),
+}
+XPRT_MIN_FIELDS = {"tcp": 10, "udp": 7, "rdma": 10}
+# Transport counters summed over a mount's transports (several with nconnect).
+XPRT_COUNTERS = ("bind_count", "connect_count", "connect_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "sending_u", "pending_u")
+
+DEVICE_RE = re.compile(r"^device (\S+) mounted on (\S+) with fstype (\S+)(?: statvers=(\S+))?\s*$")
+RPC_RE = re.compile(r"^RPC iostats version:\s*(\S+)\s+p/v:\s*(\d+)/(\d+)")
+
+
+def unescape(path: str) -> str:
+    """Undo the kernel's octal escapes in paths (seq_escape: space is \\040)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+@dataclass
+class Mount:
+    """One NFS mount's block of /proc/self/mountstats."""
+
+    device: str  # "server:/export", unescaped
+    mountpoint: str
+    fstype: str
+    statvers: str
+    line_no: int
+    options: Dict[str, str] = field(default_factory=dict)  # flag options map to ""
+    age: Optional[int] = None  # seconds since mount
+    events: Dict[str, int] = field(default_factory=dict)
+    bytes: Dict[str, int] = field(default_factory=dict)
+    rpc_version: str = ""
+    nfs_program_version: str = ""
+    transports: List[Tuple[str, Dict[str, int]]] = field(default_factory=list)
+    ops: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return self.device.rpartition(":")[0] if ":" in self.device else ""
+
+    @property
+    def export(self) -> str:
+        return self.device.rpartition(":")[2] if ":" in self.device else self.device
+
+
+def _ints(words: List[str], path: str, number: int, line: str) -> List[int]:
+    if not all(w.isdigit() for w in words):
+        raise ParseError(path, "expected unsigned integers", number, line)
+    return [int(w) for w in words]
+
+
+def _version_ok(text: str) -> bool:
+    """statvers/iostats version >= 1.0 (1.0, 1.1 and 1.2 are common)."""
+    parts = text.split(".")
+    return len(parts) == 2 and all(p.isdigit() for p in parts) and (int(parts[0]), int(parts[1])) >= (1, 0)
+
+
+def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseError]) -> Optional[Mount]:
+    """One device block; None for non-NFS mounts. Raises ParseError for a malformed NFS block."""
+    header = DEVICE_RE.match(lines[0])
+    if not header:
+        raise ParseError(path, "expected 'device D mounted on M with fstype T'", first, lines[0])
+    device, mountpoint, fstype, statvers = header.groups()
+    if fstype not in NFS_FSTYPES:
+        return None
+    if statvers is None or not _version_ok(statvers):
+        raise ParseError(path, f"NFS mount needs statvers >= 1.0, found {statvers!r}", first, lines[0])
+    mount = Mount(unescape(device), unescape(mountpoint), fstype, statvers, first)
+    in_ops = False
+    for number, line in enumerate(lines[1:], start=first + 1):
+        words = line.split()
+        if not words:
+            continue
+        tag = words[0]
+        if in_ops:
+            if not tag.endswith(":") or len(words) - 1 < OP_MIN_FIELDS:
+                raise ParseError(path, f"per-op line needs a name and at least {OP_MIN_FIELDS} counters", number, line)
+            values = _ints(words[1:], path, number, line)
+            mount.ops[tag[:-1]] = dict(zip(OP_FIELDS, values))
+        elif tag == "opts:":
+            # Some kernels (and the Telegraf capture) have spaces after commas.
+            for option in "".join(words[1:]).split(","):
+                key, _, value = option.partition("=")
+                if key:
+                    mount.options[key] = value
+        elif tag == "age:":
+            if len(words) != 2 or not words[1].isdigit():
+                raise ParseError(path, "age: needs one unsigned integer", number, line)
+            mount.age = int(words[1])
+        elif tag == "events:":
+            mount.events = dict(zip(EVENT_COUNTERS, _ints(words[1:], path, number, line)))
+        elif tag == "bytes:":
+            mount.bytes = dict(zip(BYTE_COUNTERS, _ints(words[1:], path, number, line)))
+        elif tag == "RPC":
+            rpc = RPC_RE.match(line.strip())
+            if not rpc or not _version_ok(rpc.group(1)):
+                raise ParseError(path, "expected 'RPC iostats version: X.Y  p/v: P/V' with X.Y >= 1.0", number, line)
+            mount.rpc_version, mount.nfs_program_version = rpc.group(1), rpc.group(3)
+        elif tag == "xprt:":
+            if len(words) < 2:
+                raise ParseError(path, "xprt: needs a protocol", number, line)
+            protocol = words[1]
+            names = XPRT_FIELDS.get(protocol)
+            if names is None:
+                problems.append(ParseError(path, f"unknown transport {protocol!r} ignored", number, line))
+                continue
+            values = _ints(words[2:], path, number, line)
+            if len(values) < XPRT_MIN_FIELDS[protocol]:
+                raise ParseError(path, f"xprt: {protocol} needs at least {XPRT_MIN_FIELDS[protocol]} counters", number, line)
+            mount.transports.append((protocol, dict(zip(names, values))))
+        elif tag == "per-op":
+            in_ops = True
+        # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
+        # nothing dnfsmon publishes: accepted and ignored.
+    if mount.age is None:
+        raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
+    return mount
+
+
+def parse_mountstats(text: str, path: str = MOUNTSTATS) -> Tuple[List[Mount], List[ParseError]]:
+    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others."""
+    blocks: List[Tuple[int, List[str]]] = []
+    problems: List[ParseError] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("device "):
+            blocks.append((number, [line]))
+        elif blocks:
+            blocks[-1][1].append(line)
+        elif line.strip():
+            problems.append(ParseError(path, "line outside any 'device' block", number, line))
+    mounts: Dict[str, Mount] = {}
+    for first, lines in blocks:
+        try:
+            mount = _parse_block(first, lines, path, problems)
+        except ParseError as error:
+            problems.append(error)
+            continue
+        if mount is not None:
+            # A mount point mounted over keeps the last block, the visible one
+            # (as nfs-utils' mountstats does).
+            mounts[mount.mountpoint] = mount
+    return list(mounts.values()), problems
+
+
+def read(roots: Roots) -> Raw:
+    return read_host_files(roots, [MOUNTSTATS])
+
+
+def _int_option(options: Dict[str, str], name: str) -> Optional[int]:
+    value = options.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+def mount_gauges(mount: Mount) -> Dict[str, rates.Gauge]:
+    """Mount options and transport facts published with every mount point."""
+    o = mount.options
+    gauges: Dict[str, Optional[rates.Gauge]] = {
+        "age_s": mount.age,
+        "rsize_bytes": _int_option(o, "rsize"),
+        "wsize_bytes": _int_option(o, "wsize"),
+        "timeo_ds": _int_option(o, "timeo"),
+        "retrans_option": _int_option(o, "retrans"),
+        "nconnect": _int_option(o, "nconnect") or 1,
+        "hard": "soft" not in o and "softerr" not in o,
+        # The kernel prints the noac flag; actimeo=0 shows as the ac* options at 0.
+        "noac": "noac" in o,
+        "acregmin_s": _int_option(o, "acregmin"),
+        "acregmax_s": _int_option(o, "acregmax"),
+        "acdirmin_s": _int_option(o, "acdirmin"),
+        "acdirmax_s": _int_option(o, "acdirmax"),
+        "transports": len(mount.transports),
+    }
+    if mount.transports and all("max_slots" in t for _, t in mount.transports):
+        gauges["max_slots"] = sum(t["max_slots"] for _, t in mount.transports)
+    return {k: v for k, v in gauges.items() if v is not None}
+
+
+def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS))
+    identity = boot_identity(raw)
+    result: List[Sample] = []
+    for mount in mounts:
+        key = (
+            ("host", host),
+            ("mountpoint", mount.mountpoint),
+            ("server", mount.server),
+            ("export", mount.export),
+            ("nfs_version", mount.options.get("vers", mount.nfs_program_version)),
+            ("proto", mount.options.get("proto", mount.transports[0][0] if mount.transports else "")),
+        )
+        # The counters started when the export was mounted: a drop of `age`
+        # (a remount) moves this start and re-baselines every key below.
+        started = raw.time - (mount.age or 0)
+        counters: Dict[str, int] = {f"ev_{k}": v for k, v in mount.events.items()}
+        counters.update({f"b_{k}": v for k, v in mount.bytes.items()})
+        for name in XPRT_COUNTERS:
+            present = [t[name] for _, t in mount.transports if name in t]
+            if present and len(present) == len(mount.transports):
+                counters[f"x_{name}"] = sum(present)
+        result.append(Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started))
+        for op, values in mount.ops.items():
+            result.append(Sample(OP_MEASUREMENT, key + (("op", op),), raw.time, raw.wall_time, dict(values), {}, identity, started))
+    return result, problems
+
+
+def op_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+    """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
+    d = interval.deltas
+    ops = d.get("ops")
+    if ops is None:
+        return {}
+    wire = d["bytes_sent"] + d["bytes_recv"] if "bytes_sent" in d and "bytes_recv" in d else None
+    retrans = d["trans"] - ops if "trans" in d and d["trans"] >= ops else None
+    out = {
+        "ops_per_s": interval.rate("ops"),
+        "kib_per_s": None if wire is None else rates.per_second(wire, interval.dt) / 1024,
+        "kib_per_op": None if wire is None else rates.mean_per_event(wire / 1024, ops),
+        "retrans_per_s": None if retrans is None else rates.per_second(retrans, interval.dt),
+        "retrans_pct": None if retrans is None else rates.percent(retrans, ops),
+        "timeouts_per_s": interval.rate("timeouts"),
+        "errors_per_s": interval.rate("errors"),
+        "avg_queue_ms": rates.mean_per_event(d.get("queue_ms"), ops),
+        "avg_rtt_ms": rates.mean_per_event(d.get("rtt_ms"), ops),
+        "avg_exe_ms": rates.mean_per_event(d.get("execute_ms"), ops),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def mount_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+    d = interval.deltas
+    sends = d.get("x_sends")
+    out: Dict[str, Optional[rates.Gauge]] = {}
+    for name in EVENT_COUNTERS:
+        out[f"{name}_per_s"] = interval.rate(f"ev_{name}")
+    for name in BYTE_COUNTERS:
+        per_s = interval.rate(f"b_{name}")
+        if name.endswith("pages"):
+            out[f"{name}_per_s"] = per_s
+        else:
+            out[f"{name}_kib_per_s"] = None if per_s is None else per_s / 1024
+    out.update({
+        "rpc_sends_per_s": interval.rate("x_sends"),
+        "rpc_recvs_per_s": interval.rate("x_recvs"),
+        "bad_xids_per_s": interval.rate("x_bad_xids"),
+        "connects_per_s": interval.rate("x_connect_count"),
+        # Averages per RPC sent (xprt_transmit adds the queue lengths on each send).
+        "avg_backlog": rates.mean_per_event(d.get("x_bklog_u"), sends),
+        "avg_outstanding_rpcs": rates.mean_per_event(d.get("x_req_u"), sends),
+        "avg_sending_queue": rates.mean_per_event(d.get("x_sending_u"), sends),
+        "avg_pending_queue": rates.mean_per_event(d.get("x_pending_u"), sends),
+    })
+    out.update(interval.current.gauges)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+    if interval.current.measurement == OP_MEASUREMENT:
+        return op_fields(interval)
+    return mount_fields(interval)
