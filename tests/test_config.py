@@ -57,7 +57,8 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
     path.write_text(text)
     cfg = config.load(str(path))
     assert cfg.state_dir == "/var/lib/dnfsmon/state"
-    assert cfg.host_sources == ["nic", "tcp", "mountstats"]
+    assert cfg.host_sources == ["nic", "tcp", "mountstats", "filer_tcp", "rpc"]
+    assert cfg.nfs_ports == [2049]
     assert cfg.host  # system host name
 
 
@@ -69,6 +70,8 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
         ("[agent]\nlog_level = 'loud'\n", "[agent] log_level = 'loud': must be one of debug, info, warning, error"),
         ("[host]\nsources = ['nic', 'nfs']\n", "[host] sources = ['nic', 'nfs']: unknown source 'nfs'"),
         ("[host]\nproc_rot = '/proc'\n", "unknown key [host] proc_rot"),
+        ("[host]\nnfs_ports = [2049, 70000]\n", "[host] nfs_ports = [2049, 70000]: must be a non-empty list of TCP port numbers"),
+        ("[host]\nnfs_ports = []\n", "[host] nfs_ports = []: must be a non-empty list"),
         ("[influx]\nurl = 'x'\n", "unknown section [influx]"),
         ("[agent\n", "not valid TOML"),
     ],

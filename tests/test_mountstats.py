@@ -204,6 +204,8 @@ def test_fields_of_one_interval():
     assert read["ops_per_s"] == 100.0
     assert read["kib_per_s"] == pytest.approx((100000 + 8192000) / 1024 / 10)
     assert read["kib_per_op"] == pytest.approx((100000 + 8192000) / 1024 / 1000)
+    assert read["sent_kib_per_s"] == pytest.approx(100000 / 1024 / 10)
+    assert read["recv_kib_per_s"] == pytest.approx(8192000 / 1024 / 10)
     assert read["retrans_per_s"] == 0.8 and read["retrans_pct"] == 0.8  # 8 of 1000
     assert (read["avg_queue_ms"], read["avg_rtt_ms"], read["avg_exe_ms"]) == (0.1, 10.0, 10.1)
     assert read["timeouts_per_s"] == 0.1 and read["errors_per_s"] == 0.2

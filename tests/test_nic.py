@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dnfsmon import rates
-from dnfsmon.sources import ParseError, Raw, Roots, nic
+from dnfsmon.sources import ParseError, Raw, HostInputs, nic
 
 HEADER = (
     "Inter-|   Receive                                                |  Transmit\n"
@@ -170,7 +170,7 @@ def test_rates_agree_with_nicstat_over_the_same_intervals():
     ours, theirs = [], []
     for line in nicstat.stdout:
         # Our reading right after nicstat printed: the same interval boundaries.
-        ours.append(loopback_sample(nic.read(Roots())))
+        ours.append(loopback_sample(nic.read(HostInputs())))
         theirs.append(line.strip().split(":"))
     assert nicstat.wait(timeout=30) == 0
     for t in threads:

@@ -175,3 +175,36 @@ def test_backwards_by_more_than_half_the_range_is_a_reset_even_with_width():
     assert "went backwards" in run([sample(0, widths=w, c=1000), sample(1, widths=w, c=5)])[1]
     w = {"c": 64}
     assert "went backwards" in run([sample(0, widths=w, c=1), sample(1, widths=w, c=0)])[1]
+
+
+def test_aggregate_sums_per_key_deltas_and_ignores_new_keys():
+    def s(key, t, c, identity=()):
+        return Sample("m", (("sock", key), ("srv", "a")), t, t, {"c": c, "d": c}, identity=identity)
+
+    previous = {x.state_key: x for x in (s("1", 0, 100), s("2", 0, 1000), s("3", 0, 50))}
+    # "2" was replaced (new identity), "4" is new: neither contributes.
+    current = [s("1", 10, 150), s("2", 10, 5, identity=("new",)), s("3", 10, 80), s("4", 10, 10**6)]
+    result = rates.diff_all(previous, current)
+    groups = rates.aggregate(result.intervals, lambda i: dict(i.current.key)["srv"])
+    assert groups["a"].deltas == {"c": 80, "d": 80}
+    assert groups["a"].rate("c") == 8.0
+    assert len(groups["a"].members) == 2
+
+
+def test_aggregate_keeps_only_counters_every_member_has():
+    a = rates.diff(sample(0, c=1, d=1), sample(1, c=2, d=2))
+    b = rates.diff(sample(0, c=1), sample(1, c=3))
+    (group,) = rates.aggregate([a, b], lambda i: "g").values()
+    assert group.deltas == {"c": 3}
+
+
+def test_aggregate_refuses_members_of_different_lengths():
+    a = rates.diff(sample(0, c=1), sample(1, c=2))
+    b = rates.diff(sample(0, c=1), sample(2, c=3))
+    with pytest.raises(ValueError, match="differ in length"):
+        rates.aggregate([a, b], lambda i: "g")
+
+
+def test_64_bit_declared_width_still_rejects_values_from_2_63():
+    result = rates.diff(sample(0, widths={"c": 64}, c=0), sample(1, widths={"c": 64}, c=2**63))
+    assert result.deltas == {} and "implausible" in result.dropped["c"]

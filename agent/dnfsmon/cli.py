@@ -138,6 +138,14 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str]) -> int:
     print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series. Latest point of each series:\n")
     ordered = sorted(latest.values(), key=lambda pc: (pc[0].measurement, pc[0].tags))
     print(format_points(p for p, _ in ordered))
+    if measurement is None:
+        seen = {p.measurement for p, _ in latest.values()}
+        entries = catalogue.load().values()
+        absent = sorted({(e.measurement, e.source) for e in entries if e.measurement not in seen})
+        if absent:
+            print("\nNo points (nothing of this kind on this host, or the source is not configured):")
+            for name, source in absent:
+                print(f"    {name:<20} source {source}")
     return EXIT_OK
 
 

@@ -17,7 +17,7 @@ from .config import Config
 from .files import remove_stale_temps
 from .points import Point
 from .rates import Sample
-from .sources import HOST_SOURCES, ParseError, Raw, Roots
+from .sources import HOST_SOURCES, ParseError, Raw, HostInputs
 from .state import StateFile
 from .store import Store, StoreCounts
 
@@ -55,10 +55,13 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
         outcome.problems.extend(problems)
         result = rates.diff_all(previous, samples)
         outcome.skips.extend(result.skips)
-        for interval in result.intervals:
-            values = module.fields(interval)
-            if values:
-                outcome.points.append(to_point(interval, values))
+        if hasattr(module, "aggregate"):
+            outcome.points.extend(module.aggregate(result, samples))
+        else:
+            for interval in result.intervals:
+                values = module.fields(interval)
+                if values:
+                    outcome.points.append(to_point(interval, values))
         # Keys of a source that read fine but are gone now (an interface
         # removed) leave the state; a failed source keeps its previous samples.
         for key in [k for k, s in outcome.samples.items() if s.measurement in module.MEASUREMENTS]:
@@ -69,12 +72,12 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
 
 def read_live(config: Config) -> tuple:
     """(raws, failures) of every configured source, read from the live system."""
-    roots = Roots(proc=config.proc_root, sys=config.sys_root)
+    inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
     raws: Dict[str, Raw] = {}
     failures: Dict[str, str] = {}
     for name in config.host_sources:
         try:
-            raws[name] = HOST_SOURCES[name].read(roots)
+            raws[name] = HOST_SOURCES[name].read(inputs)
         except Exception as error:  # one broken source must not stop the others
             failures[name] = f"{error.__class__.__name__}: {error}"
     return raws, failures

@@ -55,6 +55,11 @@ def _host_sources(value: Any) -> Optional[str]:
     return None
 
 
+def _ports(value: Any) -> Optional[str]:
+    ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
+    return None if ok else "must be a non-empty list of TCP port numbers"
+
+
 # (section, key) -> (default, validator, is_path). The default None for
 # agent.host means "the system host name".
 OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]] = {
@@ -66,6 +71,7 @@ OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("host", "proc_root"): ("/proc", _path, True),
     ("host", "sys_root"): ("/sys", _path, True),
     ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
+    ("host", "nfs_ports"): ([2049], _ports, False),
 }
 
 
@@ -80,6 +86,7 @@ class Config:
     proc_root: str
     sys_root: str
     host_sources: List[str]
+    nfs_ports: List[int]
 
 
 def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
@@ -114,6 +121,7 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
         proc_root=get("host", "proc_root"),
         sys_root=get("host", "sys_root"),
         host_sources=list(get("host", "sources")),
+        nfs_ports=list(get("host", "nfs_ports")),
     )
 
 

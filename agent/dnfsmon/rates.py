@@ -25,7 +25,7 @@ Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple, Union
 
 # Counters at or above 2^63 cannot come from a real workload: a 64-bit
 # counter of bytes would need 292 years at 1 GB/s to get there. procfs's
@@ -164,7 +164,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             continue
         before = previous.counters[name]
         width = current.widths.get(name)
-        limit = 2**width if width else IMPLAUSIBLE_COUNTER
+        limit = min(2**width, IMPLAUSIBLE_COUNTER) if width else IMPLAUSIBLE_COUNTER
         bad = [v for v in (before, now) if v < 0 or v >= limit]
         if bad:
             dropped[name] = f"implausible value {bad[0]}"
@@ -201,6 +201,48 @@ def diff_all(previous: Mapping[str, Sample], current: Iterable[Sample]) -> DiffR
     return result
 
 
+@dataclass
+class Aggregate:
+    """Intervals of several keys summed into one published series."""
+
+    # The common interval length of the members.
+    dt: float
+    # Sums of each counter's deltas, for counters every member has a delta of
+    # (a sum missing a member would understate the series).
+    deltas: Dict[str, int]
+    members: List[Interval]
+
+    def rate(self, counter: str) -> Optional[float]:
+        if counter not in self.deltas:
+            return None
+        return per_second(self.deltas[counter], self.dt)
+
+
+# Members of one aggregate come from one reading of one source, so their
+# interval lengths agree; allow for float rounding only.
+AGGREGATE_DT_TOLERANCE_S = 1e-6
+
+
+def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hashable]) -> Dict[Hashable, Aggregate]:
+    """Sum per-key deltas into groups: diff per key first, then aggregate.
+
+    Keys that are new this time (baselines) or were reset are not among the
+    intervals, so they add nothing - never a negative or a since-start count.
+    """
+    groups: Dict[Hashable, List[Interval]] = {}
+    for interval in intervals:
+        groups.setdefault(group_of(interval), []).append(interval)
+    result: Dict[Hashable, Aggregate] = {}
+    for group, members in groups.items():
+        dts = [m.dt for m in members]
+        if max(dts) - min(dts) > AGGREGATE_DT_TOLERANCE_S:
+            raise ValueError(f"intervals of group {group} differ in length: {min(dts)} s to {max(dts)} s")
+        names = set(members[0].deltas).intersection(*(m.deltas for m in members[1:]))
+        deltas = {name: sum(m.deltas[name] for m in members) for name in sorted(names)}
+        result[group] = Aggregate(dts[0], deltas, members)
+    return result
+
+
 # --- Derived figures. Every published division goes through one of these. ---
 
 
@@ -218,6 +260,11 @@ def mean_per_event(total_delta: Optional[float], events_delta: Optional[float]) 
     if total_delta is None or not events_delta:
         return None
     return total_delta / events_delta
+
+
+def mean(values: List[float]) -> float:
+    """Arithmetic mean of point-in-time values (callers pass a non-empty list)."""
+    return sum(values) / len(values)
 
 
 def percent(part: Optional[float], whole: Optional[float]) -> Optional[float]:

@@ -2,10 +2,16 @@
 
 Every source module provides:
 - NAME: the source's name in config, captures and logs;
-- read(roots) -> Raw: the thin I/O part, reading the files it needs live;
+- MEASUREMENTS: the measurements of its samples (its keys in the state);
+- read(inputs) -> Raw: the thin I/O part, reading the files it needs live;
 - samples(raw, host) -> (samples, problems): the pure part, text to Samples;
-- fields(interval) -> dict: the published fields of one interval, computed
-  only with the helpers in dnfsmon.rates.
+and then one of:
+- fields(interval) -> dict: the published fields of one key's interval,
+  when each key is a published series (an interface, a mount);
+- aggregate(result, samples) -> points: when keys are finer than the series
+  published (TCP sockets summed per filer), diffed per key first and then
+  summed with dnfsmon.rates.aggregate.
+Either computes only with the helpers in dnfsmon.rates.
 
 A `Raw` is exactly what a capture directory stores (see README, "Capture
 format"), so `dnfsmon diff` runs the same code on captured text as `collect`
@@ -17,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 # Path (relative to the capture root) holding the kernel's boot id. Host
 # sources put it in every sample's identity: a reboot resets all counters,
@@ -67,11 +73,13 @@ class Raw:
 
 
 @dataclass(frozen=True)
-class Roots:
-    """Where the live /proc and /sys are (configurable so tests use fixture trees)."""
+class HostInputs:
+    """What host sources read: where /proc and /sys are (configurable so tests
+    use fixture trees) and which server ports are NFS filers."""
 
     proc: str = "/proc"
     sys: str = "/sys"
+    nfs_ports: Tuple[int, ...] = (2049,)
 
     def path(self, relative: str) -> str:
         top, _, rest = relative.partition("/")
@@ -101,9 +109,9 @@ def host_clock() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def read_host_files(roots: Roots, paths: Iterable[str]) -> Raw:
+def read_host_files(inputs: HostInputs, paths: Iterable[str]) -> Raw:
     """Read host files with the clocks taken right after, plus the boot id."""
-    files = {p: roots.read(p) for p in list(paths) + [BOOT_ID_PATH]}
+    files = {p: inputs.read(p) for p in list(paths) + [BOOT_ID_PATH]}
     return Raw(files=files, time=host_clock(), wall_time=time.time())
 
 
@@ -114,6 +122,6 @@ def boot_identity(raw: Raw) -> tuple:
 
 # The registry of host sources, by name. Imported last: each source module
 # imports the helpers above from this package.
-from . import mountstats, nic, tcp  # noqa: E402
+from . import filer_tcp, mountstats, nic, rpc, tcp  # noqa: E402
 
-HOST_SOURCES = {module.NAME: module for module in (nic, tcp, mountstats)}
+HOST_SOURCES = {module.NAME: module for module in (nic, tcp, mountstats, filer_tcp, rpc)}

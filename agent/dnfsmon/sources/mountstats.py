@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, Roots, boot_identity, read_host_files
+from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
 
 NAME = "mountstats"
 MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
@@ -199,8 +199,8 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> Tuple[List[Mount], Li
     return list(mounts.values()), problems
 
 
-def read(roots: Roots) -> Raw:
-    return read_host_files(roots, [MOUNTSTATS])
+def read(inputs: HostInputs) -> Raw:
+    return read_host_files(inputs, [MOUNTSTATS])
 
 
 def _int_option(options: Dict[str, str], name: str) -> Optional[int]:
@@ -271,6 +271,8 @@ def op_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
     out = {
         "ops_per_s": interval.rate("ops"),
         "kib_per_s": None if wire is None else rates.per_second(wire, interval.dt) / 1024,
+        "sent_kib_per_s": None if "bytes_sent" not in d else rates.per_second(d["bytes_sent"], interval.dt) / 1024,
+        "recv_kib_per_s": None if "bytes_recv" not in d else rates.per_second(d["bytes_recv"], interval.dt) / 1024,
         "kib_per_op": None if wire is None else rates.mean_per_event(wire / 1024, ops),
         "retrans_per_s": None if retrans is None else rates.per_second(retrans, interval.dt),
         "retrans_pct": None if retrans is None else rates.percent(retrans, ops),

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, Roots, boot_identity, read_host_files
+from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
 
 NAME = "nic"
 MEASUREMENT = "dnfsmon_nic"
@@ -85,8 +85,8 @@ def parse_speed_mbit(text: Optional[str]) -> Optional[int]:
     return speed if speed > 0 else None
 
 
-def read(roots: Roots) -> Raw:
-    net_dev = roots.read(NET_DEV)
+def read(inputs: HostInputs) -> Raw:
+    net_dev = inputs.read(NET_DEV)
     paths = [NET_DEV]
     if net_dev is not None:
         try:
@@ -95,7 +95,7 @@ def read(roots: Roots) -> Raw:
             interfaces = {}
         for interface in interfaces:
             paths.extend(sys_files(interface).values())
-    return read_host_files(roots, paths)
+    return read_host_files(inputs, paths)
 
 
 def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:

@@ -15,7 +15,7 @@ from typing import Dict, List, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, Roots, boot_identity, read_host_files
+from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
 
 NAME = "tcp"
 MEASUREMENT = "dnfsmon_tcp"
@@ -49,8 +49,8 @@ def parse_snmp(text: str, path: str = NET_SNMP) -> Dict[str, Dict[str, int]]:
     return tables
 
 
-def read(roots: Roots) -> Raw:
-    return read_host_files(roots, [NET_SNMP])
+def read(inputs: HostInputs) -> Raw:
+    return read_host_files(inputs, [NET_SNMP])
 
 
 def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
