@@ -10,6 +10,11 @@ Peers:
   native NIC sampler.
 - `python3 -c "import psutil; psutil.net_io_counters(pernic=True)"`: a bare
   Python process with the usual library for the same counters.
+
+Also measured, to show what lazy imports save:
+- `dnfsmon collect` without the filer_tcp source (no pyroute2 import);
+- `python3 -c "import influxdb_client"`: what every collect run would pay
+  if it imported influxdb-client without shipping (it does not).
 """
 
 from __future__ import annotations
@@ -49,16 +54,22 @@ def main():
         config = os.path.join(directory, "bench.toml")
         with open(config, "w") as f:
             f.write(f"[agent]\nstate_dir = '{directory}/state'\n[store]\ndir = '{directory}/store'\n")
+        lean = os.path.join(directory, "lean.toml")
+        with open(lean, "w") as f:
+            f.write(f"[agent]\nstate_dir = '{directory}/lean-state'\n[store]\ndir = '{directory}/lean-store'\n"
+                    "[host]\nsources = ['nic', 'tcp', 'mountstats', 'rpc']\n")
         commands = {
             "dnfsmon collect": [sys.executable, "-m", "dnfsmon", "--config", config, "collect"],
+            "collect, no filer_tcp": [sys.executable, "-m", "dnfsmon", "--config", lean, "collect"],
+            "import influxdb_client": [sys.executable, "-c", "import influxdb_client"],
             "nicstat": ["nicstat", "-p"],
             "python+psutil": [sys.executable, "-c", "import psutil; psutil.net_io_counters(pernic=True)"],
         }
         results = {name: measure(argv, args.runs) for name, argv in commands.items()}
     ours_cpu, ours_rss = results["dnfsmon collect"]
-    print(f"{'command':<18} {'CPU s (median)':>15} {'peak RSS MiB':>13} {'dnfsmon/peer CPU':>17} {'RSS':>6}")
+    print(f"{'command':<24} {'CPU s (median)':>15} {'peak RSS MiB':>13} {'dnfsmon/this CPU':>17} {'RSS':>6}")
     for name, (cpu, rss) in results.items():
-        print(f"{name:<18} {cpu:>15.4f} {rss:>13.1f} {ours_cpu / cpu if cpu else float('inf'):>17.2f} {ours_rss / rss:>6.2f}")
+        print(f"{name:<24} {cpu:>15.4f} {rss:>13.1f} {ours_cpu / cpu if cpu else float('inf'):>17.2f} {ours_rss / rss:>6.2f}")
 
 
 if __name__ == "__main__":

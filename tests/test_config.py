@@ -122,3 +122,27 @@ def test_secret_from_environment_and_missing_secret(monkeypatch):
     monkeypatch.delenv("DNFSMON_TEST_SECRET")
     with pytest.raises(ConfigError, match="no Oracle password.*DNFSMON_TEST_SECRET"):
         config.read_secret(None, "DNFSMON_TEST_SECRET", "Oracle password")
+
+
+def test_influxdb_section_is_off_by_default_and_verifies_tls_when_on(tmp_path):
+    assert config.parse({}, None).influxdb is None
+    on = config.parse({"influxdb": {"enabled": True, "bucket": "telegraf/autogen", "token_file": "tok"}}, str(tmp_path / "c.toml")).influxdb
+    assert on.verify_tls is True and on.gzip is True and on.bucket == "telegraf/autogen"
+    assert on.token_file == str(tmp_path / "tok")  # relative to the config file
+    assert on.ca_file == ""  # empty paths stay empty
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"enabled": True, "url": "localhost:8086"}, "[influxdb] url = 'localhost:8086': must be an http:// or https:// URL"),
+        ({"enabled": True, "bucket": ""}, "[influxdb] bucket = '': must name a bucket"),
+        ({"enabled": "yes"}, "[influxdb] enabled = 'yes': must be true or false"),
+        ({"timeout_s": 0}, "[influxdb] timeout_s = 0: must be a positive number"),
+        ({"max_retries": -1}, "[influxdb] max_retries = -1: must be a whole number"),
+    ],
+)
+def test_influxdb_validation(table, message):
+    with pytest.raises(ConfigError) as error:
+        config.parse({"influxdb": table}, None)
+    assert message in str(error.value)

@@ -64,3 +64,43 @@ def test_size_bound_drops_oldest_segments_and_counts_them(tmp_path):
     assert dropped == 400 - len(kept) > 0
     store.acknowledge_counts(store.pending_counts())
     assert store.pending_counts().dropped_points == 0
+
+
+def test_unshipped_follows_the_cursor_and_acknowledge_deletes_shipped_segments(tmp_path):
+    store = Store(str(tmp_path), max_bytes=10**6, segment_bytes=4096)
+    for batch in range(10):
+        store.append(points(10, start=batch * 10))
+    assert len(store.segments()) > 2
+    pending = list(store.unshipped())
+    assert [p.fields["i"] for _, p in pending] == list(range(100))  # store order
+    position, _ = pending[54]
+    store.acknowledge(position)
+    assert [p.fields["i"] for _, p in store.unshipped()] == list(range(55, 100))
+    assert store.segments()[0][0] == position.segment  # wholly shipped segments are gone
+    # A new Store object (next cron run) resumes at the same place.
+    assert [p.fields["i"] for _, p in Store(str(tmp_path), 10**6).unshipped()][:1] == [55]
+    last, _ = list(store.unshipped())[-1]
+    store.acknowledge(last)
+    assert list(store.unshipped()) == []
+    store.append(points(1, start=100))  # the sequence goes on after the cursor
+    assert [p.fields["i"] for _, p in store.unshipped()] == [100]
+
+
+def test_bound_counts_only_unshipped_points_as_dropped(tmp_path):
+    store = Store(str(tmp_path), max_bytes=12_000, segment_bytes=4096)
+    for batch in range(4):
+        store.append(points(10, start=batch * 10))
+    everything = list(store.unshipped())
+    store.acknowledge(everything[-1][0])  # all shipped
+    for batch in range(4, 12):
+        store.append(points(10, start=batch * 10))
+    kept = [p.fields["i"] for _, p in store.unshipped()]
+    assert store.pending_counts().dropped_points == 80 - len(kept)
+
+
+def test_unreadable_cursor_resends_from_the_oldest_point(tmp_path, caplog):
+    store = Store(str(tmp_path), max_bytes=10**6)
+    store.append(points(3))
+    (tmp_path / "cursor.json").write_text("{broken")
+    assert len(list(store.unshipped())) == 3
+    assert "cursor unreadable" in caplog.text

@@ -22,12 +22,14 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # unexpected error (a bug): the traceback is logged
 EXIT_USAGE = 2  # bad arguments, bad config, bad capture
 EXIT_SOURCE_FAILED = 3  # the run completed, but at least one source failed (logged)
+EXIT_SHIP_FAILED = 4  # points stored, but InfluxDB could not take them now (a later run sends them)
 EXIT_LOCKED = 75  # another run holds the lock (EX_TEMPFAIL): nothing was touched
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_ERROR: "unexpected error (a bug; the traceback is logged)",
     EXIT_USAGE: "bad arguments, configuration or capture (the message names it)",
     EXIT_SOURCE_FAILED: "completed, but at least one source failed (logged); other sources' points were stored",
+    EXIT_SHIP_FAILED: "points are in the local store, but InfluxDB could not take them now; a later run sends them",
     EXIT_LOCKED: "another dnfsmon run holds the lock; nothing was touched",
 }
 
@@ -54,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Take samples, diff them against the previous ones and store the points.")
     p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run")
     p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples")
+
+    sub.add_parser("ship", help="send the stored points to InfluxDB",
+                   description="Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).")
 
     p = sub.add_parser("capture", help="write every source's raw inputs to a directory",
                        description="Write every source's raw inputs and clocks to DIR (see README, Capture format).")
@@ -175,6 +180,20 @@ def cmd_capture(cfg: configuration.Config, directory: str) -> int:
     return EXIT_SOURCE_FAILED if failures else EXIT_OK
 
 
+def ship_stored(cfg: configuration.Config) -> bool:
+    """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept)."""
+    from .influx import ShipError, ship  # influxdb-client is imported only when shipping
+
+    assert cfg.influxdb is not None
+    try:
+        report = ship(Store(cfg.store_dir, cfg.store_max_bytes), cfg.influxdb)
+    except ShipError as error:
+        log.error("%s; the points stay in %s for the next run", error, cfg.store_dir)
+        return False
+    log.info("shipped %d points to %s (%d quarantined)", report.sent, cfg.influxdb.url, report.quarantined)
+    return True
+
+
 def setup_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, format="dnfsmon %(levelname)s: %(message)s", level=level.upper())
 
@@ -195,8 +214,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
         os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
+        if args.command == "ship" and cfg.influxdb is None:
+            print(f"dnfsmon: [influxdb] enabled = true is needed to ship (config: {cfg.path or 'built-in defaults'})", file=sys.stderr)
+            return EXIT_USAGE
         with RunLock(cfg.state_dir):
-            any_failure = collect(cfg, args.count, args.interval)
+            any_failure = collect(cfg, args.count, args.interval) if args.command == "collect" else False
+            if cfg.influxdb is not None and not ship_stored(cfg):
+                return EXIT_SHIP_FAILED
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:
         print(f"dnfsmon: {error}", file=sys.stderr)

@@ -55,6 +55,25 @@ def _host_sources(value: Any) -> Optional[str]:
     return None
 
 
+def _bool(value: Any) -> Optional[str]:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _positive_number(value: Any) -> Optional[str]:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return None if ok else "must be a positive number"
+
+
+def _non_negative_int(value: Any) -> Optional[str]:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return None if ok else "must be a whole number, 0 or more"
+
+
+def _url(value: Any) -> Optional[str]:
+    ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) > len("https://")
+    return None if ok else "must be an http:// or https:// URL"
+
+
 def _ports(value: Any) -> Optional[str]:
     ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
     return None if ok else "must be a non-empty list of TCP port numbers"
@@ -72,7 +91,38 @@ OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("host", "sys_root"): ("/sys", _path, True),
     ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
     ("host", "nfs_ports"): ([2049], _ports, False),
+    ("influxdb", "enabled"): (False, _bool, False),
+    ("influxdb", "url"): ("http://localhost:8086", _url, False),
+    ("influxdb", "org"): ("-", _string, False),
+    ("influxdb", "bucket"): ("dnfsmon", _string, False),
+    ("influxdb", "token_file"): ("", _string, True),
+    ("influxdb", "token_env"): ("DNFSMON_INFLUXDB_TOKEN", _string, False),
+    ("influxdb", "timeout_s"): (10.0, _positive_number, False),
+    ("influxdb", "verify_tls"): (True, _bool, False),
+    ("influxdb", "ca_file"): ("", _string, True),
+    ("influxdb", "batch_size"): (5000, _positive_int, False),
+    ("influxdb", "gzip"): (True, _bool, False),
+    ("influxdb", "max_retries"): (3, _non_negative_int, False),
+    ("influxdb", "retry_backoff_s"): (1.0, _positive_number, False),
 }
+
+
+@dataclass(frozen=True)
+class InfluxSettings:
+    """Where and how to ship (see example.toml [influxdb]); the token is read at ship time."""
+
+    url: str
+    org: str
+    bucket: str
+    token_file: str
+    token_env: str
+    timeout_s: float
+    verify_tls: bool
+    ca_file: str
+    batch_size: int
+    gzip: bool
+    max_retries: int
+    retry_backoff_s: float
 
 
 @dataclass(frozen=True)
@@ -87,6 +137,8 @@ class Config:
     sys_root: str
     host_sources: List[str]
     nfs_ports: List[int]
+    # None unless [influxdb] enabled = true.
+    influxdb: Optional[InfluxSettings]
 
 
 def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
@@ -96,7 +148,7 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
     values: Dict[Tuple[str, str], Any] = {}
     for section, table in data.items():
         if not isinstance(table, dict) or section not in {s for s, _ in OPTIONS}:
-            raise ConfigError(f"{where}: unknown section [{section}]; known: agent, store, host")
+            raise ConfigError(f"{where}: unknown section [{section}]; known: {', '.join(sorted({s for s, _ in OPTIONS}))}")
         for key, value in table.items():
             if (section, key) not in OPTIONS:
                 known = ", ".join(k for s, k in OPTIONS if s == section)
@@ -109,7 +161,13 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
     def get(section: str, key: str) -> Any:
         default, _, is_path = OPTIONS[(section, key)]
         value = values.get((section, key), default)
-        return os.path.join(base, value) if is_path else value
+        return os.path.join(base, value) if is_path and value else value
+
+    influxdb = None
+    if get("influxdb", "enabled"):
+        influxdb = InfluxSettings(**{key: get("influxdb", key) for section, key in OPTIONS if section == "influxdb" and key != "enabled"})
+        if not influxdb.bucket:
+            raise ConfigError(f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)")
 
     return Config(
         path=path,
@@ -122,6 +180,7 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
         sys_root=get("host", "sys_root"),
         host_sources=list(get("host", "sources")),
         nfs_ports=list(get("host", "nfs_ports")),
+        influxdb=influxdb,
     )
 
 

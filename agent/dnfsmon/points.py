@@ -6,13 +6,21 @@ escape commas, equals signs and spaces; string field values are quoted with
 backslash and double quote escaped; integers carry an `i` suffix; tags with
 an empty value are left out (InfluxDB rejects them); timestamps are integer
 nanoseconds since the Unix epoch (precision "ns").
+
+Backslashes in names and tag values are NOT escaped: InfluxDB's parser
+(models/points.go, shared by 1.x and 2.x) keeps a backslash as it is unless
+it precedes a comma, equals sign or space, and rejects "\\," as an invalid
+tag (checked against a real 1.8 server in tests/test_influx.py). A name or
+tag value that ends in a backslash, or has one before an escaped character,
+cannot be written at all: to_line raises ValueError and the point is
+quarantined with that reason rather than silently altered.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Mapping, Tuple, Union
+from typing import Mapping, Tuple, Union
 
 FieldValue = Union[int, float, str, bool]
 
@@ -36,7 +44,8 @@ class Point:
 def _escape(text: str, specials: str) -> str:
     if "\n" in text or "\r" in text:
         raise ValueError(f"line protocol cannot carry a newline in {text!r}")
-    text = text.replace("\\", "\\\\")
+    if text.endswith("\\") or any(f"\\{char}" in text for char in specials):
+        raise ValueError(f"line protocol cannot carry a backslash at the end or before {specials!r} in {text!r}")
     for char in specials:
         text = text.replace(char, "\\" + char)
     return text
@@ -65,7 +74,3 @@ def to_line(point: Point) -> str:
     body = ",".join(f"{_escape(k, ',= ')}={_field_value(v)}" for k, v in sorted(point.fields.items()))
     return f"{head} {body} {point.time_ns}"
 
-
-def fields_of(values: Mapping[str, object]) -> Dict[str, FieldValue]:
-    """Drop None values (a figure that could not be computed is not published)."""
-    return {k: v for k, v in values.items() if v is not None}  # type: ignore[misc]

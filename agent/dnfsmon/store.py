@@ -1,5 +1,9 @@
 """The embedded local store: append-only, durable, bounded, crash-safe.
 
+It is both the default output (no InfluxDB configured: `dnfsmon show` reads
+it) and the buffer that makes shipping lossless (`dnfsmon ship` sends from it
+and deletes only what InfluxDB acknowledged).
+
 Layout: a directory of segment files named seg-<16-digit sequence>.jsonl,
 written in sequence order. Each record is one line:
 
@@ -12,8 +16,17 @@ written in sequence order. Each record is one line:
   not match and count it; a writer that finds a torn tail cuts it off (those
   bytes never formed a complete record) before appending.
 - Bounded: after an append, whole oldest segments are deleted until the
-  store fits in max_bytes; the points deleted are counted and reported by the
-  agent as dnfsmon_agent.store_dropped_points.
+  store fits in max_bytes; the unshipped points deleted are counted and
+  reported by the agent as dnfsmon_agent.store_dropped_points.
+- Shipping: cursor.json holds the position (segment, byte offset) up to
+  which InfluxDB acknowledged every point; it is written atomically after
+  each acknowledgement, and segments wholly before it are deleted. A crash
+  between an acknowledgement and the cursor write re-sends those points:
+  InfluxDB stores a point again under the same series and timestamp, so the
+  re-send overwrites, never duplicates.
+- Quarantine: points InfluxDB rejects as malformed (or that cannot be
+  written as line protocol) go to quarantine.jsonl, same record format plus
+  the reason, and are logged; they are never retried blindly.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Iterator, List, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from .files import fsync_dir, write_atomically
 from .points import Point
@@ -34,6 +47,8 @@ log = logging.getLogger(__name__)
 SEGMENT_RE = re.compile(r"^seg-(\d{16})\.jsonl$")
 # Counters the store keeps for the agent's own report, in this file.
 COUNTS_FILE = "counts.json"
+CURSOR_FILE = "cursor.json"
+QUARANTINE_FILE = "quarantine.jsonl"
 
 
 @dataclass
@@ -42,8 +57,19 @@ class StoreCounts:
     torn_records: int = 0
 
 
-def encode_record(point: Point) -> bytes:
-    text = json.dumps(point.to_json(), separators=(",", ":"), sort_keys=True)
+@dataclass(frozen=True)
+class Position:
+    """Just after one record: the segment's sequence number and byte offset."""
+
+    segment: int
+    offset: int
+
+
+def encode_record(point: Point, extra: Optional[dict] = None) -> bytes:
+    data = point.to_json()
+    if extra:
+        data.update(extra)
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
     return f"{zlib.crc32(text.encode()):08x} {text}\n".encode()
 
 
@@ -99,7 +125,8 @@ class Store:
                 return path
             sequence = segments[-1][0] + 1
         else:
-            sequence = 1
+            # Never reuse a sequence number the cursor may still name.
+            sequence = self.cursor().segment + 1
         path = os.path.join(self.directory, f"seg-{sequence:016d}.jsonl")
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o640))
         fsync_dir(self.directory)
@@ -120,38 +147,104 @@ class Store:
     def _enforce_bound(self) -> None:
         segments = self.segments()
         total = sum(os.path.getsize(p) for _, p in segments)
+        cursor = self.cursor()
         dropped = 0
         # Never delete the newest segment: it holds the points just written.
-        for _, path in segments[:-1]:
+        for sequence, path in segments[:-1]:
             if total <= self.max_bytes:
                 break
             size = os.path.getsize(path)
-            dropped += sum(1 for _ in self._read_segment(path, count_torn=False))
+            start = cursor.offset if sequence == cursor.segment else 0
+            if sequence >= cursor.segment:
+                dropped += sum(1 for _ in self._read_segment(path, start, count_torn=False))
             os.unlink(path)
             total -= size
         if dropped:
             fsync_dir(self.directory)
-            log.warning("store %s over %d bytes: dropped the %d oldest points", self.directory, self.max_bytes, dropped)
+            log.warning("store %s over %d bytes: dropped the %d oldest unshipped points", self.directory, self.max_bytes, dropped)
             self._add_counts(dropped_points=dropped)
 
     # --- reading ---
 
-    def _read_segment(self, path: str, count_torn: bool = True) -> Iterator[Point]:
+    def _read_segment(self, path: str, start: int = 0, count_torn: bool = True) -> Iterator[Tuple[int, Point]]:
+        """(offset just after the record, point) of each good record from `start`."""
         with open(path, "rb") as f:
-            for number, line in enumerate(f, start=1):
+            f.seek(start)
+            offset = start
+            for line in f:
+                offset += len(line)
                 try:
-                    yield decode_record(line)
+                    yield offset, decode_record(line)
                 except (ValueError, KeyError, TypeError) as error:
                     if count_torn:
-                        log.warning("store %s:%d: skipped a bad record (%s)", path, number, error)
+                        log.warning("store %s at byte %d: skipped a bad record (%s)", path, offset - len(line), error)
 
     def points(self) -> Iterator[Point]:
-        """Every stored point, oldest first; bad records are skipped with a warning."""
+        """Every stored point, shipped or not, oldest first; bad records skipped with a warning."""
         for _, path in self.segments():
             try:
-                yield from self._read_segment(path)
+                for _, point in self._read_segment(path):
+                    yield point
             except FileNotFoundError:
-                continue  # deleted by a concurrent bound enforcement or ship
+                continue  # deleted meanwhile by the bound or a ship
+
+    def unshipped(self) -> Iterator[Tuple[Position, Point]]:
+        """Points after the ship cursor, oldest first, each with the position just after it."""
+        cursor = self.cursor()
+        for sequence, path in self.segments():
+            if sequence < cursor.segment:
+                continue
+            start = cursor.offset if sequence == cursor.segment else 0
+            for offset, point in self._read_segment(path, start):
+                yield Position(sequence, offset), point
+
+    # --- shipping ---
+
+    def cursor(self) -> Position:
+        try:
+            with open(os.path.join(self.directory, CURSOR_FILE), encoding="utf-8") as f:
+                data = json.load(f)
+            return Position(int(data["segment"]), int(data["offset"]))
+        except FileNotFoundError:
+            return Position(0, 0)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            # Re-sending everything is safe (InfluxDB overwrites); skipping is not.
+            log.warning("store cursor unreadable (%s): shipping restarts from the oldest stored point", error)
+            return Position(0, 0)
+
+    def acknowledge(self, position: Position) -> None:
+        """Everything up to `position` reached InfluxDB: move the cursor, delete shipped segments."""
+        write_atomically(os.path.join(self.directory, CURSOR_FILE), json.dumps(position.__dict__).encode())
+        segments = self.segments()
+        for sequence, path in segments[:-1]:
+            if sequence < position.segment or (sequence == position.segment and position.offset >= os.path.getsize(path)):
+                os.unlink(path)
+
+    def quarantine(self, point: Point, reason: str) -> None:
+        """Set aside a point InfluxDB will not take, with the reason; durable."""
+        path = os.path.join(self.directory, QUARANTINE_FILE)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        try:
+            os.write(fd, encode_record(point, {"quarantined_because": reason}))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        log.error("quarantined a point of %s (%s) in %s: %s", point.measurement, dict(point.tags), path, reason)
+
+    def quarantined(self) -> List[Tuple[Point, str]]:
+        path = os.path.join(self.directory, QUARANTINE_FILE)
+        found = []
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    try:
+                        point = decode_record(line)
+                    except (ValueError, KeyError, TypeError):
+                        continue
+                    found.append((point, json.loads(line[9:])["quarantined_because"]))
+        except FileNotFoundError:
+            pass
+        return found
 
     # --- the store's own counters, reported by the agent ---
 

@@ -1,0 +1,282 @@
+"""Line protocol and shipping, against a real InfluxDB 1.8.10 server."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dnfsmon import catalogue, capture
+from dnfsmon.collect import compute
+from dnfsmon.config import parse
+from dnfsmon.influx import ShipError, ship
+from dnfsmon.points import Point, to_line
+from dnfsmon.store import Store
+
+CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
+DNFSMON = [sys.executable, "-m", "dnfsmon"]
+
+
+def settings(url, database, **overrides):
+    table = {"enabled": True, "url": url, "bucket": database, "max_retries": 0, "retry_backoff_s": 0.01, "token_env": "DNFSMON_TEST_NO_TOKEN"}
+    table.update(overrides)
+    return parse({"influxdb": table}, None).influxdb
+
+
+@pytest.mark.parametrize(
+    "point, line",
+    [
+        (Point("dnfsmon_nic", (("host", "db1"), ("interface", "eth0")), {"rx_kib_per_s": 1.5, "mtu_bytes": 9000, "full_duplex": True}, 1732240010000000000),
+         "dnfsmon_nic,host=db1,interface=eth0 full_duplex=true,mtu_bytes=9000i,rx_kib_per_s=1.5 1732240010000000000"),
+        (Point("m", (("mountpoint", "/u02/ora data,1=x"),), {"v": 1.0}, 1),
+         r"m,mountpoint=/u02/ora\ data\,1\=x v=1.0 1"),
+        (Point("m", (("export", r"C:\share"), ("empty", "")), {"s": 'say "hi" \\ bye'}, 2),
+         r'm,export=C:\share s="say \"hi\" \\ bye" 2'),
+        (Point("m x,y", (("k=1", "v"),), {"f k": -0.25}, 3),
+         r"m\ x\,y,k\=1=v f\ k=-0.25 3"),
+        (Point("m", (("server", "[fd00::1]"),), {"big": 2**62, "tiny": 1e-07}, 4),
+         "m,server=[fd00::1] big=4611686018427387904i,tiny=1e-07 4"),
+    ],
+)
+def test_line_protocol_golden(point, line):
+    assert to_line(point) == line
+
+
+@pytest.mark.parametrize(
+    "point, message",
+    [
+        (Point("m", (("p", "ends\\"),), {"v": 1}, 1), "backslash at the end"),
+        (Point("m", (("p", "a\\,b"),), {"v": 1}, 1), "backslash at the end or before"),
+        (Point("m", (("p", "line\nbreak"),), {"v": 1}, 1), "newline"),
+        (Point("m", (), {"v": float("nan")}, 1), "cannot carry nan"),
+        (Point("m", (), {}, 1), "no fields"),
+    ],
+)
+def test_unwritable_points_are_refused_with_the_reason(point, message):
+    with pytest.raises(ValueError, match=message):
+        to_line(point)
+
+
+def golden_points():
+    points = []
+    for case in sorted(os.listdir(CASES)):
+        _, old_raws, old_failures = capture.read(os.path.join(CASES, case, "old"))
+        host, raws, failures = capture.read(os.path.join(CASES, case, "new"))
+        points += compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples).points
+    return points
+
+
+def test_write_and_query_back_values_types_and_tags_exactly_as_catalogued(influx, tmp_path):
+    server, db = influx
+    store = Store(str(tmp_path / "store"), 10**8)
+    points = golden_points()
+    store.append(points)
+    report = ship(store, settings(server.url, db))
+    assert (report.sent, report.quarantined) == (len(points), 0)
+    entries = catalogue.load()
+    for measurement in sorted({p.measurement for p in points}):
+        types = {row["fieldKey"]: row["fieldType"] for row in server.rows(f'SHOW FIELD KEYS FROM "{measurement}"', db)}
+        expected = {name: entry.type for (m, kind, name), entry in entries.items() if m == measurement and kind == "field" and name in types}
+        assert types == expected, measurement
+        tag_keys = {row["tagKey"] for row in server.rows(f'SHOW TAG KEYS FROM "{measurement}"', db)}
+        assert tag_keys == {name for (m, kind, name) in entries if m == measurement and kind == "tag"}
+    for point in points:
+        where = " AND ".join(f""""{k}" = '{v}'""" for k, v in point.tags if v)
+        (row,) = server.rows(f'SELECT * FROM "{point.measurement}" WHERE {where} AND time = {point.time_ns}', db)
+        for name, value in point.fields.items():
+            assert row[name] == value, (point.measurement, name)
+        for key, value in point.tags:
+            assert row[key] == value
+
+
+def test_awkward_tag_values_round_trip(influx, tmp_path):
+    server, db = influx
+    awkward = ["/mnt/with space", "/u02/a,b=c", r"\\filer\share", "[fd00::1]", "x" * 200, "ünïcødé/ørå", "tab\there"]
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append([Point("m", (("mountpoint", value),), {"n": i}, 1000 + i) for i, value in enumerate(awkward)])
+    assert ship(store, settings(server.url, db)).sent == len(awkward)
+    assert sorted(row["mountpoint"] for row in server.rows('SELECT * FROM "m"', db)) == sorted(awkward)
+
+
+def stored_series(store):
+    return {(p.measurement, p.tags, p.time_ns): dict(p.fields) for p in store.points()}
+
+
+def influx_series(server, db, measurements):
+    found = {}
+    for measurement in measurements:
+        for row in server.rows(f'SELECT * FROM "{measurement}"', db):
+            found[(measurement, row["time"])] = found.get((measurement, row["time"]), 0) + 1
+    return found
+
+
+def test_server_down_for_several_collect_runs_then_up(tmp_path):
+    from influxdb_server import InfluxServer
+
+    server = InfluxServer(str(tmp_path / "influx"))  # not started: down
+    config = tmp_path / "dnfsmon.toml"
+    config.write_text(f"""[agent]
+state_dir = "state"
+host = "outage"
+[store]
+dir = "store"
+[influxdb]
+enabled = true
+url = "{server.url}"
+bucket = "dnfsmon"
+max_retries = 1
+retry_backoff_s = 0.05
+token_env = "DNFSMON_TEST_NO_TOKEN"
+""")
+    for _ in range(3):
+        result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 4, result.stderr
+        assert "the points stay in" in result.stderr
+    store = Store(str(tmp_path / "store"), 10**9)
+    expected = list(store.points())
+    assert len(expected) > 10
+    server.start()
+    try:
+        server.create_database("dnfsmon")
+        result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        arrived = influx_series(server, "dnfsmon", {p.measurement for p in expected})
+        # Every point exactly once: InfluxDB holds one row per (series, time); compare counts per measurement.
+        for measurement in {p.measurement for p in expected}:
+            mine = sum(1 for p in expected if p.measurement == measurement)
+            theirs = sum(n for (m, _), n in arrived.items() if m == measurement)
+            assert theirs == mine, measurement
+        assert list(store.unshipped()) == []
+        # Shipping again sends nothing more.
+        again = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0 and "shipped 0 points" in again.stderr
+    finally:
+        server.stop()
+
+
+def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_path):
+    from influxdb_server import InfluxServer
+
+    server = InfluxServer(str(tmp_path / "influx")).start()
+    server.create_database("dnfsmon")
+    store = Store(str(tmp_path / "store"), 10**9)
+    rng = random.Random(7)
+    points = [Point("dnfsmon_nic", (("host", f"h{i % 7}"), ("interface", "eth0")), {"rx_kib_per_s": rng.random() * 1000}, 1_700_000_000_000_000_000 + i * 1000)
+              for i in range(60_000)]
+    for start in range(0, len(points), 5000):
+        store.append(points[start:start + 5000])
+    config = tmp_path / "dnfsmon.toml"
+    config.write_text(f"""[agent]
+state_dir = "state"
+[store]
+dir = "store"
+[influxdb]
+enabled = true
+url = "{server.url}"
+bucket = "dnfsmon"
+batch_size = 500
+max_retries = 0
+retry_backoff_s = 0.01
+gzip = false
+token_env = "DNFSMON_TEST_NO_TOKEN"
+""")
+    try:
+        shipping = subprocess.Popen(DNFSMON + ["--config", str(config), "ship"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Kill the server once shipping is under way (cursor moved at least once).
+        deadline = time.monotonic() + 60
+        while store.cursor().offset == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        server.kill()
+        _, stderr = shipping.communicate(timeout=120)
+        assert shipping.returncode == 4, stderr
+        remaining = sum(1 for _ in store.unshipped())
+        assert 0 < remaining < len(points), "the kill did not land mid-shipping"
+        server.start()
+        result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        rows = server.rows('SELECT * FROM "dnfsmon_nic"', "dnfsmon")
+        assert len(rows) == len(points)  # nothing lost, nothing doubled
+        by_key = {(row["host"], row["time"]): row["rx_kib_per_s"] for row in rows}
+        assert by_key == {(dict(p.tags)["host"], p.time_ns): p.fields["rx_kib_per_s"] for p in points}
+    finally:
+        server.stop()
+
+
+def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
+    server, db = influx
+    store = Store(str(tmp_path / "store"), 10**8)
+    good = [Point("m", (("host", "a"),), {"x": i}, 100 + i) for i in range(10)]
+    conflict = Point("m", (("host", "a"),), {"x": "a string where InfluxDB holds integers"}, 200)
+    unwritable = Point("m", (("host", "ends\\"),), {"x": 1}, 300)
+    store.append(good[:5] + [conflict] + good[5:8] + [unwritable] + good[8:])
+    ship(store, settings(server.url, db, batch_size=4))  # the first batch fixes x as integer
+    report_rows = server.rows('SELECT * FROM "m"', db)
+    assert sorted(row["x"] for row in report_rows) == list(range(10))
+    quarantined = store.quarantined()
+    assert [p.time_ns for p, _ in quarantined] == [200, 300]
+    assert "field type conflict" in quarantined[0][1]
+    assert "cannot be written as line protocol" in quarantined[1][1]
+    assert list(store.unshipped()) == []
+
+
+def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(influx, tmp_path):
+    server, db = influx
+    config = tmp_path / "dnfsmon.toml"
+    config.write_text(f"""[agent]
+state_dir = "state"
+host = "small"
+[store]
+dir = "store"
+max_bytes = 20000
+[host]
+sources = ["nic", "tcp"]
+[influxdb]
+enabled = false
+url = "{server.url}"
+bucket = "{db}"
+""")
+    store = Store(str(tmp_path / "store"), 20000)
+    for start in range(0, 1500, 50):
+        store.append([Point("filler", (("host", "small"),), {"i": i}, 1000 + i) for i in range(start, start + 50)])
+    dropped = store.pending_counts().dropped_points
+    assert dropped > 0
+    result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    ship(Store(str(tmp_path / "store"), 20000), settings(server.url, db))
+    reported = server.rows('SELECT sum("store_dropped_points") FROM "dnfsmon_agent"', db)
+    assert reported[0]["sum"] >= dropped
+    assert Store(str(tmp_path / "store"), 20000).pending_counts().dropped_points == 0
+
+
+def test_a_collect_run_that_does_not_ship_never_imports_influxdb_client(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("[agent]\nstate_dir = 'state'\n[store]\ndir = 'store'\n")
+    probe = ("import sys; from dnfsmon.cli import main; rc = main(['--config', sys.argv[1], 'collect']); "
+             "print(rc, 'influxdb_client' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["0", "False"], result.stderr
+
+
+def test_world_readable_token_file_stops_shipping_with_a_usage_error(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("secret-token-value\n")
+    os.chmod(token, 0o644)
+    config = tmp_path / "c.toml"
+    config.write_text(f"[agent]\nstate_dir = 'state'\n[store]\ndir = 'store'\n[influxdb]\nenabled = true\ntoken_file = '{token}'\n")
+    result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "mode 0644" in result.stderr and "secret-token-value" not in result.stderr
+
+
+def test_unreachable_server_raises_ship_error_and_keeps_points(tmp_path):
+    from influxdb_server import free_port
+
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append([Point("m", (), {"v": 1}, 1)])
+    with pytest.raises(ShipError, match="after 1 retries"):
+        ship(store, settings(f"http://127.0.0.1:{free_port()}", "db", max_retries=1))
+    assert len(list(store.unshipped())) == 1
