@@ -61,6 +61,19 @@ def test_unwritable_points_are_refused_with_the_reason(point, message):
         to_line(point)
 
 
+def write_config(tmp_path, influxdb, agent=None, store=None, host=None):
+    """A dnfsmon config under tmp_path (state and store inside it) from plain tables."""
+    def table(name, values):
+        return f"[{name}]\n" + "".join(f"{k} = {v!r}\n".replace("True", "true").replace("False", "false") for k, v in values.items())
+    text = table("agent", {"state_dir": "state", **(agent or {})}) + table("store", {"dir": "store", **(store or {})})
+    if host:
+        text += table("host", host)
+    text += table("influxdb", {"token_env": "DNFSMON_TEST_NO_TOKEN", **influxdb})
+    path = tmp_path / "dnfsmon.toml"
+    path.write_text(text)
+    return path
+
+
 def golden_points():
     points = []
     for case in sorted(os.listdir(CASES)):
@@ -118,20 +131,8 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
     from influxdb_server import InfluxServer
 
     server = InfluxServer(str(tmp_path / "influx"))  # not started: down
-    config = tmp_path / "dnfsmon.toml"
-    config.write_text(f"""[agent]
-state_dir = "state"
-host = "outage"
-[store]
-dir = "store"
-[influxdb]
-enabled = true
-url = "{server.url}"
-bucket = "dnfsmon"
-max_retries = 1
-retry_backoff_s = 0.05
-token_env = "DNFSMON_TEST_NO_TOKEN"
-""")
+    config = write_config(tmp_path, {"enabled": True, "url": server.url, "bucket": "dnfsmon", "max_retries": 1, "retry_backoff_s": 0.05},
+                          agent={"host": "outage"})
     for _ in range(3):
         result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 4, result.stderr
@@ -169,21 +170,8 @@ def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_p
               for i in range(60_000)]
     for start in range(0, len(points), 5000):
         store.append(points[start:start + 5000])
-    config = tmp_path / "dnfsmon.toml"
-    config.write_text(f"""[agent]
-state_dir = "state"
-[store]
-dir = "store"
-[influxdb]
-enabled = true
-url = "{server.url}"
-bucket = "dnfsmon"
-batch_size = 500
-max_retries = 0
-retry_backoff_s = 0.01
-gzip = false
-token_env = "DNFSMON_TEST_NO_TOKEN"
-""")
+    config = write_config(tmp_path, {"enabled": True, "url": server.url, "bucket": "dnfsmon", "batch_size": 500,
+                                     "max_retries": 0, "retry_backoff_s": 0.01, "gzip": False})
     try:
         shipping = subprocess.Popen(DNFSMON + ["--config", str(config), "ship"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Kill the server once shipping is under way (cursor moved at least once).
@@ -225,20 +213,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
 
 def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(influx, tmp_path):
     server, db = influx
-    config = tmp_path / "dnfsmon.toml"
-    config.write_text(f"""[agent]
-state_dir = "state"
-host = "small"
-[store]
-dir = "store"
-max_bytes = 20000
-[host]
-sources = ["nic", "tcp"]
-[influxdb]
-enabled = false
-url = "{server.url}"
-bucket = "{db}"
-""")
+    config = write_config(tmp_path, {"enabled": False}, agent={"host": "small"}, store={"max_bytes": 20000}, host={"sources": ["nic", "tcp"]})
     store = Store(str(tmp_path / "store"), 20000)
     for start in range(0, 1500, 50):
         store.append([Point("filler", (("host", "small"),), {"i": i}, 1000 + i) for i in range(start, start + 50)])
