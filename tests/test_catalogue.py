@@ -38,7 +38,17 @@ def produced(tmp_path_factory):
     os.makedirs(cfg.state_dir)
     with RunLock(cfg.state_dir):
         collect(cfg, count=2, interval_s=0.2)
-    return golden_points() + list(Store(cfg.store_dir, cfg.store_max_bytes).points())
+    return golden_points() + list(Store(cfg.store_dir, cfg.store_max_bytes).points()) + simulated_points()
+
+
+def simulated_points():
+    """Two reads of the simulator (RAC, 11.2.0.4: RECO and the millisecond histogram)."""
+    from dnfsmon import simulator
+
+    workload = simulator.Workload(release="11.2.0.4")
+    memory = simulator.Memory()
+    first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
+    return compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples).points
 
 
 def test_catalogue_file_is_well_formed():
@@ -46,7 +56,7 @@ def test_catalogue_file_is_well_formed():
     assert entries
     for (measurement, kind, name), entry in entries.items():
         assert measurement.startswith("dnfsmon_")
-        assert entry.kind == "tag" or entry.unit or entry.type == "boolean", f"{measurement}.{name} has no unit"
+        assert entry.kind == "tag" or entry.unit or entry.type in ("boolean", "string"), f"{measurement}.{name} has no unit"
 
 
 def test_every_point_produced_is_catalogued(produced):

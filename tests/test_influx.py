@@ -103,7 +103,7 @@ def test_write_and_query_back_values_types_and_tags_exactly_as_catalogued(influx
         for name, value in point.fields.items():
             assert row[name] == value, (point.measurement, name)
         for key, value in point.tags:
-            assert row[key] == value
+            assert row[key] == (value or None)  # empty tags are left out of line protocol
 
 
 def test_awkward_tag_values_round_trip(influx, tmp_path):

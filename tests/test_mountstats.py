@@ -149,6 +149,7 @@ BROKEN = [
     ("no_age", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\topts:\trw\n", 1),
     ("age_not_a_number", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\tabc\n", 2),
     ("age_negative", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t-5\n", 2),
+    ("age_unicode_digit", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t\u00b9\n", 2),
     ("age_two_values", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5 6\n", 2),
     ("events_not_numbers", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tevents:\t1 2 x\n", 3),
     ("bytes_negative", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tbytes:\t1 -2 3\n", 3),

@@ -24,7 +24,7 @@ import json
 import os
 from typing import Dict, Mapping, Tuple
 
-from .sources import HOST_SOURCES, Raw
+from .sources import ALL_SOURCES, Raw
 
 FORMAT_VERSION = 1
 MANIFEST = "capture.json"
@@ -78,8 +78,8 @@ def read(directory: str) -> Tuple[str, Dict[str, Raw], Dict[str, str]]:
     failures: Dict[str, str] = {}
     for name, entry in sources.items():
         where = f"{manifest_path}: source {name!r}"
-        if name not in HOST_SOURCES:
-            raise CaptureError(f"{where} is unknown; known: {', '.join(HOST_SOURCES)}")
+        if name not in ALL_SOURCES:
+            raise CaptureError(f"{where} is unknown; known: {', '.join(ALL_SOURCES)}")
         if not isinstance(entry, dict):
             raise CaptureError(f"{where} must be an object")
         if "failed" in entry:

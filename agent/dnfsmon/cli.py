@@ -8,11 +8,10 @@ import logging
 import os
 import sys
 import time
-from collections import OrderedDict
 from typing import Iterable, Optional, Sequence
 
-from . import __version__, capture, catalogue, config as configuration
-from .collect import compute, collect, read_live, report
+from . import __version__, capture, catalogue, config as configuration, summary
+from .collect import DatabaseTarget, collect, compute, read_all, report
 from .points import Point, to_line
 from .state import LockHeld, RunLock
 from .store import Store
@@ -71,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json", "lp"), default="table", help="output format")
 
     p = sub.add_parser("show", help="summarise the points in the local store", formatter_class=defaults,
-                       description="Print the latest point of every series in the local store, with units.")
-    p.add_argument("--measurement", default=None, help="only this measurement (e.g. dnfsmon_nic)")
+                       description="Print the latest point of every series in the local store as tables, with units.")
+    p.add_argument("--measurement", default=None, help="every field of this measurement only (e.g. dnfsmon_nic)")
+    p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
 
     sub.add_parser("metrics", help="print the metric catalogue", description="Print every measurement, tag and field.")
     return parser
@@ -124,33 +124,25 @@ def format_points(points: Iterable[Point], header: str = "") -> str:
     return "\n".join(lines)
 
 
-def latest_per_series(points: Iterable[Point]) -> "OrderedDict[tuple, tuple]":
-    latest: "OrderedDict[tuple, tuple]" = OrderedDict()
-    for point in points:
-        series = (point.measurement, point.tags)
-        count = latest[series][1] + 1 if series in latest else 1
-        latest[series] = (point, count)
-    return latest
-
-
-def cmd_show(cfg: configuration.Config, measurement: Optional[str]) -> int:
+def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
     store = Store(cfg.store_dir, cfg.store_max_bytes)
-    latest = latest_per_series(p for p in store.points() if measurement in (None, p.measurement))
+    latest, total = summary.latest_per_series(p for p in store.points() if measurement in (None, p.measurement))
     if not latest:
-        print(f"The local store {cfg.store_dir} holds no points yet: run `dnfsmon collect` at least twice.")
+        print(f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
+              "run `dnfsmon collect` at least twice (the first sample of anything is a baseline).")
         return EXIT_OK
-    total = sum(count for _, count in latest.values())
-    print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series. Latest point of each series:\n")
-    ordered = sorted(latest.values(), key=lambda pc: (pc[0].measurement, pc[0].tags))
-    print(format_points(p for p, _ in ordered))
+    print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series; the latest of each:\n")
+    if everything or measurement:
+        print(format_points(p for _, p in sorted(latest.items(), key=lambda item: item[0])))
+    else:
+        print(summary.render(latest))
     if measurement is None:
-        seen = {p.measurement for p, _ in latest.values()}
-        entries = catalogue.load().values()
-        absent = sorted({(e.measurement, e.source) for e in entries if e.measurement not in seen})
+        seen = {m for m, _ in latest}
+        absent = sorted({(e.measurement, e.source) for e in catalogue.load().values() if e.measurement not in seen})
         if absent:
             print("\nNo points (nothing of this kind on this host, or the source is not configured):")
             for name, source in absent:
-                print(f"    {name:<20} source {source}")
+                print(f"    {name:<32} source {source}")
     return EXIT_OK
 
 
@@ -172,7 +164,12 @@ def cmd_diff(old: str, new: str, output: str) -> int:
 
 
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
-    raws, failures = read_live(cfg)
+    database = DatabaseTarget(cfg) if (cfg.oracle or cfg.simulator) else None
+    try:
+        raws, failures = read_all(cfg, database)
+    finally:
+        if database is not None:
+            database.close()
     capture.write(directory, cfg.host, raws, failures)
     for name, reason in sorted(failures.items()):
         log.error("source %s failed: %s", name, reason)
@@ -210,7 +207,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cfg = load_config(args.config)
         setup_logging(cfg.log_level)
         if args.command == "show":
-            return cmd_show(cfg, args.measurement)
+            return cmd_show(cfg, args.measurement, args.everything)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
         os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 from . import rates
 from .config import Config
 from .files import remove_stale_temps
 from .points import Point
 from .rates import Sample
-from .sources import HOST_SOURCES, ParseError, Raw, HostInputs
+from .sources import ALL_SOURCES, HOST_SOURCES, HostInputs, ParseError, Raw, oracle
 from .state import StateFile
 from .store import Store, StoreCounts
 
@@ -45,13 +45,19 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
     """Points from one reading of every source, given the previous samples."""
     outcome = Outcome(samples=dict(previous), failures=dict(failures))
     for name, raw in raws.items():
-        module = HOST_SOURCES[name]
+        module = ALL_SOURCES[name]
         try:
             samples, problems = module.samples(raw, host)
+            # A source that reads a remote system reports what it could not read (and still
+            # publishes what it could, e.g. the database's status point).
+            reason = module.failure(raw) if hasattr(module, "failure") else None
         except ParseError as error:
             outcome.failures[name] = str(error)
             continue
-        outcome.sources_ok += 1
+        if reason:
+            outcome.failures[name] = reason
+        else:
+            outcome.sources_ok += 1
         outcome.problems.extend(problems)
         result = rates.diff_all(previous, samples)
         outcome.skips.extend(result.skips)
@@ -62,9 +68,11 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
                 values = module.fields(interval)
                 if values:
                     outcome.points.append(to_point(interval, values))
-        # Keys of a source that read fine but are gone now (an interface
-        # removed) leave the state; a failed source keeps its previous samples.
-        for key in [k for k, s in outcome.samples.items() if s.measurement in module.MEASUREMENTS]:
+        # Keys gone from a measurement this read produced (an interface
+        # removed) leave the state; measurements a failed source or query did
+        # not produce keep their previous samples for the next read.
+        produced = {s.measurement for s in samples}
+        for key in [k for k, s in outcome.samples.items() if s.measurement in produced]:
             del outcome.samples[key]
         outcome.samples.update((s.state_key, s) for s in samples)
     return outcome
@@ -93,13 +101,67 @@ def report(outcome: Outcome) -> None:
         (log.debug if skip.baseline else log.info)("%s: no point: %s", skip.current.state_key, skip.reason)
 
 
-def agent_point(config: Config, outcome: Outcome, counts: StoreCounts, seconds: float) -> Point:
+class DatabaseTarget:
+    """The database a run reads: a live session (python-oracledb) or the simulator.
+
+    Its samples live in a state file of their own (target "oracle:<name>" or
+    "simulator:<db_name>"), apart from the host's.
+    """
+
+    def __init__(self, config: Config):
+        self.config = config
+        if config.oracle is not None:
+            from .oracle_db import Database  # python-oracledb is imported only with [oracle]
+
+            self.target = f"oracle:{config.oracle.target}"
+            self.database = Database(config.oracle)
+        else:
+            from . import simulator
+
+            assert config.simulator is not None
+            s = config.simulator
+            self.target = f"simulator:{s.db_name}"
+            self.workload = simulator.Workload(
+                release=s.release, db_name=s.db_name, instances=s.instances, read_iops=s.read_iops,
+                write_iops=s.write_iops, processes=s.processes, process_lifetime_s=s.process_lifetime_s,
+                path_imbalance=s.path_imbalance, latency_us=s.latency_us, client_slots=s.client_slots,
+            )
+            self.memory_file = StateFile(config.state_dir, f"{self.target}:memory")
+            self.memory = simulator.Memory()
+
+    def read(self) -> Raw:
+        if self.config.oracle is not None:
+            from .oracle_db import read_once
+
+            return read_once(self.database, time.time())
+        from . import simulator
+
+        remembered = self.memory_file.load_json()
+        self.memory.last_channel_select.update({int(k): float(v) for k, v in remembered.items()})
+        raw = simulator.read(self.workload, time.time(), self.memory)
+        self.memory_file.save_json({str(k): v for k, v in self.memory.last_channel_select.items()})
+        return raw
+
+    def close(self) -> None:
+        if self.config.oracle is not None:
+            self.database.close()
+
+
+def read_all(config: Config, database: Optional[DatabaseTarget]) -> tuple:
+    """(raws, failures) of the host sources and, when configured, the database."""
+    raws, failures = read_live(config)
+    if database is not None:
+        raws[oracle.NAME] = database.read()
+    return raws, failures
+
+
+def agent_point(config: Config, outcomes: List[Outcome], counts: StoreCounts, seconds: float) -> Point:
     values = {
-        "sources_ok": outcome.sources_ok,
-        "sources_failed": len(outcome.failures),
-        "parse_problems": len(outcome.problems),
-        "intervals": len(outcome.points),
-        "skipped": len(outcome.skips),
+        "sources_ok": sum(o.sources_ok for o in outcomes),
+        "sources_failed": sum(len(o.failures) for o in outcomes),
+        "parse_problems": sum(len(o.problems) for o in outcomes),
+        "intervals": sum(len(o.points) for o in outcomes),
+        "skipped": sum(len(o.skips) for o in outcomes),
         "sample_seconds": seconds,
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
@@ -110,33 +172,47 @@ def agent_point(config: Config, outcome: Outcome, counts: StoreCounts, seconds: 
 def collect(config: Config, count: int, interval_s: float) -> bool:
     """Take `count` samples `interval_s` apart; True when any source failed.
 
-    The caller holds the run lock (state.RunLock).
+    The caller holds the run lock (state.RunLock). One database session
+    serves all the samples of a run.
     """
     store = Store(config.store_dir, config.store_max_bytes)
-    state = StateFile(config.state_dir, f"host:{config.host}")
     for directory in (config.state_dir, config.store_dir):
         remove_stale_temps(directory)
-    previous = state.load()
+    database = DatabaseTarget(config) if (config.oracle or config.simulator) else None
+    targets = {"host": StateFile(config.state_dir, f"host:{config.host}")}
+    if database is not None:
+        targets[oracle.NAME] = StateFile(config.state_dir, database.target)
+    previous = {name: state.load() for name, state in targets.items()}
     any_failure = False
-    for number in range(1, count + 1):
-        started = time.monotonic()
-        raws, failures = read_live(config)
-        outcome = compute(raws, failures, config.host, previous)
-        report(outcome)
-        store.append(outcome.points)
-        counts = store.pending_counts()
-        store.append([agent_point(config, outcome, counts, time.monotonic() - started)])
-        store.acknowledge_counts(counts)
-        # State last: a crash just before this line makes the next run diff
-        # against the older sample: one point then covers a longer interval
-        # that overlaps the point already stored - exact, never negative.
-        state.save(outcome.samples.values())
-        previous = outcome.samples
-        any_failure = any_failure or bool(outcome.failures)
-        log.info(
-            "sample %d/%d: %d points, %d series without a point, %d sources failed",
-            number, count, len(outcome.points), len(outcome.skips), len(outcome.failures),
-        )
-        if number < count:
-            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    try:
+        for number in range(1, count + 1):
+            started = time.monotonic()
+            raws, failures = read_all(config, database)
+            host_raws = {k: v for k, v in raws.items() if k != oracle.NAME}
+            outcomes = {"host": compute(host_raws, failures, config.host, previous["host"])}
+            if database is not None:
+                outcomes[oracle.NAME] = compute({oracle.NAME: raws[oracle.NAME]}, {}, config.host, previous[oracle.NAME])
+            for outcome in outcomes.values():
+                report(outcome)
+                store.append(outcome.points)
+            counts = store.pending_counts()
+            store.append([agent_point(config, list(outcomes.values()), counts, time.monotonic() - started)])
+            store.acknowledge_counts(counts)
+            # State last: a crash just before this line makes the next run diff
+            # against the older sample: one point then covers a longer interval
+            # that overlaps the point already stored - exact, never negative.
+            for name, outcome in outcomes.items():
+                targets[name].save(outcome.samples.values())
+                previous[name] = outcome.samples
+            failed = sum(len(o.failures) for o in outcomes.values())
+            any_failure = any_failure or bool(failed)
+            log.info(
+                "sample %d/%d: %d points, %d series without a point, %d sources failed",
+                number, count, sum(len(o.points) for o in outcomes.values()), sum(len(o.skips) for o in outcomes.values()), failed,
+            )
+            if number < count:
+                time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    finally:
+        if database is not None:
+            database.close()
     return any_failure

@@ -74,6 +74,23 @@ def _url(value: Any) -> Optional[str]:
     return None if ok else "must be an http:// or https:// URL"
 
 
+def _choice(*choices: str) -> Callable[[Any], Optional[str]]:
+    def check(value: Any) -> Optional[str]:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def _release(value: Any) -> Optional[str]:
+    from .oracle_facts import RELEASES
+
+    return None if value in RELEASES else f"must be one of {', '.join(RELEASES)}"
+
+
+def _fraction(value: Any) -> Optional[str]:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 10
+    return None if ok else "must be a number from 0 (even) up to 10"
+
+
 def _ports(value: Any) -> Optional[str]:
     ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
     return None if ok else "must be a non-empty list of TCP port numbers"
@@ -104,6 +121,28 @@ OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "gzip"): (True, _bool, False),
     ("influxdb", "max_retries"): (3, _non_negative_int, False),
     ("influxdb", "retry_backoff_s"): (1.0, _positive_number, False),
+    ("oracle", "enabled"): (False, _bool, False),
+    ("oracle", "target"): ("", _string, False),
+    ("oracle", "dsn"): ("", _string, False),
+    ("oracle", "user"): ("", _string, False),
+    ("oracle", "password_file"): ("", _string, True),
+    ("oracle", "password_env"): ("DNFSMON_ORACLE_PASSWORD", _string, False),
+    ("oracle", "mode"): ("thin", _choice("thin", "thick"), False),
+    ("oracle", "external_auth"): (False, _bool, False),
+    ("oracle", "lib_dir"): ("", _string, True),
+    ("oracle", "config_dir"): ("", _string, True),
+    ("oracle", "call_timeout_s"): (10.0, _positive_number, False),
+    ("simulator", "enabled"): (False, _bool, False),
+    ("simulator", "release"): ("19c", _release, False),
+    ("simulator", "db_name"): ("SIMDB", _string, False),
+    ("simulator", "instances"): (2, _positive_int, False),
+    ("simulator", "read_iops"): (4000.0, _positive_number, False),
+    ("simulator", "write_iops"): (1000.0, _positive_number, False),
+    ("simulator", "processes"): (40, _positive_int, False),
+    ("simulator", "process_lifetime_s"): (3600.0, _positive_number, False),
+    ("simulator", "path_imbalance"): (0.0, _fraction, False),
+    ("simulator", "latency_us"): (500.0, _positive_number, False),
+    ("simulator", "client_slots"): (0, _non_negative_int, False),
 }
 
 
@@ -126,6 +165,38 @@ class InfluxSettings:
 
 
 @dataclass(frozen=True)
+class OracleSettings:
+    """How to reach the database (see example.toml [oracle]); the password is read at connect time."""
+
+    target: str
+    dsn: str
+    user: str
+    password_file: str
+    password_env: str
+    mode: str
+    external_auth: bool
+    lib_dir: str
+    config_dir: str
+    call_timeout_s: float
+
+
+@dataclass(frozen=True)
+class SimulatorSettings:
+    """The simulated database's workload (see example.toml [simulator] and dnfsmon.simulator)."""
+
+    release: str
+    db_name: str
+    instances: int
+    read_iops: float
+    write_iops: float
+    processes: int
+    process_lifetime_s: float
+    path_imbalance: float
+    latency_us: float
+    client_slots: int
+
+
+@dataclass(frozen=True)
 class Config:
     path: Optional[str]
     host: str
@@ -139,6 +210,10 @@ class Config:
     nfs_ports: List[int]
     # None unless [influxdb] enabled = true.
     influxdb: Optional[InfluxSettings]
+    # None unless [oracle] enabled = true.
+    oracle: Optional[OracleSettings]
+    # None unless [simulator] enabled = true.
+    simulator: Optional[SimulatorSettings]
 
 
 def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
@@ -169,6 +244,24 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
         if not influxdb.bucket:
             raise ConfigError(f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)")
 
+    def section(name: str) -> Dict[str, Any]:
+        return {key: get(name, key) for s_name, key in OPTIONS if s_name == name and key != "enabled"}
+
+    oracle = None
+    if get("oracle", "enabled"):
+        oracle = OracleSettings(**section("oracle"))
+        if not oracle.dsn:
+            raise ConfigError(f"{where}: [oracle] dsn = '': name the database (host:port/service or a TNS alias)")
+        if not oracle.external_auth and not oracle.user:
+            raise ConfigError(f"{where}: [oracle] user = '': name the monitoring user (or set external_auth = true)")
+        if oracle.external_auth and oracle.mode != "thick":
+            raise ConfigError(f"{where}: [oracle] external_auth = true needs mode = \"thick\" (OS authentication needs Oracle Client libraries)")
+        if not oracle.target:
+            oracle = OracleSettings(**dict(section("oracle"), target=oracle.dsn))
+    simulator = SimulatorSettings(**section("simulator")) if get("simulator", "enabled") else None
+    if oracle and simulator:
+        raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
+
     return Config(
         path=path,
         host=get("agent", "host") or socket.gethostname(),
@@ -181,6 +274,8 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
         host_sources=list(get("host", "sources")),
         nfs_ports=list(get("host", "nfs_ports")),
         influxdb=influxdb,
+        oracle=oracle,
+        simulator=simulator,
     )
 
 

@@ -75,6 +75,29 @@ class StateFile:
         os.replace(self.path, aside)
         log.warning("state file %s %s: moved to %s; this run re-baselines", self.path, problem, aside)
 
+    def load_json(self) -> dict:
+        """A small JSON object kept for the target (e.g. the simulator's memory); {} when unusable."""
+        samples_or_data = self._load_document()
+        return samples_or_data if isinstance(samples_or_data, dict) else {}
+
+    def save_json(self, data: dict) -> None:
+        document = {"schema": SCHEMA_VERSION, "target": self.target_id, "data": data}
+        write_atomically(self.path, json.dumps(document).encode(), mode=0o600)
+
+    def _load_document(self) -> Optional[dict]:
+        try:
+            with open(self.path, "rb") as f:
+                document = json.loads(f.read())
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            self._set_aside("unreadable JSON")
+            return None
+        if not isinstance(document, dict) or document.get("schema") != SCHEMA_VERSION or document.get("target") != self.target_id:
+            self._set_aside("not this target's, or another schema")
+            return None
+        return document.get("data")
+
     def save(self, samples: Iterable[Sample]) -> None:
         data = {
             "schema": SCHEMA_VERSION,

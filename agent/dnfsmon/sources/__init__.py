@@ -48,8 +48,9 @@ class ParseError(ValueError):
         super().__init__(f"{where}: {message}{text}")
 
 
-class SourceError(RuntimeError):
-    """A source could not be read at all this time (logged; other sources go on)."""
+def is_unsigned(text: str) -> bool:
+    """True for ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses."""
+    return text.isascii() and text.isdigit()
 
 
 @dataclass
@@ -122,6 +123,8 @@ def boot_identity(raw: Raw) -> tuple:
 
 # The registry of host sources, by name. Imported last: each source module
 # imports the helpers above from this package.
-from . import filer_tcp, mountstats, nic, rpc, tcp  # noqa: E402
+from . import filer_tcp, mountstats, nic, oracle, rpc, tcp  # noqa: E402
 
 HOST_SOURCES = {module.NAME: module for module in (nic, tcp, mountstats, filer_tcp, rpc)}
+# Every source a capture may hold: the host's and the database's.
+ALL_SOURCES = dict(HOST_SOURCES, **{oracle.NAME: oracle})

@@ -111,7 +111,7 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
             info = entry["tcp_info"]
             if not isinstance(info, dict):
                 raise TypeError("tcp_info must be an object")
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
             problems.append(ParseError(SOCKETS, f"socket {number} lacks src, sport, dst, dport, cookie or tcp_info: {error}"))
             continue
         counters = {k: v for k, v in ((k, _int(info.get(k))) for k in COUNTERS) if v is not None}

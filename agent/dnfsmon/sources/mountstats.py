@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
+from . import ParseError, Raw, HostInputs, boot_identity, is_unsigned, read_host_files
 
 NAME = "mountstats"
 MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
@@ -101,7 +101,7 @@ class Mount:
 
 
 def _ints(words: List[str], path: str, number: int, line: str) -> List[int]:
-    if not all(w.isdigit() for w in words):
+    if not all(is_unsigned(w) for w in words):
         raise ParseError(path, "expected unsigned integers", number, line)
     return [int(w) for w in words]
 
@@ -109,7 +109,7 @@ def _ints(words: List[str], path: str, number: int, line: str) -> List[int]:
 def _version_ok(text: str) -> bool:
     """statvers/iostats version >= 1.0 (1.0, 1.1 and 1.2 are common)."""
     parts = text.split(".")
-    return len(parts) == 2 and all(p.isdigit() for p in parts) and (int(parts[0]), int(parts[1])) >= (1, 0)
+    return len(parts) == 2 and all(is_unsigned(p) for p in parts) and (int(parts[0]), int(parts[1])) >= (1, 0)
 
 
 def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseError]) -> Optional[Mount]:
@@ -141,7 +141,7 @@ def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseEr
                 if key:
                     mount.options[key] = value
         elif tag == "age:":
-            if len(words) != 2 or not words[1].isdigit():
+            if len(words) != 2 or not is_unsigned(words[1]):
                 raise ParseError(path, "age: needs one unsigned integer", number, line)
             mount.age = int(words[1])
         elif tag == "events:":
@@ -205,7 +205,7 @@ def read(inputs: HostInputs) -> Raw:
 
 def _int_option(options: Dict[str, str], name: str) -> Optional[int]:
     value = options.get(name, "")
-    return int(value) if value.isdigit() else None
+    return int(value) if is_unsigned(value) else None
 
 
 def mount_gauges(mount: Mount) -> Dict[str, rates.Gauge]:

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
+from . import ParseError, Raw, HostInputs, boot_identity, is_unsigned, read_host_files
 
 NAME = "nic"
 MEASUREMENT = "dnfsmon_nic"
@@ -67,7 +67,7 @@ def parse_net_dev(text: str, path: str = NET_DEV) -> Tuple[Dict[str, Dict[str, i
         if not colon or not name:
             problems.append(ParseError(path, "expected 'interface: counters'", number, line))
             continue
-        if len(words) != len(NET_DEV_COUNTERS) or not all(w.isdigit() for w in words):
+        if len(words) != len(NET_DEV_COUNTERS) or not all(is_unsigned(w) for w in words):
             problems.append(
                 ParseError(path, f"expected {len(NET_DEV_COUNTERS)} unsigned counters for {name}", number, line)
             )
@@ -111,7 +111,7 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
         if duplex in ("full", "half"):
             gauges["full_duplex"] = duplex == "full"
         mtu = (files["mtu"] or "").strip()
-        if mtu.isdigit():
+        if is_unsigned(mtu):
             gauges["mtu_bytes"] = int(mtu)
         result.append(
             Sample(

@@ -23,7 +23,7 @@ from typing import Dict, List, Tuple
 
 from .. import rates
 from ..rates import Sample
-from . import HostInputs, ParseError, Raw, boot_identity, read_host_files
+from . import HostInputs, ParseError, Raw, boot_identity, is_unsigned, read_host_files
 
 NAME = "rpc"
 MEASUREMENT = "dnfsmon_rpc"
@@ -49,7 +49,7 @@ def parse_rpc_nfs(text: str, path: str = RPC_NFS) -> Dict[str, int]:
         if not words or words[0] not in LINE_COUNTERS:
             continue  # proc2/proc3/proc4 per-op lines: mountstats has them per mount
         names = LINE_COUNTERS[words[0]]
-        if len(words) - 1 < len(names) or not all(w.isdigit() for w in words[1:]):
+        if len(words) - 1 < len(names) or not all(is_unsigned(w) for w in words[1:]):
             raise ParseError(path, f"'{words[0]}' needs {len(names)} unsigned counters", number, line)
         counters.update(zip(names, map(int, words[1:])))
     if "rpc_calls" not in counters:
@@ -69,7 +69,7 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     gauges: Dict[str, rates.Gauge] = {}
     for name, path in TUNABLES.items():
         value = (raw.files.get(path) or "").strip()
-        if value.isdigit():
+        if is_unsigned(value):
             gauges[name] = int(value)
     widths = {name: COUNTER_WIDTH_BITS for name in counters}
     return [Sample(MEASUREMENT, (("host", host),), raw.time, raw.wall_time, counters, gauges, boot_identity(raw), None, widths)], []

@@ -1,0 +1,391 @@
+"""A simulated Oracle database using Direct NFS, with known truth.
+
+It stands in for a database where none can run (tests, `make demo`): given
+the queries dnfsmon.sources.oracle builds for a release, it returns rows with
+exactly those columns, from a workload model:
+
+- per instance, read and write IOPS of given sizes, scaled by a repeating
+  load profile (`load_phases`: seconds at a multiplier, in a cycle);
+- a fixed number of dNFS process slots per instance; each slot runs one
+  process after another (lifetimes around `process_lifetime_s`), the next
+  reusing the same PNUM with a new SPID and SERIAL#, and does a fixed share
+  of the instance's I/O; counters start at zero with each process;
+- instance restarts every `restart_every_s` (staggered across RAC
+  instances), which reset every counter;
+- several filers with several paths each, traffic split between a filer's
+  paths by `path_imbalance`; channel counts are "since the last select";
+- wait events whose latencies follow a log-normal distribution around a
+  mean, bucketed into power-of-two histograms consistent with the totals;
+- a client slot limit: while the outstanding I/O (Little's law: IOPS x
+  unloaded latency) exceeds `client_slots`, every latency grows in
+  proportion - the seed case of a Linux client capped at 16 RPC slots.
+
+Every cumulative value is a closed-form integral of the model from the
+instance's startup, so the same instant gives the same rows in any process
+(cron runs need no simulator state, except the time of the previous select
+of V$DNFS_CHANNELS). `truth()` gives what the figures must be.
+Every point made from it carries the tag simulated=true.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import oracle_facts
+from .sources import Raw
+from .sources.oracle import IO_EVENTS, RESULTS, build_queries
+
+VERSIONS = {
+    "11.2.0.4": "11.2.0.4.0", "12.1.0.1": "12.1.0.1.0", "12.1.0.2": "12.1.0.2.0", "12.2": "12.2.0.1.0",
+    "18c": "18.0.0.0.0", "19c": "19.0.0.0.0", "21c": "21.0.0.0.0", "23ai": "23.0.0.0.0",
+}
+# (kind, share of the instance's reads or writes, latency factor, foreground share)
+EVENTS: Dict[str, Tuple[str, float, float, float]] = {
+    "db file sequential read": ("read", 0.70, 1.0, 0.95),
+    "db file scattered read": ("read", 0.10, 1.6, 0.90),
+    "db file parallel read": ("read", 0.05, 1.3, 0.90),
+    "direct path read": ("read", 0.15, 2.0, 1.00),
+    "db file parallel write": ("write", 0.70, 1.5, 0.00),
+    "log file parallel write": ("write", 0.25, 0.8, 0.00),
+    "direct path write": ("write", 0.05, 1.8, 1.00),
+    "control file sequential read": ("fixed", 2.0, 0.5, 0.10),  # 2 waits/s, not scaled by load
+}
+HISTOGRAM_BUCKETS = 23  # upper bounds 2^0 .. 2^22 (the last also holds the tail)
+LIFETIME_PATTERN = 16  # process lifetimes repeat every 16 generations
+
+
+def _unit(*parts: object) -> float:
+    """A deterministic number in [0, 1) from the parts (same in every process)."""
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+@dataclass(frozen=True)
+class Workload:
+    release: str = "19c"
+    db_name: str = "SIMDB"
+    dbid: int = 1234567890
+    instances: int = 2
+    read_iops: float = 4000.0  # per instance at load multiplier 1
+    write_iops: float = 1000.0
+    read_bytes: int = 8192
+    write_bytes: int = 8192
+    processes: int = 40  # dNFS process slots per instance
+    process_lifetime_s: float = 3600.0
+    restart_every_s: float = 0.0  # 0: never
+    servers: Tuple[Tuple[str, Tuple[str, ...]], ...] = (("filer1", ("10.0.1.5", "10.0.2.5")), ("filer2", ("10.0.1.6", "10.0.2.6")))
+    local_addresses: Tuple[str, ...] = ("10.0.1.1", "10.0.2.1")  # per path position
+    path_imbalance: float = 0.0  # 0: even; path 0 gets (1 + x) / (n + x) of its filer's traffic
+    latency_us: float = 500.0  # unloaded mean of 'db file sequential read'
+    latency_sigma: float = 0.5
+    client_slots: int = 0  # 0: unlimited
+    load_phases: Tuple[Tuple[float, float], ...] = ((600.0, 1.0), (300.0, 2.5))
+    dnfs_enabled: bool = True
+    datafiles_per_server: int = 10
+    fallback_datafiles: int = 0  # data files read through the kernel NFS client (OS_LIB)
+    epoch: float = 1_700_000_000.0  # model time zero: first instance startup
+
+    def __post_init__(self) -> None:
+        oracle_facts.release_tuple(self.release)
+        if self.instances < 1 or self.processes < 1 or not self.load_phases or not self.servers:
+            raise ValueError("a workload needs instances, processes, load phases and servers")
+
+
+@dataclass
+class Memory:
+    """What the simulated database remembers between reads: V$DNFS_CHANNELS' last select."""
+
+    last_channel_select: Dict[int, float] = field(default_factory=dict)
+
+
+class Model:
+    def __init__(self, workload: Workload):
+        self.w = workload
+        self.cycle = sum(seconds for seconds, _ in workload.load_phases)
+        self.path_shares = {}
+        for name, paths in workload.servers:
+            n, x = len(paths), workload.path_imbalance
+            self.path_shares[name] = [(1 + x) / (n + x) if i == 0 else 1 / (n + x) for i in range(n)]
+        self._shares: Dict[Tuple[float, float], List[Tuple[float, float]]] = {}
+        self.weights = {}
+        for inst in range(1, workload.instances + 1):
+            raw = [1 + 3 * _unit("weight", inst, k) for k in range(workload.processes)]
+            self.weights[inst] = [r / sum(raw) for r in raw]
+
+    # --- the load profile and integrals over it ---
+
+    def multiplier(self, t: float) -> float:
+        offset = (t - self.w.epoch) % self.cycle
+        for seconds, value in self.w.load_phases:
+            if offset < seconds:
+                return value
+            offset -= seconds
+        return self.w.load_phases[-1][1]
+
+    def _cumulative(self, f: Callable[[float], float], x: float) -> float:
+        """∫ f(m(t)) dt from the epoch to x, with whole cycles done arithmetically."""
+        full, rest = divmod(x - self.w.epoch, self.cycle)
+        total = full * sum(seconds * f(m) for seconds, m in self.w.load_phases)
+        for seconds, m in self.w.load_phases:
+            part = min(seconds, rest)
+            total += part * f(m)
+            rest -= part
+            if rest <= 0:
+                break
+        return total
+
+    def integral(self, f: Callable[[float], float], a: float, b: float) -> float:
+        return self._cumulative(f, b) - self._cumulative(f, a) if b > a else 0.0
+
+    def load(self, a: float, b: float) -> float:
+        return self.integral(lambda m: m, a, b)
+
+    # --- instances and processes ---
+
+    def startup(self, inst: int, t: float) -> float:
+        if not self.w.restart_every_s:
+            return self.w.epoch
+        offset = self.w.epoch + (inst - 1) * self.w.restart_every_s / self.w.instances
+        if t < offset:
+            return self.w.epoch
+        return offset + math.floor((t - offset) / self.w.restart_every_s) * self.w.restart_every_s
+
+    def _lifetime(self, inst: int, slot: int, g: int) -> float:
+        return self.w.process_lifetime_s * (0.5 + _unit("life", inst, slot, g % LIFETIME_PATTERN))
+
+    def process(self, inst: int, slot: int, t: float) -> Tuple[int, float]:
+        """(generation, start time) of the process in a slot at time t."""
+        start = self.startup(inst, t)
+        # The first process of a slot lives only part of a lifetime, so slots do not turn over together.
+        first = self.w.process_lifetime_s * _unit("first", inst, slot)
+        if t < start + first:
+            return 0, start
+        begin, g = start + first, 1
+        period = sum(self._lifetime(inst, slot, j) for j in range(1, LIFETIME_PATTERN + 1))
+        whole = math.floor((t - begin) / period)
+        begin += whole * period
+        g += whole * LIFETIME_PATTERN
+        while t >= begin + self._lifetime(inst, slot, g):
+            begin += self._lifetime(inst, slot, g)
+            g += 1
+        return g, begin
+
+    def spid(self, inst: int, slot: int, g: int, startup: float) -> int:
+        return 2000 + int(_unit("spid", inst, slot, g, startup) * 60000)
+
+    # --- latency ---
+
+    def slowdown(self, m: float) -> float:
+        """Latency factor of the client slot limit at load multiplier m."""
+        if not self.w.client_slots:
+            return 1.0
+        outstanding = (self.w.read_iops + self.w.write_iops) * m * self.w.latency_us / 1e6
+        return max(1.0, outstanding / self.w.client_slots)
+
+    def mean_latency_us(self, event: str, m: float) -> float:
+        return self.w.latency_us * EVENTS[event][2] * self.slowdown(m)
+
+    def bucket_shares(self, mean_us: float, unit_us: float) -> List[Tuple[float, float]]:
+        """(probability, mean wait in µs) per power-of-two bucket of `unit_us` µs (memoised)."""
+        key = (mean_us, unit_us)
+        if key not in self._shares:
+            self._shares[key] = self._bucket_shares(mean_us, unit_us)
+        return self._shares[key]
+
+    def _bucket_shares(self, mean_us: float, unit_us: float) -> List[Tuple[float, float]]:
+        mu = math.log(mean_us) - self.w.latency_sigma**2 / 2
+
+        def cdf(x_us: float) -> float:
+            return 0.5 * (1 + math.erf((math.log(x_us) - mu) / (self.w.latency_sigma * math.sqrt(2))))
+
+        shares = []
+        previous = 0.0
+        for b in range(HISTOGRAM_BUCKETS):
+            upper = unit_us * 2**b
+            now = 1.0 if b == HISTOGRAM_BUCKETS - 1 else cdf(upper)
+            shares.append((now - previous, upper * (0.5 if b == 0 else 0.75)))
+            previous = now
+        return shares
+
+    def event_rate(self, event: str, m: float) -> float:
+        kind, share, _, _ = EVENTS[event]
+        if kind == "read":
+            return self.w.read_iops * share * m
+        if kind == "write":
+            return self.w.write_iops * share * m
+        return share
+
+    # --- counters at time t ---
+
+    def event_counts(self, inst: int, event: str, t: float, unit_us: float) -> Tuple[List[int], int]:
+        """(cumulative waits per bucket, cumulative µs waited) since the instance started."""
+        start = self.startup(inst, t)
+        counts, micros = [], 0.0
+        for b in range(HISTOGRAM_BUCKETS):
+            def rate(m: float, b: int = b) -> float:
+                return self.event_rate(event, m) * self.bucket_shares(self.mean_latency_us(event, m), unit_us)[b][0]
+
+            def time_rate(m: float, b: int = b) -> float:
+                probability, mean = self.bucket_shares(self.mean_latency_us(event, m), unit_us)[b]
+                return self.event_rate(event, m) * probability * mean
+
+            counts.append(math.floor(self.integral(rate, start, t)))
+            micros += self.integral(time_rate, start, t)
+        return counts, math.floor(micros)
+
+    def process_counts(self, inst: int, slot: int, t: float) -> Dict[str, int]:
+        _, begin = self.process(inst, slot, t)
+        share = self.load(begin, t) * self.weights[inst][slot]
+        reads = math.floor(self.w.read_iops * share)
+        writes = math.floor(self.w.write_iops * share)
+        return {
+            "NFS_READ": reads, "NFS_WRITE": writes,
+            "NFS_READBYTES": reads * self.w.read_bytes, "NFS_WRITEBYTES": writes * self.w.write_bytes,
+            "NFS_GETATTR": math.floor(0.02 * (reads + writes)), "NFS_COMMIT": math.floor(0.05 * writes),
+        }
+
+
+def _row(columns: Sequence[str], values: Mapping[str, object]) -> List[object]:
+    return [values.get(c) for c in columns]
+
+
+def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
+    """What dnfsmon's queries would return from the simulated database at time t."""
+    model = Model(workload)
+    memory = memory if memory is not None else Memory()
+    available = {view: set(oracle_facts.columns(view, workload.release)) for view in (
+        "GV$INSTANCE", "V$DATABASE", "GV$DNFS_STATS", "GV$PROCESS", "GV$DNFS_CHANNELS", "GV$DNFS_SERVERS",
+        "GV$DNFS_FILES", "GV$SYSTEM_EVENT", "GV$EVENT_HISTOGRAM", "GV$IOSTAT_FILE")}
+    if oracle_facts.release_tuple(workload.release) >= oracle_facts.release_tuple("12.1.0.2"):
+        available["GV$EVENT_HISTOGRAM_MICRO"] = set(oracle_facts.columns("GV$EVENT_HISTOGRAM_MICRO", workload.release))
+    results = {}
+    for query in build_queries(available):
+        results[query.name] = {"columns": list(query.columns), "rows": [_row(query.columns, dict(v, DB_TIME=t)) for v in _rows(model, query.name, t, memory)]}
+    for inst in range(1, workload.instances + 1):
+        memory.last_channel_select[inst] = t
+    database = {"DBID": workload.dbid, "NAME": workload.db_name, "DB_UNIQUE_NAME": workload.db_name}
+    if "CDB" in available["V$DATABASE"]:
+        database["CDB"] = "NO"
+    document = {"kind": "simulated", "version": VERSIONS[workload.release], "database": database,
+                "results": results, "errors": {}, "down": None}
+    return Raw({RESULTS: json.dumps(document)}, t, t)
+
+
+def _iso(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _rows(model: Model, name: str, t: float, memory: Memory) -> List[Dict[str, object]]:
+    w = model.w
+    instances = range(1, w.instances + 1)
+    rows: List[Dict[str, object]] = []
+    if name == "instances":
+        for inst in instances:
+            rows.append({"INST_ID": inst, "INSTANCE_NAME": f"{w.db_name.lower()}{inst}", "HOST_NAME": f"simhost{inst}",
+                         "VERSION": VERSIONS[w.release], "STARTUP_TIME": _iso(model.startup(inst, t))})
+    elif name == "database":
+        rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "NO"})
+    elif name == "dnfs_stats" and w.dnfs_enabled:
+        for inst in instances:
+            startup = model.startup(inst, t)
+            for slot in range(w.processes):
+                g, _ = model.process(inst, slot, t)
+                row: Dict[str, object] = {name: 0 for name in ("NFS_NULL", "NFS_SETATTR", "NFS_LOOKUP", "NFS_ACCESS", "NFS_READLINK", "NFS_CREATE", "NFS_MKDIR",
+                                                               "NFS_SYMLINK", "NFS_MKNOD", "NFS_REMOVE", "NFS_RMDIR", "NFS_RENAME", "NFS_LINK", "NFS_READDIR",
+                                                               "NFS_READDIRPLUS", "NFS_FSSTAT", "NFS_FSINFO", "NFS_PATHCONF", "NFS_MOUNT")}
+                row.update(model.process_counts(inst, slot, t))
+                row.update({"INST_ID": inst, "PNUM": 20 + slot, "SPID": str(model.spid(inst, slot, g, startup)), "SERIAL#": g + 1, "CON_ID": 0})
+                rows.append(row)
+    elif name == "dnfs_channels" and w.dnfs_enabled:
+        for inst in instances:
+            since = max(memory.last_channel_select.get(inst, 0.0), model.startup(inst, t))
+            for slot in range(w.processes):
+                _, begin = model.process(inst, slot, t)
+                ops = (w.read_iops + w.write_iops) * model.weights[inst][slot] * model.load(max(since, begin), t)
+                for server, paths in w.servers:
+                    for position, path in enumerate(paths):
+                        share = model.path_shares[server][position] / len(w.servers)
+                        sends = math.floor(ops * share)
+                        rows.append({"INST_ID": inst, "PNUM": 20 + slot, "SVRNAME": server, "PATH": path,
+                                     "LOCAL": w.local_addresses[position % len(w.local_addresses)], "SENDS": sends, "RECVS": sends,
+                                     "PINGS": math.floor((t - since) / 10), "RECO": 0, "SPRECO": 0, "DPRECO": 0})
+    elif name == "dnfs_servers" and w.dnfs_enabled:
+        for inst in instances:
+            for number, (server, _) in enumerate(w.servers, start=1):
+                rows.append({"INST_ID": inst, "ID": number, "SVRNAME": server, "DIRNAME": f"/vol/oradata{number}", "NFSPORT": 2049,
+                             "NFSVERSION": "NFSv3.0", "WTMAX": 1048576, "RTMAX": 1048576})
+    elif name == "dnfs_files" and w.dnfs_enabled:
+        for inst in instances:
+            for number in range(1, len(w.servers) + 1):
+                rows.append({"INST_ID": inst, "SVR_ID": number, "FILES": w.datafiles_per_server, "BYTES": w.datafiles_per_server * 32 * 2**30})
+    elif name == "system_event":
+        for inst in instances:
+            for event in IO_EVENTS:
+                buckets, micros = model.event_counts(inst, event, t, 1.0)
+                waits = sum(buckets)
+                fg = EVENTS[event][3]
+                rows.append({"INST_ID": inst, "EVENT": event, "TOTAL_WAITS": waits, "TIME_WAITED_MICRO": micros,
+                             "TOTAL_WAITS_FG": math.floor(waits * fg), "TIME_WAITED_MICRO_FG": math.floor(micros * fg)})
+    elif name == "event_histogram":
+        micro = oracle_facts.release_tuple(w.release) >= oracle_facts.release_tuple("12.1.0.2")
+        for inst in instances:
+            for event in IO_EVENTS:
+                buckets, _ = model.event_counts(inst, event, t, 1.0 if micro else 1000.0)
+                for b, count in enumerate(buckets):
+                    bound = 2**b
+                    rows.append({"INST_ID": inst, "EVENT": event, "WAIT_TIME_MICRO" if micro else "WAIT_TIME_MILLI": bound, "WAIT_COUNT": count})
+    elif name == "iostat_file":
+        for inst in instances:
+            data_dnfs = w.datafiles_per_server * len(w.servers) - w.fallback_datafiles if w.dnfs_enabled else 0
+            data_os = w.datafiles_per_server * len(w.servers) - data_dnfs
+            for filetype, method, count in (("Data File", "DNFS_LIB", data_dnfs), ("Data File", "OS_LIB", data_os),
+                                            ("Temp File", "DNFS_LIB" if w.dnfs_enabled else "OS_LIB", 2),
+                                            ("Control File", "OS_LIB", 2)):
+                if count:
+                    rows.append({"INST_ID": inst, "FILETYPE_NAME": filetype, "ACCESS_METHOD": method, "FILES": count})
+    return rows
+
+
+# --- truth ---
+
+
+@dataclass
+class Truth:
+    """What an instance's figures must be over an interval (t0, t1]."""
+
+    read_iops: float  # the workload's rate
+    write_iops: float
+    observable_read_iops: float  # the share done by processes alive through the whole interval
+    observable_write_iops: float
+    read_mib_per_s: float
+    write_mib_per_s: float
+    event_avg_latency_us: Dict[str, float]
+    restarted: bool
+
+
+def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
+    model = Model(workload)
+    dt = t1 - t0
+    load = model.load(t0, t1)
+    alive = sum(model.weights[inst][slot] for slot in range(workload.processes)
+                if model.process(inst, slot, t0) == model.process(inst, slot, t1))
+    latencies = {}
+    for event in IO_EVENTS:
+        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)
+        micros = model.integral(lambda m, e=event: model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0)), t0, t1)
+        latencies[event] = micros / waits if waits else 0.0
+    return Truth(
+        read_iops=workload.read_iops * load / dt,
+        write_iops=workload.write_iops * load / dt,
+        observable_read_iops=workload.read_iops * load * alive / dt,
+        observable_write_iops=workload.write_iops * load * alive / dt,
+        read_mib_per_s=workload.read_iops * workload.read_bytes * load / dt / 1048576,
+        write_mib_per_s=workload.write_iops * workload.write_bytes * load / dt / 1048576,
+        event_avg_latency_us=latencies,
+        restarted=model.startup(inst, t0) != model.startup(inst, t1),
+    )

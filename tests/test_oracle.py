@@ -1,0 +1,384 @@
+"""The Oracle source: SQL against the column facts, recorded rows through the live code path,
+edge cases, and every failure kind (with the host sources still producing points)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dnfsmon import oracle_db, oracle_facts, rates, simulator
+from dnfsmon.collect import compute
+from dnfsmon.config import parse
+from dnfsmon.sources import Raw, oracle
+from sqlcheck import violations
+
+DNFSMON = [sys.executable, "-m", "dnfsmon"]
+
+
+def facts_available(release):
+    """What discovery would find on a database of this release with every grant."""
+    found = {}
+    for view in oracle_db.VIEWS:
+        columns = oracle_facts.columns(view, release)
+        if columns:
+            found[view] = set(columns)
+    return found
+
+
+@pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
+def test_every_sql_text_matches_the_column_facts(release):
+    queries = oracle.build_queries(facts_available(release))
+    assert {q.name for q in queries} >= {"instances", "database", "dnfs_stats", "dnfs_channels", "dnfs_servers",
+                                         "dnfs_files", "system_event", "event_histogram", "iostat_file"}
+    for query in queries:
+        assert violations(query.sql, release) == [], (release, query.name)
+    assert violations(oracle_db.discovery_sql(), release) == []
+
+
+def test_release_differences_reach_the_sql():
+    old = {q.name: q for q in oracle.build_queries(facts_available("11.2.0.4"))}
+    new = {q.name: q for q in oracle.build_queries(facts_available("19c"))}
+    assert "gv$event_histogram " in old["event_histogram"].sql and "wait_time_milli" in old["event_histogram"].sql
+    assert "gv$event_histogram_micro" in new["event_histogram"].sql
+    assert "RECO" in old["dnfs_channels"].columns
+    assert "SPRECO" in new["dnfs_channels"].columns and "RECO" not in new["dnfs_channels"].columns
+    assert "NFSVERSION" not in old["dnfs_servers"].columns and "NFSVERSION" in new["dnfs_servers"].columns
+
+
+@pytest.mark.parametrize(
+    "sql, release, problem",
+    [
+        ("SELECT inst_id, nfs_readbytez FROM gv$dnfs_stats", "19c", "NFS_READBYTEZ: no such column in 19c"),
+        ("SELECT con_id FROM gv$dnfs_stats", "11.2.0.4", "CON_ID: no such column in 11.2.0.4"),
+        ("SELECT wait_count FROM gv$event_histogram_micro", "12.1.0.1", "does not exist in 12.1.0.1"),
+        ("SELECT reco FROM gv$dnfs_channels", "12.2", "RECO: no such column in 12.2"),
+        ("SELECT s.pnum, spid FROM gv$dnfs_stats s, gv$process p", "19c", "unqualified column"),
+    ],
+)
+def test_the_facts_check_catches_misspelt_and_too_new_columns(sql, release, problem):
+    assert any(problem in v for v in violations(sql, release))
+
+
+def test_release_of_version_strings():
+    assert oracle_facts.release_of_version("11.2.0.4.0") == "11.2.0.4"
+    assert oracle_facts.release_of_version("12.1.0.2.0") == "12.1.0.2"
+    assert oracle_facts.release_of_version("19.0.0.0.0") == "19c"
+    assert oracle_facts.release_of_version("23.4.0.24.05") == "23ai"
+    with pytest.raises(ValueError, match="older than 11.2.0.4"):
+        oracle_facts.release_of_version("11.2.0.3.0")
+
+
+# --- recorded rows through the live reader (a fake cursor replays them) ---
+
+
+class OracleError(Exception):
+    """Shaped like oracledb's errors: args[0] has full_code, message, is_session_dead."""
+
+    def __init__(self, code, message, dead=False):
+        detail = type("Detail", (), {"full_code": code, "message": f"{code}: {message}", "is_session_dead": dead})()
+        super().__init__(detail)
+
+
+class FakeCursor:
+    def __init__(self, connection):
+        self.connection = connection
+        self.description = None
+        self._rows = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, sql):
+        outcome = self.connection.answer(sql)
+        if isinstance(outcome, Exception):
+            raise outcome
+        columns, rows = outcome
+        self.description = [(c,) for c in columns]
+        self._rows = [tuple(r) for r in rows]
+
+    def fetchall(self):
+        return list(self._rows)
+
+
+class FakeConnection:
+    """Answers dnfsmon's SQL from a recorded results document, as python-oracledb would."""
+
+    def __init__(self, document, discovered, failing=None):
+        self.by_name = document["results"]
+        self.discovered = discovered
+        self.failing = failing or {}
+        self.call_timeout = 0
+        self.executed = []
+
+    def cursor(self):
+        return FakeCursor(self)
+
+    def answer(self, sql):
+        self.executed.append(sql)
+        if "all_tab_columns" in sql:
+            return ["TABLE_NAME", "COLUMN_NAME"], [(v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols]
+        query = next(q for q in oracle.build_queries(self.discovered) if q.sql == sql)
+        if query.name in self.failing:
+            return self.failing[query.name]
+        recorded = self.by_name[query.name]
+        rows = []
+        for row in recorded["rows"]:
+            values = dict(zip(recorded["columns"], row))
+            if "DB_TIME" in values:  # the driver returns TIMESTAMP values as datetime
+                values["DB_TIME"] = datetime.datetime.fromtimestamp(values["DB_TIME"], datetime.timezone.utc).replace(tzinfo=None)
+            rows.append([values[c] for c in recorded["columns"]])
+        return recorded["columns"], rows
+
+    def close(self):
+        pass
+
+
+def settings(**overrides):
+    table = {"enabled": True, "dsn": "db1:1521/ORCL", "user": "dnfsmon", "password_env": "DNFSMON_TEST_PW"}
+    table.update(overrides)
+    return parse({"oracle": table}, None).oracle
+
+
+def live_read(document, release="19c", failing=None, drop_views=()):
+    discovered = {v: c for v, c in facts_available(release).items() if v not in drop_views}
+    database = oracle_db.Database(settings())
+    database.connection = FakeConnection(document, discovered, failing)
+    database.discover()
+    return oracle_db.to_raw(database.read(), 0.0), database.connection
+
+
+def simulated_document(t, workload=None, memory=None):
+    raw = simulator.read(workload or simulator.Workload(), t, memory)
+    return json.loads(raw.files[oracle.RESULTS])
+
+
+T0 = 1_795_000_000.0
+
+
+def points_between(raw0, raw1, host="h"):
+    first = compute({"oracle": raw0}, {}, host, {})
+    return compute({"oracle": raw1}, {}, host, first.samples)
+
+
+def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
+    memory_direct, memory_live = simulator.Memory(), simulator.Memory()
+    direct = points_between(simulator.read(simulator.Workload(), T0, memory_direct), simulator.read(simulator.Workload(), T0 + 10, memory_direct))
+    raw0, _ = live_read(simulated_document(T0, memory=memory_live))
+    raw1, connection = live_read(simulated_document(T0 + 10, memory=memory_live))
+    through_live = points_between(raw0, raw1)
+    strip = lambda points: sorted((p.measurement, tuple(x for x in p.tags if x[0] != "simulated"), tuple(sorted(p.fields.items()))) for p in points if p.measurement != "dnfsmon_oracle_status")
+    assert strip(direct.points) == strip(through_live.points)
+    assert any(p.measurement == "dnfsmon_dnfs_io" for p in through_live.points)
+    assert all("SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql for sql in connection.executed if "all_tab_columns" not in sql and "v$database" not in sql)
+
+
+def test_dnfs_off_means_no_io_points_but_status_up():
+    workload = simulator.Workload(dnfs_enabled=False)
+    outcome = points_between(simulator.read(workload, T0), simulator.read(workload, T0 + 10))
+    measurements = {p.measurement for p in outcome.points}
+    assert "dnfsmon_dnfs_io" not in measurements and "dnfsmon_dnfs_channel" not in measurements
+    status = next(p for p in outcome.points if p.measurement == "dnfsmon_oracle_status")
+    assert status.fields["up"] is True
+    coverage = [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_coverage" and dict(p.tags)["file_type"] == "Data File"]
+    assert coverage and all(p.fields["dnfs_pct"] == 0.0 for p in coverage)
+
+
+def test_null_byte_columns_give_iops_but_no_bytes():
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    for document in documents:
+        stats = document["results"]["dnfs_stats"]
+        for column in ("NFS_READBYTES", "NFS_WRITEBYTES"):
+            index = stats["columns"].index(column)
+            for row in stats["rows"]:
+                row[index] = None
+    raws = [live_read(d)[0] for d in documents]
+    io = [p for p in points_between(*raws).points if p.measurement == "dnfsmon_dnfs_io"]
+    assert io and all("read_iops" in p.fields and "read_mib_per_s" not in p.fields and "avg_read_kib" not in p.fields for p in io)
+
+
+def test_pnum_reused_by_a_new_process_is_a_new_baseline():
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    row = stats["rows"][0]
+    # PNUM 20 of instance 1 is now a young process: new SPID, small counters.
+    row[columns.index("SPID")] = "99999"
+    row[columns.index("SERIAL#")] = 777
+    for c in ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES"):
+        row[columns.index(c)] = 5
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    assert any("identity changed" in s.reason and dict(s.current.key).get("pnum") == "20" for s in outcome.skips)
+    io = {dict(p.tags)["instance"]: p for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
+    truth = simulator.truth(simulator.Workload(), 1, T0, T0 + 10)
+    assert 0 < io["simdb1"].fields["read_iops"] <= truth.read_iops * 1.005
+
+
+def test_instance_restart_mid_run_rebaselines_that_instance_only():
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    instances = documents[1]["results"]["instances"]
+    instances["rows"][0][instances["columns"].index("STARTUP_TIME")] = "2026-11-22T02:00:00"
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    io = {dict(p.tags)["instance"] for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
+    assert io == {"simdb2"}
+
+
+def test_a_rac_instance_missing_from_one_read():
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    instances = documents[1]["results"]["instances"]
+    instances["rows"] = [r for r in instances["rows"] if r[0] != 2]
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    assert {dict(p.tags)["instance"] for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"} == {"simdb1"}
+    status = next(p for p in outcome.points if p.measurement == "dnfsmon_oracle_status")
+    assert status.fields["instances"] == 1
+
+
+# --- failures: one clear line each; the status point says why; nothing else stops ---
+
+
+def test_missing_grant_names_the_exact_view_and_the_other_queries_still_run():
+    raw, connection = live_read(simulated_document(T0), drop_views=("GV$IOSTAT_FILE",))
+    reason = oracle.failure(raw)
+    assert "GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO DNFSMON" in reason
+    assert not any("gv$iostat_file" in sql for sql in connection.executed)
+    samples, _ = oracle.samples(raw, "h")
+    assert any(s.measurement == "dnfsmon_dnfs_io" for s in samples)
+
+
+def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
+    failing = {"dnfs_stats": OracleError("ORA-00942", "table or view does not exist")}
+    raw, _ = live_read(simulated_document(T0), failing=failing)
+    reason = oracle.failure(raw)
+    assert reason.startswith("dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.GV_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.GV_$PROCESS TO DNFSMON)")
+
+
+def test_call_timeout_on_one_query():
+    failing = {"event_histogram": OracleError("DPY-4024", "call timeout of 10000 ms exceeded")}
+    raw, _ = live_read(simulated_document(T0), failing=failing)
+    assert "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s" in oracle.failure(raw)
+
+
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (OracleError("ORA-01017", "invalid username/password; logon denied"), "ORA-01017: invalid username/password; logon denied (check user and password file"),
+        (OracleError("DPY-6005", "cannot connect to database"), "DPY-6005: cannot connect to database (is the listener up and the DSN right?)"),
+        (OracleError("ORA-12514", "TNS:listener does not currently know of service requested"), "ORA-12514"),
+        (OracleError("ORA-01034", "ORACLE not available"), "ORA-01034: ORACLE not available"),
+    ],
+)
+def test_connect_failures_become_a_down_status_with_the_code(monkeypatch, error, expected):
+    monkeypatch.setenv("DNFSMON_TEST_PW", "pw-that-must-not-leak")
+    database = oracle_db.Database(settings())
+
+    def refuse():
+        raise error
+
+    monkeypatch.setattr(database, "connect", refuse)
+    raw = oracle_db.read_once(database, 123.0)
+    assert oracle.failure(raw).startswith(expected)
+    (status,), _ = oracle.samples(raw, "h")
+    assert status.gauges["up"] is False and expected in status.gauges["error"]
+    assert "pw-that-must-not-leak" not in raw.files[oracle.RESULTS]
+
+
+def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
+    secret = tmp_path / "pw"
+    secret.write_text("hunter2\n")
+    secret.chmod(0o644)
+    database = oracle_db.Database(settings(password_file=str(secret)))
+    raw = oracle_db.read_once(database, 1.0)
+    assert "mode 0644" in oracle.failure(raw) and "hunter2" not in raw.files[oracle.RESULTS]
+
+
+def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
+    from influxdb_server import free_port
+
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = tmp_path / "c.toml"
+    config.write_text(f"""[agent]
+state_dir = "state"
+host = "dbhost"
+[store]
+dir = "store"
+[host]
+sources = ["nic", "tcp"]
+[oracle]
+enabled = true
+dsn = "127.0.0.1:{free_port()}/ORCL"
+user = "dnfsmon"
+password_file = "pw"
+call_timeout_s = 3
+""")
+    for _ in range(2):
+        result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 3, result.stderr
+    assert "source oracle failed: DPY-6005: cannot connect to database" in result.stderr
+    assert "is the listener up" in result.stderr and "secret-pw" not in result.stderr
+    from dnfsmon.store import Store
+
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    status = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
+    assert len(status) == 2 and all(p.fields["up"] is False and "DPY-6005" in p.fields["error"] for p in status)
+    assert any(p.measurement == "dnfsmon_nic" for p in points)  # the host sources still ran
+
+
+def test_results_document_errors_are_parse_errors_naming_the_file():
+    from dnfsmon.sources import ParseError
+
+    with pytest.raises(ParseError, match="oracle/results.json"):
+        oracle.samples(Raw({oracle.RESULTS: "[1, 2"}, 0.0, 0.0), "h")
+    with pytest.raises(ParseError, match="need \"columns\" and \"rows\""):
+        oracle.samples(Raw({oracle.RESULTS: json.dumps({"results": {"instances": {"rows": []}}})}, 0.0, 0.0), "h")
+
+
+def test_readme_grants_exactly_the_views_the_agent_reads():
+    import os
+    import re
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    granted = set(re.findall(r"GRANT SELECT ON (SYS\.\w+\$\w+) TO c##dnfsmon", readme))
+    assert granted == {oracle_db.grant_name(v) for v in oracle_db.VIEWS}
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+cell = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=6)
+        | st.lists(st.integers(), max_size=2) | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.data())
+def test_mutated_recorded_rows_give_only_documented_errors(data):
+    """Recorded simulator rows with cells replaced by anything JSON can hold."""
+    document = simulated_document(T0, simulator.Workload(instances=1, processes=3))
+    names = sorted(document["results"])
+    for _ in range(data.draw(st.integers(min_value=1, max_value=10))):
+        result = document["results"][data.draw(st.sampled_from(names))]
+        if result["rows"]:
+            row = result["rows"][data.draw(st.integers(min_value=0, max_value=len(result["rows"]) - 1))]
+            row[data.draw(st.integers(min_value=0, max_value=len(row) - 1))] = data.draw(cell)
+    text = json.dumps(document)
+    from dnfsmon.sources import ParseError
+
+    try:
+        samples, problems = oracle.samples(Raw({oracle.RESULTS: text}, T0, T0), "h")
+    except ParseError:
+        return
+    first = compute({"oracle": simulator.read(simulator.Workload(instances=1, processes=3), T0 - 10)}, {}, "h", {})
+    compute({"oracle": Raw({oracle.RESULTS: text}, T0, T0)}, {}, "h", first.samples)
+
+
+@pytest.mark.parametrize("document", [{"results": []}, {"database": "x"}, {"errors": [1]}, {"results": {"q": [1]}}, [], "text"])
+def test_malformed_documents_are_parse_errors(document):
+    from dnfsmon.sources import ParseError
+
+    with pytest.raises(ParseError, match="oracle/results.json"):
+        oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, 0.0, 0.0), "h")
