@@ -1,17 +1,21 @@
 """Check SQL texts against the Oracle column facts (dnfsmon.oracle_facts), per release.
 
-Parses with sqlglot (Oracle dialect), resolves every column to the view it
-reads (through table aliases; an unqualified column belongs to the only base
-view of its statement) and reports columns or views a release does not have.
-Shared by the agent's SQL tests and the SQL pack's.
+Parses with sqlglot (Oracle dialect) and walks its scopes: a column
+qualified by an alias of a V$/GV$ view, or unqualified in a scope whose only
+source is such a view, must exist in that view in the release; every view
+named must exist in it. Columns of CTEs, subqueries and XMLTABLE are the
+statement's own and are not checked. Shared by the agent's SQL tests and the
+SQL pack's.
 """
 
 from __future__ import annotations
 
+import re
 from typing import List
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.scope import traverse_scope
 
 from dnfsmon import oracle_facts
 
@@ -19,36 +23,52 @@ from dnfsmon import oracle_facts
 PSEUDO_COLUMNS = {"SYSTIMESTAMP", "SYSDATE", "ROWNUM", "ROWID", "LEVEL", "USER", "CURRENT_TIMESTAMP"}
 
 
+def _view(source: object) -> str:
+    """The V$/GV$ (or dictionary) view a scope source is, or '' for anything else."""
+    if isinstance(source, exp.Table) and source.name and source.name.upper() != "DUAL":
+        return source.name.upper()
+    return ""
+
+
+def _parsable(sql: str) -> str:
+    """sqlglot lacks XMLSERIALIZE(CONTENT x AS CLOB): read it as TO_CLOB(x), same columns."""
+    sql = re.sub(r"(?i)xmlserialize\(\s*content\b", "to_clob(", sql)
+    return re.sub(r"(?i)\)\s*as\s+clob\s*\)", "))", sql)
+
+
 def violations(sql: str, release: str) -> List[str]:
     """What in `sql` the release lacks; empty when every view and column exists in it."""
-    tree = sqlglot.parse_one(sql, read="oracle")
+    tree = sqlglot.parse_one(_parsable(sql), read="oracle")
     problems: List[str] = []
-    aliases = {}
-    base_views = set()
+    ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
-        view = table.name.upper()
-        if view == "DUAL":
+        view = _view(table)
+        if not view or view in ctes:
             continue
-        base_views.add(view)
-        aliases[(table.alias or table.name).upper()] = view
         if oracle_facts.base_view(view) not in oracle_facts.VIEWS:
             problems.append(f"{view}: not a view in the column facts")
         elif not oracle_facts.columns(view, release):
             problems.append(f"{view}: does not exist in {release}")
     select_aliases = {a.alias.upper() for a in tree.find_all(exp.Alias)}
-    for column in tree.find_all(exp.Column):
-        name = column.name.upper()
-        if name in PSEUDO_COLUMNS or (not column.table and name in select_aliases):
-            continue
-        if column.table:
-            view = aliases.get(column.table.upper())
-        elif len(base_views) == 1:
-            view = next(iter(base_views))
-        else:
-            problems.append(f"{name}: unqualified column in a statement reading {sorted(base_views)}")
-            continue
-        if view is None:
-            problems.append(f"{column.table}.{name}: unknown table alias")
-        elif oracle_facts.base_view(view) in oracle_facts.VIEWS and name not in oracle_facts.columns(view, release):
-            problems.append(f"{view}.{name}: no such column in {release}")
+    for scope in traverse_scope(tree):
+        views = {alias: _view(source) for alias, source in scope.sources.items()}
+        for column in scope.columns:
+            name = column.name.upper()
+            if name in PSEUDO_COLUMNS:
+                continue
+            if column.table:
+                view = views.get(column.table)
+                if view is None:
+                    problems.append(f"{column.table}.{name}: unknown table alias")
+                    continue
+            else:
+                if name in select_aliases:
+                    continue
+                real = [v for v in views.values() if v]
+                if len(views) > 1 and len(real) > 1:
+                    problems.append(f"{name}: unqualified column in a statement reading {sorted(real)}")
+                    continue
+                view = real[0] if len(views) == 1 and real else ""
+            if view and oracle_facts.base_view(view) in oracle_facts.VIEWS and name not in oracle_facts.columns(view, release):
+                problems.append(f"{view}.{name}: no such column in {release}")
     return problems

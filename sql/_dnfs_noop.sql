@@ -1,0 +1,1 @@
+-- File name:   _dnfs_noop.sql: does nothing; the loop calls it once the count is reached.

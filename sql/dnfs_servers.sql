@@ -1,0 +1,56 @@
+-- File name:   dnfs_servers.sql
+-- Purpose:     The filers dNFS talks to, per instance: export, ports, NFS
+--              version, largest read and write, and the files open on each.
+-- Usage:       @dnfs_servers
+-- Notes:       Reads GV$DNFS_SERVERS and GV$DNFS_FILES. NFSVERSION exists from
+--              12.1 (shown as n/a before). No rows: dNFS is not in use (see
+--              @dnfs_check). Read-only.
+
+define _dnfs_default_interval = 0
+define _dnfs_default_count = 0
+@@_dnfs_start
+
+column inst_id heading 'Inst' format 9999
+column id heading 'Id' format 999
+column svrname heading 'Filer' format a20
+column dirname heading 'Export' format a30
+column nfsport heading 'NFS port' format 99999
+column nfs_version heading 'NFS vers' format a9
+column wtmax heading 'Wtmax' format 99999999
+column rtmax heading 'Rtmax' format 99999999
+column open_files heading 'Files' format 99990
+column open_gb heading 'GB' format 9999990.0
+
+with files as (
+    select
+        inst_id,
+        svr_id,
+        count(*) as files,
+        sum(filesize) as bytes
+    from (
+        select distinct
+            inst_id,
+            svr_id,
+            filename,
+            filesize
+        from gv$dnfs_files
+    ) distinct_files
+    group by inst_id, svr_id
+)
+
+select
+    s.inst_id,
+    s.id,
+    s.svrname,
+    s.dirname,
+    s.nfsport,
+    &_dnfs_nfsversion as nfs_version,
+    s.wtmax,
+    s.rtmax,
+    nvl(f.files, 0) as open_files,
+    nvl(f.bytes, 0) / power(1024, 3) as open_gb
+from gv$dnfs_servers s
+left outer join files f on s.inst_id = f.inst_id and s.id = f.svr_id
+order by s.inst_id, s.id;
+
+@@_dnfs_end
