@@ -382,3 +382,13 @@ def test_malformed_documents_are_parse_errors(document):
 
     with pytest.raises(ParseError, match="oracle/results.json"):
         oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, 0.0, 0.0), "h")
+
+
+def test_status_names_the_release_and_refuses_an_unsupported_one():
+    document = simulated_document(T0)
+    (status, *_), problems = oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, T0, T0), "h")
+    assert status.gauges["release"] == "19c" and problems == []
+    document["version"] = "11.2.0.3.0"
+    (status, *_), problems = oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, T0, T0), "h")
+    assert "release" not in status.gauges
+    assert "Oracle 11.2.0.3.0 is older than 11.2.0.4" in str(problems[0])

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .. import rates
+from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
 from . import ParseError, Raw
@@ -243,6 +243,10 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     }
     if document.get("version"):
         status_gauges["version"] = str(document["version"])
+        try:
+            status_gauges["release"] = oracle_facts.release_of_version(str(document["version"]))
+        except ValueError as error:
+            problems.append(ParseError(RESULTS, str(error)))
     if failure(raw):
         status_gauges["error"] = str(failure(raw))[:500]
     found: List[Sample] = [Sample(STATUS_MEASUREMENT, base_tags, raw.time, raw.wall_time, {}, status_gauges)]
