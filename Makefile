@@ -4,30 +4,36 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+AGENT := $(VENV)/.installed-agent
+TOOLS := $(VENV)/.installed-test
 DEMO := $(BIN)/dnfsmon --config examples/demo.toml
 
 .PHONY: demo test bench clean
 
-$(STAMP): pyproject.toml
+# The agent alone (what make demo needs), then the test tools on top.
+$(AGENT): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(TOOLS): $(AGENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
 ## make demo: the agent's main job on the embedded default, about 30 s.
-demo: $(STAMP)
+demo: $(AGENT)
 	rm -rf demo-data
 	$(DEMO) collect --count 7 --interval 5
 	@echo
 	$(DEMO) show
 
 ## make test: every check the project has.
-test: $(STAMP)
+test: $(TOOLS)
 	tests/bootstrap/debian-packages.sh
 	$(BIN)/python -m pytest
 
 ## make bench: benchmarks against peers (on demand; not part of make test).
-bench: $(STAMP)
+bench: $(TOOLS)
 	tests/bootstrap/debian-packages.sh
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python bench/collect_cost.py
