@@ -244,7 +244,7 @@ def test_a_rac_instance_missing_from_one_read():
 
 def test_missing_grant_names_the_exact_view_and_the_other_queries_still_run():
     raw, connection = live_read(simulated_document(T0), drop_views=("GV$IOSTAT_FILE",))
-    reason = oracle.failure(raw)
+    reason = oracle.failure(oracle.samples(raw, "h")[0])
     assert "GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO DNFSMON" in reason
     assert not any("gv$iostat_file" in sql for sql in connection.executed)
     samples, _ = oracle.samples(raw, "h")
@@ -254,14 +254,14 @@ def test_missing_grant_names_the_exact_view_and_the_other_queries_still_run():
 def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
     failing = {"dnfs_stats": OracleError("ORA-00942", "table or view does not exist")}
     raw, _ = live_read(simulated_document(T0), failing=failing)
-    reason = oracle.failure(raw)
+    reason = oracle.failure(oracle.samples(raw, "h")[0])
     assert reason.startswith("dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.GV_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.GV_$PROCESS TO DNFSMON)")
 
 
 def test_call_timeout_on_one_query():
     failing = {"event_histogram": OracleError("DPY-4024", "call timeout of 10000 ms exceeded")}
     raw, _ = live_read(simulated_document(T0), failing=failing)
-    assert "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s" in oracle.failure(raw)
+    assert "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s" in oracle.failure(oracle.samples(raw, "h")[0])
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,7 @@ def test_connect_failures_become_a_down_status_with_the_code(monkeypatch, error,
 
     monkeypatch.setattr(database, "connect", refuse)
     raw = oracle_db.read_once(database, 123.0)
-    assert oracle.failure(raw).startswith(expected)
+    assert oracle.failure(oracle.samples(raw, "h")[0]).startswith(expected)
     (status,), _ = oracle.samples(raw, "h")
     assert status.gauges["up"] is False and expected in status.gauges["error"]
     assert "pw-that-must-not-leak" not in raw.files[oracle.RESULTS]
@@ -294,7 +294,7 @@ def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
     secret.chmod(0o644)
     database = oracle_db.Database(settings(password_file=str(secret)))
     raw = oracle_db.read_once(database, 1.0)
-    assert "mode 0644" in oracle.failure(raw) and "hunter2" not in raw.files[oracle.RESULTS]
+    assert "mode 0644" in oracle.failure(oracle.samples(raw, "h")[0]) and "hunter2" not in raw.files[oracle.RESULTS]
 
 
 def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):

@@ -50,7 +50,7 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
             samples, problems = module.samples(raw, host)
             # A source that reads a remote system reports what it could not read (and still
             # publishes what it could, e.g. the database's status point).
-            reason = module.failure(raw) if hasattr(module, "failure") else None
+            reason = module.failure(samples) if hasattr(module, "failure") else None
         except ParseError as error:
             outcome.failures[name] = str(error)
             continue

@@ -11,7 +11,9 @@ and then one of:
 - aggregate(result, samples) -> points: when keys are finer than the series
   published (TCP sockets summed per filer), diffed per key first and then
   summed with dnfsmon.rates.aggregate.
-Either computes only with the helpers in dnfsmon.rates.
+Either computes only with the helpers in dnfsmon.rates. A source that reads
+another system may also provide failure(samples) -> reason or None: what it
+could not read this time, while still publishing what it could.
 
 A `Raw` is exactly what a capture directory stores (see README, "Capture
 format"), so `dnfsmon diff` runs the same code on captured text as `collect`

@@ -209,13 +209,20 @@ def load(raw: Raw) -> dict:
     return document
 
 
-def failure(raw: Raw) -> Optional[str]:
+def reason_of(document: Mapping) -> Optional[str]:
     """Why the database (or part of it) could not be read this time; None when all went well."""
-    document = load(raw)
     if document.get("down"):
         return str(document["down"])
     errors = document.get("errors") or {}
     return "; ".join(f"{name}: {message}" for name, message in sorted(errors.items())) or None
+
+
+def failure(samples: List[Sample]) -> Optional[str]:
+    """The reason the status sample of a read carries (the source interface's failure hook)."""
+    for sample in samples:
+        if sample.measurement == STATUS_MEASUREMENT and "error" in sample.gauges:
+            return str(sample.gauges["error"])
+    return None
 
 
 def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
@@ -247,8 +254,9 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
             status_gauges["release"] = oracle_facts.release_of_version(str(document["version"]))
         except ValueError as error:
             problems.append(ParseError(RESULTS, str(error)))
-    if failure(raw):
-        status_gauges["error"] = str(failure(raw))[:500]
+    reason = reason_of(document)
+    if reason:
+        status_gauges["error"] = reason
     found: List[Sample] = [Sample(STATUS_MEASUREMENT, base_tags, raw.time, raw.wall_time, {}, status_gauges)]
 
     def instance_of(row: Mapping) -> Optional[Tuple[Tuple[Tuple[str, str], ...], Tuple[str, ...]]]:
