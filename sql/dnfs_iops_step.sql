@@ -1,10 +1,7 @@
 -- File name:   dnfs_iops_step.sql (called by _dnfs_loop.sql for dnfs_iops.sql)
 -- Purpose:     Sleep one interval, print it per instance, take the next snapshot.
 
-begin
-    &_dnfs_sleep(&_dnfs_interval);
-end;
-/
+@@_dnfs_sleep
 
 -- core: the interval that just ended, per instance
 with
@@ -98,11 +95,4 @@ order by i.inst_id;
 set heading off
 @@dnfs_iops_snapshot
 
-set termout off
-column next_step new_value _dnfs_step noprint
-column remaining new_value _dnfs_remaining noprint
-select
-    case when &_dnfs_remaining <= 1 then '_dnfs_noop' else 'dnfs_iops_step' end as next_step,
-    &_dnfs_remaining - 1 as remaining
-from dual;
-set termout on
+@@_dnfs_next

@@ -1,10 +1,7 @@
 -- File name:   dnfs_latency_step.sql (called by _dnfs_loop.sql for dnfs_latency.sql)
 -- Purpose:     Sleep one interval, print its events and histogram, take the next snapshot.
 
-begin
-    &_dnfs_sleep(&_dnfs_interval);
-end;
-/
+@@_dnfs_sleep
 
 -- core: events in the interval that just ended
 with
@@ -123,11 +120,4 @@ order by d.inst_id, d.bound_us;
 
 @@dnfs_latency_snapshot
 
-set termout off
-column next_step new_value _dnfs_step noprint
-column remaining new_value _dnfs_remaining noprint
-select
-    case when &_dnfs_remaining <= 1 then '_dnfs_noop' else 'dnfs_latency_step' end as next_step,
-    &_dnfs_remaining - 1 as remaining
-from dual;
-set termout on
+@@_dnfs_next

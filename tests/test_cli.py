@@ -17,6 +17,7 @@ from dnfsmon.points import Point, to_line
 from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.state import StateFile
 from dnfsmon.store import Store
+from configs import write_config
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -29,14 +30,9 @@ def run(*args, check_rc=None, **kwargs):
     return result
 
 
-def write_config(tmp_path, **host):
-    lines = ["[agent]", "state_dir = 'state'", "host = 'testhost'", "[store]", "dir = 'store'"]
-    if host:
-        lines.append("[host]")
-        lines += [f"{k} = {v!r}" for k, v in host.items()]
-    path = tmp_path / "dnfsmon.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def host_config(tmp_path, **host):
+    """A config for host "testhost"; keyword arguments go to [host]."""
+    return write_config(tmp_path, agent={"host": "testhost"}, host=host)
 
 
 def stored(tmp_path):
@@ -88,7 +84,7 @@ def test_bad_capture_is_a_usage_error_naming_the_file(tmp_path, manifest, messag
 
 
 def test_live_capture_then_diff(tmp_path):
-    config = write_config(tmp_path)
+    config = host_config(tmp_path)
     run("--config", config, "capture", tmp_path / "a", check_rc=0)
     time.sleep(0.2)
     run("--config", config, "capture", tmp_path / "b", check_rc=0)
@@ -102,7 +98,7 @@ def test_live_capture_then_diff(tmp_path):
 
 
 def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
-    config = write_config(tmp_path)
+    config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
     first = stored(tmp_path)
     assert [p.measurement for p in first] == ["dnfsmon_agent"]  # baseline only: no rate, no zero
@@ -118,7 +114,7 @@ def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
 
 
 def test_count_and_interval_take_samples_in_one_process(tmp_path):
-    config = write_config(tmp_path)
+    config = host_config(tmp_path)
     started = time.monotonic()
     result = run("--config", config, "collect", "--count", 3, "--interval", 0.5, check_rc=0)
     assert time.monotonic() - started >= 1.0
@@ -129,7 +125,7 @@ def test_count_and_interval_take_samples_in_one_process(tmp_path):
 
 def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path):
     """As cron starts a run while the previous one still runs (holder frozen while we compare)."""
-    config = write_config(tmp_path)
+    config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
     holder = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "100", "--interval", "0.2"],
                               stderr=subprocess.PIPE, text=True)
@@ -155,7 +151,7 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     (proc / "net").mkdir(parents=True)
     (proc / "net" / "dev").write_text("this is not /proc/net/dev\n")
     shutil.copy("/proc/net/snmp", proc / "net" / "snmp")
-    config = write_config(tmp_path, proc_root=str(proc))
+    config = host_config(tmp_path, proc_root=str(proc))
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
     measurements = {p.measurement for p in stored(tmp_path)}
@@ -166,7 +162,7 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
 
 
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
-    config = write_config(tmp_path)
+    config = host_config(tmp_path)
     rng = random.Random(20261122)
     for _ in range(25):
         process = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "5", "--interval", "0.02"],
@@ -205,8 +201,7 @@ def test_metrics_lists_the_catalogue():
 
 
 def test_show_prints_labelled_tables_and_says_what_is_missing(tmp_path):
-    config = tmp_path / "c.toml"
-    config.write_text("[agent]\nstate_dir = 'state'\n[store]\ndir = 'store'\n[host]\nsources = ['nic']\n[simulator]\nenabled = true\ninstances = 1\n")
+    config = write_config(tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "instances": 1})
     empty = run("--config", config, "show", check_rc=0).stdout
     assert "holds no points yet" in empty
     run("--config", config, "collect", "--count", 2, "--interval", 0.5, check_rc=0)

@@ -19,6 +19,7 @@ from dnfsmon.config import parse
 from dnfsmon.influx import ship
 from dnfsmon.points import Point
 from dnfsmon.store import Store
+from configs import write_config
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 GRAFANA = os.path.join(ROOT, "grafana")
@@ -136,23 +137,9 @@ def filled(influx_server, tmp_path_factory):
     directory = tmp_path_factory.mktemp("grafana")
     db = "grafana"
     influx_server.create_database(db)
-    config = directory / "dnfsmon.toml"
-    config.write_text(f"""[agent]
-state_dir = "state"
-host = "dbhost1"
-[store]
-dir = "store"
-[host]
-sources = ["nic", "tcp"]
-[simulator]
-enabled = true
-instances = 2
-[influxdb]
-enabled = true
-url = "{influx_server.url}"
-bucket = "{db}"
-token_env = "DNFSMON_TEST_NO_TOKEN"
-""")
+    config = write_config(directory, agent={"host": "dbhost1"}, host={"sources": ["nic", "tcp"]},
+                          simulator={"enabled": True, "instances": 2},
+                          influxdb={"enabled": True, "url": influx_server.url, "bucket": db})
     result = subprocess.run([sys.executable, "-m", "dnfsmon", "--config", str(config), "collect", "--count", "3", "--interval", "1"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -16,6 +16,7 @@ from dnfsmon.config import parse
 from dnfsmon.influx import ShipError, ship
 from dnfsmon.points import Point, to_line
 from dnfsmon.store import Store
+from configs import write_config
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -59,19 +60,6 @@ def test_line_protocol_golden(point, line):
 def test_unwritable_points_are_refused_with_the_reason(point, message):
     with pytest.raises(ValueError, match=message):
         to_line(point)
-
-
-def write_config(tmp_path, influxdb, agent=None, store=None, host=None):
-    """A dnfsmon config under tmp_path (state and store inside it) from plain tables."""
-    def table(name, values):
-        return f"[{name}]\n" + "".join(f"{k} = {v!r}\n".replace("True", "true").replace("False", "false") for k, v in values.items())
-    text = table("agent", {"state_dir": "state", **(agent or {})}) + table("store", {"dir": "store", **(store or {})})
-    if host:
-        text += table("host", host)
-    text += table("influxdb", {"token_env": "DNFSMON_TEST_NO_TOKEN", **influxdb})
-    path = tmp_path / "dnfsmon.toml"
-    path.write_text(text)
-    return path
 
 
 def golden_points():
@@ -131,7 +119,7 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
     from influxdb_server import InfluxServer
 
     server = InfluxServer(str(tmp_path / "influx"))  # not started: down
-    config = write_config(tmp_path, {"enabled": True, "url": server.url, "bucket": "dnfsmon", "max_retries": 1, "retry_backoff_s": 0.05},
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "bucket": "dnfsmon", "max_retries": 1, "retry_backoff_s": 0.05},
                           agent={"host": "outage"})
     for _ in range(3):
         result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
@@ -170,8 +158,8 @@ def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_p
               for i in range(60_000)]
     for start in range(0, len(points), 5000):
         store.append(points[start:start + 5000])
-    config = write_config(tmp_path, {"enabled": True, "url": server.url, "bucket": "dnfsmon", "batch_size": 500,
-                                     "max_retries": 0, "retry_backoff_s": 0.01, "gzip": False})
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "bucket": "dnfsmon", "batch_size": 500,
+                                              "max_retries": 0, "retry_backoff_s": 0.01, "gzip": False})
     try:
         shipping = subprocess.Popen(DNFSMON + ["--config", str(config), "ship"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Kill the server once shipping is under way (cursor moved at least once).
@@ -213,7 +201,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
 
 def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(influx, tmp_path):
     server, db = influx
-    config = write_config(tmp_path, {"enabled": False}, agent={"host": "small"}, store={"max_bytes": 20000}, host={"sources": ["nic", "tcp"]})
+    config = write_config(tmp_path, influxdb={"enabled": False}, agent={"host": "small"}, store={"max_bytes": 20000}, host={"sources": ["nic", "tcp"]})
     store = Store(str(tmp_path / "store"), 20000)
     for start in range(0, 1500, 50):
         store.append([Point("filler", (("host", "small"),), {"i": i}, 1000 + i) for i in range(start, start + 50)])
@@ -228,8 +216,7 @@ def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(in
 
 
 def test_a_collect_run_that_does_not_ship_never_imports_influxdb_client(tmp_path):
-    config = tmp_path / "c.toml"
-    config.write_text("[agent]\nstate_dir = 'state'\n[store]\ndir = 'store'\n")
+    config = write_config(tmp_path)
     probe = ("import sys; from dnfsmon.cli import main; rc = main(['--config', sys.argv[1], 'collect']); "
              "print(rc, 'influxdb_client' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, timeout=60)
@@ -240,8 +227,7 @@ def test_world_readable_token_file_stops_shipping_with_a_usage_error(tmp_path):
     token = tmp_path / "token"
     token.write_text("secret-token-value\n")
     os.chmod(token, 0o644)
-    config = tmp_path / "c.toml"
-    config.write_text(f"[agent]\nstate_dir = 'state'\n[store]\ndir = 'store'\n[influxdb]\nenabled = true\ntoken_file = '{token}'\n")
+    config = write_config(tmp_path, influxdb={"enabled": True, "token_file": str(token)})
     result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "mode 0644" in result.stderr and "secret-token-value" not in result.stderr

@@ -14,6 +14,7 @@ from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import Raw, oracle
+from configs import write_config
 from sqlcheck import violations
 
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -302,21 +303,9 @@ def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
 
     (tmp_path / "pw").write_text("secret-pw\n")
     (tmp_path / "pw").chmod(0o600)
-    config = tmp_path / "c.toml"
-    config.write_text(f"""[agent]
-state_dir = "state"
-host = "dbhost"
-[store]
-dir = "store"
-[host]
-sources = ["nic", "tcp"]
-[oracle]
-enabled = true
-dsn = "127.0.0.1:{free_port()}/ORCL"
-user = "dnfsmon"
-password_file = "pw"
-call_timeout_s = 3
-""")
+    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic", "tcp"]},
+                          oracle={"enabled": True, "dsn": f"127.0.0.1:{free_port()}/ORCL", "user": "dnfsmon",
+                                  "password_file": "pw", "call_timeout_s": 3})
     for _ in range(2):
         result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 3, result.stderr

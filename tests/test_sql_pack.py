@@ -62,7 +62,8 @@ def test_client_commands_are_handled_not_ignored():
     assert rendered.count("\n") == read(os.path.join(ROOT, "sql", "dnfs_iops.sql")).count("\n")  # line numbers kept
     assert "column read_iops" not in rendered and "@@_dnfs_start" not in rendered
     statements = list(sqlplus.statements(sqlplus.render(read(os.path.join(ROOT, "sql", "dnfs_iops_step.sql")))))
-    assert len(statements) == 2  # the core query and the loop bookkeeping; the PL/SQL sleep has no SELECT
+    assert len(statements) == 1  # the core query; sleeping and counting down are in _dnfs_sleep.sql and _dnfs_next.sql
+    assert len(list(sqlplus.statements(sqlplus.render(read(os.path.join(ROOT, "sql", "_dnfs_next.sql")))))) == 1
 
 
 @pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
