@@ -56,8 +56,10 @@ def main():
             f.write(f"[agent]\nstate_dir = '{directory}/state'\n[store]\ndir = '{directory}/store'\n")
         lean = os.path.join(directory, "lean.toml")
         with open(lean, "w") as f:
-            f.write(f"[agent]\nstate_dir = '{directory}/lean-state'\n[store]\ndir = '{directory}/lean-store'\n"
-                    "[host]\nsources = ['nic', 'tcp', 'mountstats', 'rpc']\n")
+            f.write(
+                f"[agent]\nstate_dir = '{directory}/lean-state'\n[store]\ndir = '{directory}/lean-store'\n"
+                "[host]\nsources = ['nic', 'tcp', 'mountstats', 'rpc']\n"
+            )
         commands = {
             "dnfsmon collect": [sys.executable, "-m", "dnfsmon", "--config", config, "collect"],
             "collect, no filer_tcp": [sys.executable, "-m", "dnfsmon", "--config", lean, "collect"],
@@ -69,7 +71,9 @@ def main():
     ours_cpu, ours_rss = results["dnfsmon collect"]
     print(f"{'command':<24} {'CPU s (median)':>15} {'peak RSS MiB':>13} {'dnfsmon/this CPU':>17} {'RSS':>6}")
     for name, (cpu, rss) in results.items():
-        print(f"{name:<24} {cpu:>15.4f} {rss:>13.1f} {ours_cpu / cpu if cpu else float('inf'):>17.2f} {ours_rss / rss:>6.2f}")
+        print(
+            f"{name:<24} {cpu:>15.4f} {rss:>13.1f} {ours_cpu / cpu if cpu else float('inf'):>17.2f} {ours_rss / rss:>6.2f}"
+        )
 
 
 if __name__ == "__main__":

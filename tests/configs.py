@@ -13,8 +13,10 @@ def write_config(directory, **sections):
         tables.setdefault(name, {}).update(values)
     if "influxdb" in tables:
         tables["influxdb"].setdefault("token_env", "DNFSMON_TEST_NO_TOKEN")  # no token from the environment
-    text = "".join(f"[{name}]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in values.items())
-                   for name, values in tables.items())
+    text = "".join(
+        f"[{name}]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in values.items())
+        for name, values in tables.items()
+    )
     path = directory / "dnfsmon.toml"
     path.write_text(text)
     return path

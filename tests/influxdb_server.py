@@ -21,7 +21,9 @@ import urllib.parse
 import urllib.request
 
 VERSION = "1.8.10"
-CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "dnfsmon-tests", f"influxd-{VERSION}")
+CACHE = os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "dnfsmon-tests", f"influxd-{VERSION}"
+)
 BINARY = os.path.join(CACHE, "influxd")
 
 
@@ -30,11 +32,24 @@ def ensure_binary() -> str:
         return BINARY
     go = shutil.which("go")
     if go is None:
-        raise RuntimeError("the InfluxDB tests need Go to build influxd 1.8.10 (apt-get install golang, or the machine's Go)")
+        raise RuntimeError(
+            "the InfluxDB tests need Go to build influxd 1.8.10 (apt-get install golang, or the machine's Go)"
+        )
     os.makedirs(CACHE, exist_ok=True)
     env = dict(os.environ, GOBIN=CACHE, GOFLAGS="-mod=mod")
-    subprocess.run([go, "install", "-ldflags", f"-s -w -X main.version={VERSION}", f"github.com/influxdata/influxdb/cmd/influxd@v{VERSION}"],
-                   check=True, env=env, cwd=CACHE, timeout=1500)
+    subprocess.run(
+        [
+            go,
+            "install",
+            "-ldflags",
+            f"-s -w -X main.version={VERSION}",
+            f"github.com/influxdata/influxdb/cmd/influxd@v{VERSION}",
+        ],
+        check=True,
+        env=env,
+        cwd=CACHE,
+        timeout=1500,
+    )
     return BINARY
 
 
@@ -71,7 +86,7 @@ bind-address = "127.0.0.1:{free_port()}"
 """)
         self.config = config
 
-    def start(self) -> "InfluxServer":
+    def start(self) -> InfluxServer:
         log = open(os.path.join(self.directory, "influxd.log"), "ab")
         self.process = subprocess.Popen([ensure_binary(), "-config", self.config], stdout=log, stderr=log)
         deadline = time.monotonic() + 60

@@ -11,7 +11,6 @@ SQL pack's.
 from __future__ import annotations
 
 import re
-from typing import List
 
 import sqlglot
 from sqlglot import exp
@@ -36,10 +35,10 @@ def _parsable(sql: str) -> str:
     return re.sub(r"(?i)\)\s*as\s+clob\s*\)", "))", sql)
 
 
-def violations(sql: str, release: str) -> List[str]:
+def violations(sql: str, release: str) -> list[str]:
     """What in `sql` the release lacks; empty when every view and column exists in it."""
     tree = sqlglot.parse_one(_parsable(sql), read="oracle")
-    problems: List[str] = []
+    problems: list[str] = []
     ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         view = _view(table)
@@ -69,6 +68,10 @@ def violations(sql: str, release: str) -> List[str]:
                     problems.append(f"{name}: unqualified column in a statement reading {sorted(real)}")
                     continue
                 view = real[0] if len(views) == 1 and real else ""
-            if view and oracle_facts.base_view(view) in oracle_facts.VIEWS and name not in oracle_facts.columns(view, release):
+            if (
+                view
+                and oracle_facts.base_view(view) in oracle_facts.VIEWS
+                and name not in oracle_facts.columns(view, release)
+            ):
                 problems.append(f"{view}.{name}: no such column in {release}")
     return problems

@@ -12,21 +12,55 @@ commands (see ../shared/reference/test-infrastructure.md).
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, Tuple
+from collections.abc import Iterator
 
 from dnfsmon import oracle_facts
 
 # SQL*Plus and SQLcl client commands (and the abbreviations the pack uses).
 CLIENT_COMMANDS = {
-    "@", "@@", "accept", "append", "break", "btitle", "clear", "col", "column", "compute", "connect", "define", "def",
-    "describe", "desc", "disconnect", "exec", "execute", "exit", "host", "pause", "print", "prompt", "pro", "quit",
-    "remark", "rem", "set", "show", "spool", "start", "store", "timing", "ttitle", "undefine", "var", "variable",
+    "@",
+    "@@",
+    "accept",
+    "append",
+    "break",
+    "btitle",
+    "clear",
+    "col",
+    "column",
+    "compute",
+    "connect",
+    "define",
+    "def",
+    "describe",
+    "desc",
+    "disconnect",
+    "exec",
+    "execute",
+    "exit",
+    "host",
+    "pause",
+    "print",
+    "prompt",
+    "pro",
+    "quit",
+    "remark",
+    "rem",
+    "set",
+    "show",
+    "spool",
+    "start",
+    "store",
+    "timing",
+    "ttitle",
+    "undefine",
+    "var",
+    "variable",
     "whenever",
 }
 SUBSTITUTION = re.compile(r"&&?(\w+)\.?")
 
 
-def switches(release: str) -> Dict[str, str]:
+def switches(release: str) -> dict[str, str]:
     """Values of the substitution variables in a session on `release` (see _dnfs_start.sql)."""
     at = oracle_facts.release_tuple(release)
     micro = at >= oracle_facts.release_tuple("12.1.0.2")
@@ -75,7 +109,7 @@ def render(text: str, release: str = "19c") -> str:
     return "\n".join(out) + "\n"
 
 
-def statements(rendered: str) -> Iterator[Tuple[int, str]]:
+def statements(rendered: str) -> Iterator[tuple[int, str]]:
     """(first line number, SQL text) of every SQL statement, and every SELECT in a PL/SQL block."""
     lines = rendered.splitlines()
     i = 0
@@ -93,11 +127,11 @@ def statements(rendered: str) -> Iterator[Tuple[int, str]]:
             start = i
             while not lines[i].rstrip().endswith(";") or lines[i].lstrip().startswith("--"):
                 i += 1
-            yield start + 1, "\n".join(lines[start:i + 1]).rstrip().rstrip(";")
+            yield start + 1, "\n".join(lines[start : i + 1]).rstrip().rstrip(";")
         i += 1
 
 
-def core_queries(text: str) -> Dict[str, str]:
+def core_queries(text: str) -> dict[str, str]:
     """The queries between '-- core: <name>' and '-- core: end' markers, by name."""
     found = {}
     for match in re.finditer(r"(?s)-- core: ([^\n]+)\n(.*?)-- core: end", text):

@@ -30,25 +30,52 @@ CRON_FILE = "dnfsmon-test"
 
 def playbook(name, extra_vars, *flags, env=None):
     """Run a playbook; (returncode, changed count, output)."""
-    environment = dict(os.environ, ANSIBLE_ROLES_PATH=os.path.join(ANSIBLE, "roles"), ANSIBLE_NOCOLOR="1",
-                       ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", **(env or {}))
+    environment = dict(
+        os.environ,
+        ANSIBLE_ROLES_PATH=os.path.join(ANSIBLE, "roles"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        **(env or {}),
+    )
     extra_vars = dict(extra_vars, ansible_python_interpreter=sys.executable)
-    result = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", name, "-e", json.dumps(extra_vars), *flags],
-                            capture_output=True, text=True, cwd=ANSIBLE if name == "site.yml" else HERE, env=environment, timeout=900)
+    result = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", name, "-e", json.dumps(extra_vars), *flags],
+        capture_output=True,
+        text=True,
+        cwd=ANSIBLE if name == "site.yml" else HERE,
+        env=environment,
+        timeout=900,
+    )
     recap = re.search(r"localhost\s+: ok=\d+\s+changed=(\d+)", result.stdout)
     return result.returncode, int(recap.group(1)) if recap else -1, result.stdout + result.stderr
 
 
 def test_ansible_lint_production_profile_passes():
-    result = subprocess.run([os.path.join(BIN, "ansible-lint"), "--profile", "production", "--nocolor"], capture_output=True, text=True, cwd=ANSIBLE, timeout=600)
+    result = subprocess.run(
+        [os.path.join(BIN, "ansible-lint"), "--profile", "production", "--nocolor"],
+        capture_output=True,
+        text=True,
+        cwd=ANSIBLE,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("path", [os.path.join(ANSIBLE, "site.yml")] + [os.path.join(HERE, p) for p in sorted(os.listdir(HERE)) if p.endswith(".yml")],
-                         ids=os.path.basename)
+@pytest.mark.parametrize(
+    "path",
+    [os.path.join(ANSIBLE, "site.yml")]
+    + [os.path.join(HERE, p) for p in sorted(os.listdir(HERE)) if p.endswith(".yml")],
+    ids=os.path.basename,
+)
 def test_syntax_check(path):
-    result = subprocess.run([os.path.join(BIN, "ansible-playbook"), "--syntax-check", "-i", "localhost,", path], capture_output=True, text=True,
-                            env=dict(os.environ, ANSIBLE_ROLES_PATH=os.path.join(ANSIBLE, "roles")), timeout=300)
+    result = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "--syntax-check", "-i", "localhost,", path],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, ANSIBLE_ROLES_PATH=os.path.join(ANSIBLE, "roles")),
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -102,14 +129,25 @@ def deployment(wheelhouse):
     base = top / "dnfsmon"
     base.mkdir()
     variables = {
-        "dnfsmon_agent_user": USER, "dnfsmon_agent_group": USER, "dnfsmon_agent_python": "/usr/bin/python3",
-        "dnfsmon_agent_install_dir": str(base / "opt"), "dnfsmon_agent_config_dir": str(base / "etc"),
-        "dnfsmon_agent_data_dir": str(base / "lib"), "dnfsmon_agent_log_dir": str(base / "log"),
-        "dnfsmon_agent_cron_file": CRON_FILE, "dnfsmon_agent_logrotate_file": str(base / "logrotate"),
-        "dnfsmon_agent_wheelhouse": wheelhouse, "dnfsmon_agent_samples": 1, "dnfsmon_agent_jitter_max_s": 1,
-        "dnfsmon_agent_influxdb_token": "influx-secret-token", "dnfsmon_agent_oracle_password": "oracle-secret-pw",
-        "dnfsmon_agent_settings_overrides": {"agent": {"host": "deployed"}, "host": {"sources": ["nic", "tcp"]},
-                                             "simulator": {"enabled": True, "instances": 1}},
+        "dnfsmon_agent_user": USER,
+        "dnfsmon_agent_group": USER,
+        "dnfsmon_agent_python": "/usr/bin/python3",
+        "dnfsmon_agent_install_dir": str(base / "opt"),
+        "dnfsmon_agent_config_dir": str(base / "etc"),
+        "dnfsmon_agent_data_dir": str(base / "lib"),
+        "dnfsmon_agent_log_dir": str(base / "log"),
+        "dnfsmon_agent_cron_file": CRON_FILE,
+        "dnfsmon_agent_logrotate_file": str(base / "logrotate"),
+        "dnfsmon_agent_wheelhouse": wheelhouse,
+        "dnfsmon_agent_samples": 1,
+        "dnfsmon_agent_jitter_max_s": 1,
+        "dnfsmon_agent_influxdb_token": "influx-secret-token",
+        "dnfsmon_agent_oracle_password": "oracle-secret-pw",
+        "dnfsmon_agent_settings_overrides": {
+            "agent": {"host": "deployed"},
+            "host": {"sources": ["nic", "tcp"]},
+            "simulator": {"enabled": True, "instances": 1},
+        },
     }
     yield base, variables
     playbook("apply_agent.yml", dict(variables, dnfsmon_agent_state="absent"))
@@ -137,11 +175,13 @@ def test_agent_role_applied_to_this_machine(deployment):
     assert "influx-secret-token" not in (base / "etc" / "dnfsmon.toml").read_text()
 
     # The deployed cron command, run by hand as the service user.
-    line = next(l for l in open(f"/etc/cron.d/{CRON_FILE}") if l.startswith("* * * * * "))
+    line = next(entry for entry in open(f"/etc/cron.d/{CRON_FILE}") if entry.startswith("* * * * * "))
     schedule_user, command = re.match(r"^\* \* \* \* \* (\S+) (.*)$", line.strip()).groups()
     assert schedule_user == USER and "--count 1" in command and command.startswith("sleep ")
     for _ in range(2):
-        result = subprocess.run(["runuser", "-u", USER, "--", "sh", "-c", command], capture_output=True, text=True, timeout=180)
+        result = subprocess.run(
+            ["runuser", "-u", USER, "--", "sh", "-c", command], capture_output=True, text=True, timeout=180
+        )
         assert result.returncode == 0, result.stderr
     log = (base / "log" / "collect.log").read_text()
     assert "sample 1/1" in log and "Traceback" not in log
@@ -166,10 +206,16 @@ def test_agent_role_applied_to_this_machine(deployment):
 def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_stdin(tmp_path):
     record = tmp_path / "sqlplus"
     record.mkdir()
-    variables = {"dnfsmon_oracle_user_name": "C##DNFSMON", "dnfsmon_oracle_user_password": "s3cret-pw",
-                 "dnfsmon_oracle_user_os_user": pwd.getpwuid(os.getuid()).pw_name, "dnfsmon_oracle_user_sqlplus": os.path.join(HERE, "fake_sqlplus"),
-                 "dnfsmon_oracle_user_work_dir": str(tmp_path / "work"), "dnfsmon_oracle_user_setup_script": os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql"),
-                 "dnfsmon_oracle_user_oracle_home": "/opt/oracle/home", "dnfsmon_oracle_user_oracle_sid": "ORCLCDB"}
+    variables = {
+        "dnfsmon_oracle_user_name": "C##DNFSMON",
+        "dnfsmon_oracle_user_password": "s3cret-pw",
+        "dnfsmon_oracle_user_os_user": pwd.getpwuid(os.getuid()).pw_name,
+        "dnfsmon_oracle_user_sqlplus": os.path.join(HERE, "fake_sqlplus"),
+        "dnfsmon_oracle_user_work_dir": str(tmp_path / "work"),
+        "dnfsmon_oracle_user_setup_script": os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql"),
+        "dnfsmon_oracle_user_oracle_home": "/opt/oracle/home",
+        "dnfsmon_oracle_user_oracle_sid": "ORCLCDB",
+    }
     env = {"FAKE_SQLPLUS_DIR": str(record)}
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed > 0, output
@@ -182,7 +228,9 @@ def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_
     assert create_args[:3] == ["-S", "-L", "/ as sysdba"] and create_args[4] == "C##DNFSMON"
     assert (record / "call-1.stdin").read_text() == "s3cret-pw"
     assert all("s3cret-pw" not in (record / c).read_text() for c in calls)
-    assert (record / "script-1.sql").read_text() == open(os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")).read()
+    assert (record / "script-1.sql").read_text() == open(
+        os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
+    ).read()
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
     assert "upper('C##DNFSMON')" in (record / "call-2.stdin").read_text()
     assert not (tmp_path / "work").exists()
@@ -192,15 +240,22 @@ def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_
 
 
 def test_grafana_role_installs_the_repository_files(tmp_path):
-    variables = {"dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"), "dnfsmon_grafana_dashboards_dir": str(tmp_path / "dashboards"),
-                 "dnfsmon_grafana_owner": "root", "dnfsmon_grafana_group": "root", "dnfsmon_grafana_service": "",
-                 "dnfsmon_grafana_source_dir": os.path.join(ROOT, "grafana")}
+    variables = {
+        "dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"),
+        "dnfsmon_grafana_dashboards_dir": str(tmp_path / "dashboards"),
+        "dnfsmon_grafana_owner": "root",
+        "dnfsmon_grafana_group": "root",
+        "dnfsmon_grafana_service": "",
+        "dnfsmon_grafana_source_dir": os.path.join(ROOT, "grafana"),
+    }
     rc, changed, output = playbook("apply_grafana.yml", variables)
     assert rc == 0 and changed > 0, output
     rc, changed, output = playbook("apply_grafana.yml", variables)
     assert rc == 0 and changed == 0, output
     for name in os.listdir(os.path.join(ROOT, "grafana", "dashboards")):
-        assert (tmp_path / "dashboards" / name).read_text() == open(os.path.join(ROOT, "grafana", "dashboards", name)).read()
+        assert (tmp_path / "dashboards" / name).read_text() == open(
+            os.path.join(ROOT, "grafana", "dashboards", name)
+        ).read()
     provider = yaml.safe_load((tmp_path / "provisioning" / "dashboards" / "dnfsmon.yaml").read_text())
     assert provider["providers"][0]["options"]["path"] == str(tmp_path / "dashboards")
     assert provider["providers"][0]["allowUiUpdates"] is False

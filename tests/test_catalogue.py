@@ -12,11 +12,10 @@ import os
 import pytest
 
 from dnfsmon import capture, catalogue
-from dnfsmon.collect import compute
+from dnfsmon.collect import collect, compute
 from dnfsmon.config import parse
-from dnfsmon.collect import collect
-from dnfsmon.store import Store
 from dnfsmon.state import RunLock
+from dnfsmon.store import Store
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 
@@ -54,9 +53,11 @@ def simulated_points():
 def test_catalogue_file_is_well_formed():
     entries = catalogue.load()
     assert entries
-    for (measurement, kind, name), entry in entries.items():
+    for (measurement, _kind, name), entry in entries.items():
         assert measurement.startswith("dnfsmon_")
-        assert entry.kind == "tag" or entry.unit or entry.type in ("boolean", "string"), f"{measurement}.{name} has no unit"
+        assert entry.kind == "tag" or entry.unit or entry.type in ("boolean", "string"), (
+            f"{measurement}.{name} has no unit"
+        )
 
 
 def test_every_point_produced_is_catalogued(produced):

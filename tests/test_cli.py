@@ -13,11 +13,10 @@ import time
 
 import pytest
 
+from configs import write_config
 from dnfsmon.points import Point, to_line
 from dnfsmon.sources import HOST_SOURCES
-from dnfsmon.state import StateFile
 from dnfsmon.store import Store
-from configs import write_config
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -44,7 +43,9 @@ def test_diff_golden_cases(case):
     directory = os.path.join(CASES, case)
     rc_file = os.path.join(directory, "expected.rc")  # a case whose source fails says so
     expected_rc = int(open(rc_file).read()) if os.path.exists(rc_file) else 0
-    result = run("diff", os.path.join(directory, "old"), os.path.join(directory, "new"), "--format", "lp", check_rc=expected_rc)
+    result = run(
+        "diff", os.path.join(directory, "old"), os.path.join(directory, "new"), "--format", "lp", check_rc=expected_rc
+    )
     with open(os.path.join(directory, "expected.lp"), encoding="utf-8") as f:
         assert result.stdout == f.read()
 
@@ -70,8 +71,11 @@ def test_diff_reset_case_logs_why_lo_has_no_point():
         ("{", "not valid JSON"),
         ('{"format": 2, "host": "h", "sources": {}}', '"format": 1'),
         ('{"format": 1, "host": "h", "sources": {"nfs": {}}}', "source 'nfs' is unknown"),
-        ('{"format": 1, "host": "h", "sources": {"nic": {"time": 1}}}', "needs numeric \"time\""),
-        ('{"format": 1, "host": "h", "sources": {"nic": {"time": 1, "wall_time": 1, "files": ["../etc/passwd"]}}}', "without '..'"),
+        ('{"format": 1, "host": "h", "sources": {"nic": {"time": 1}}}', 'needs numeric "time"'),
+        (
+            '{"format": 1, "host": "h", "sources": {"nic": {"time": 1, "wall_time": 1, "files": ["../etc/passwd"]}}}',
+            "without '..'",
+        ),
     ],
 )
 def test_bad_capture_is_a_usage_error_naming_the_file(tmp_path, manifest, message):
@@ -127,13 +131,20 @@ def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path)
     """As cron starts a run while the previous one still runs (holder frozen while we compare)."""
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
-    holder = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "100", "--interval", "0.2"],
-                              stderr=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [*DNFSMON, "--config", str(config), "collect", "--count", "100", "--interval", "0.2"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "sample 1/100" in holder.stderr.readline()
         holder.send_signal(signal.SIGSTOP)
         time.sleep(0.2)
-        snapshot = {p: open(p, "rb").read() for p in sorted(map(str, (tmp_path / "state").iterdir())) + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]}
+        snapshot = {
+            p: open(p, "rb").read()
+            for p in sorted(map(str, (tmp_path / "state").iterdir()))
+            + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]
+        }
         started = time.monotonic()
         result = run("--config", config, "collect", check_rc=75)
         assert time.monotonic() - started < 10
@@ -165,8 +176,11 @@ def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
     config = host_config(tmp_path)
     rng = random.Random(20261122)
     for _ in range(25):
-        process = subprocess.Popen(DNFSMON + ["--config", str(config), "collect", "--count", "5", "--interval", "0.02"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "5", "--interval", "0.02"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.05, 0.6))
         process.kill()
         process.wait()

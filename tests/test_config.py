@@ -70,7 +70,10 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
         ("[agent]\nlog_level = 'loud'\n", "[agent] log_level = 'loud': must be one of debug, info, warning, error"),
         ("[host]\nsources = ['nic', 'nfs']\n", "[host] sources = ['nic', 'nfs']: unknown source 'nfs'"),
         ("[host]\nproc_rot = '/proc'\n", "unknown key [host] proc_rot"),
-        ("[host]\nnfs_ports = [2049, 70000]\n", "[host] nfs_ports = [2049, 70000]: must be a non-empty list of TCP port numbers"),
+        (
+            "[host]\nnfs_ports = [2049, 70000]\n",
+            "[host] nfs_ports = [2049, 70000]: must be a non-empty list of TCP port numbers",
+        ),
         ("[host]\nnfs_ports = []\n", "[host] nfs_ports = []: must be a non-empty list"),
         ("[influx]\nurl = 'x'\n", "unknown section [influx]"),
         ("[agent\n", "not valid TOML"),
@@ -94,7 +97,7 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path):
 
 
 def test_missing_file_is_named(tmp_path):
-    with pytest.raises(ConfigError, match="nope.toml does not exist"):
+    with pytest.raises(ConfigError, match=r"nope\.toml does not exist"):
         config.load(str(tmp_path / "nope.toml"))
 
 
@@ -120,13 +123,15 @@ def test_secret_from_environment_and_missing_secret(monkeypatch):
     monkeypatch.setenv("DNFSMON_TEST_SECRET", "from-env")
     assert config.read_secret(None, "DNFSMON_TEST_SECRET", "Oracle password") == "from-env"
     monkeypatch.delenv("DNFSMON_TEST_SECRET")
-    with pytest.raises(ConfigError, match="no Oracle password.*DNFSMON_TEST_SECRET"):
+    with pytest.raises(ConfigError, match=r"no Oracle password.*DNFSMON_TEST_SECRET"):
         config.read_secret(None, "DNFSMON_TEST_SECRET", "Oracle password")
 
 
 def test_influxdb_section_is_off_by_default_and_verifies_tls_when_on(tmp_path):
     assert config.parse({}, None).influxdb is None
-    on = config.parse({"influxdb": {"enabled": True, "bucket": "telegraf/autogen", "token_file": "tok"}}, str(tmp_path / "c.toml")).influxdb
+    on = config.parse(
+        {"influxdb": {"enabled": True, "bucket": "telegraf/autogen", "token_file": "tok"}}, str(tmp_path / "c.toml")
+    ).influxdb
     assert on.verify_tls is True and on.gzip is True and on.bucket == "telegraf/autogen"
     assert on.token_file == str(tmp_path / "tok")  # relative to the config file
     assert on.ca_file == ""  # empty paths stay empty
@@ -135,7 +140,10 @@ def test_influxdb_section_is_off_by_default_and_verifies_tls_when_on(tmp_path):
 @pytest.mark.parametrize(
     "table, message",
     [
-        ({"enabled": True, "url": "localhost:8086"}, "[influxdb] url = 'localhost:8086': must be an http:// or https:// URL"),
+        (
+            {"enabled": True, "url": "localhost:8086"},
+            "[influxdb] url = 'localhost:8086': must be an http:// or https:// URL",
+        ),
         ({"enabled": True, "bucket": ""}, "[influxdb] bucket = '': must name a bucket"),
         ({"enabled": "yes"}, "[influxdb] enabled = 'yes': must be true or false"),
         ({"timeout_s": 0}, "[influxdb] timeout_s = 0: must be a positive number"),

@@ -8,6 +8,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dnfsmon import rates
 from dnfsmon.sources import HostInputs, ParseError, Raw, filer_tcp
@@ -73,14 +75,22 @@ def test_bytes_to_and_from_the_filer_are_exact(filer):
     assert len(result.intervals) == 3
     (point,) = filer_tcp.aggregate(result, after)
     tags = dict(point.tags)
-    assert tags == {"host": "h", "server": "127.0.0.1", "server_port": str(filer.port), "local_address": "127.0.0.1", "interface": "lo"}
+    assert tags == {
+        "host": "h",
+        "server": "127.0.0.1",
+        "server_port": str(filer.port),
+        "local_address": "127.0.0.1",
+        "interface": "lo",
+    }
     dt = result.intervals[0].dt
     assert point.fields["tx_kib_per_s"] * 1024 * dt == pytest.approx(sum(sent), rel=1e-9)
     assert point.fields["rx_kib_per_s"] * 1024 * dt == pytest.approx(sum(received), rel=1e-9)
     assert point.fields["connections"] == 3
     assert point.fields["srtt_avg_ms"] > 0 and point.fields["srtt_max_ms"] >= point.fields["srtt_avg_ms"]
     # Loopback can retransmit too (tail loss probes count): check the arithmetic, not zero.
-    assert point.fields["retrans_pct"] == pytest.approx(100 * point.fields["retrans_segs_per_s"] / point.fields["segs_out_per_s"])
+    assert point.fields["retrans_pct"] == pytest.approx(
+        100 * point.fields["retrans_segs_per_s"] / point.fields["segs_out_per_s"]
+    )
     assert point.fields["unacked_segments"] == 0
 
 
@@ -108,11 +118,29 @@ def raw_of(data, t=10.0, boot="b"):
 
 
 def socket_entry(cookie, sport=871, **info):
-    base = {"tcpi_rtt": 500, "tcpi_rttvar": 100, "tcpi_min_rtt": 200, "tcpi_snd_cwnd": 10,
-            "tcpi_snd_ssthresh": filer_tcp.INFINITE_SSTHRESH, "tcpi_unacked": 0, "tcpi_retransmits": 0,
-            "tcpi_bytes_acked": 0, "tcpi_bytes_received": 0, "tcpi_segs_out": 0, "tcpi_segs_in": 0, "tcpi_total_retrans": 0}
+    base = {
+        "tcpi_rtt": 500,
+        "tcpi_rttvar": 100,
+        "tcpi_min_rtt": 200,
+        "tcpi_snd_cwnd": 10,
+        "tcpi_snd_ssthresh": filer_tcp.INFINITE_SSTHRESH,
+        "tcpi_unacked": 0,
+        "tcpi_retransmits": 0,
+        "tcpi_bytes_acked": 0,
+        "tcpi_bytes_received": 0,
+        "tcpi_segs_out": 0,
+        "tcpi_segs_in": 0,
+        "tcpi_total_retrans": 0,
+    }
     base.update(info)
-    return {"src": "::ffff:10.0.0.1", "sport": sport, "dst": "::ffff:10.0.0.5", "dport": 2049, "cookie": cookie, "tcp_info": base}
+    return {
+        "src": "::ffff:10.0.0.1",
+        "sport": sport,
+        "dst": "::ffff:10.0.0.5",
+        "dport": 2049,
+        "cookie": cookie,
+        "tcp_info": base,
+    }
 
 
 def test_address_reuse_with_a_new_cookie_is_a_new_socket():
@@ -131,9 +159,9 @@ def test_ipv4_mapped_addresses_and_interface_lookup():
     assert filer_tcp.group_of(sample)[-1] == ("interface", "eth1")
 
 
-@pytest.mark.parametrize("text", ["", "[]", "{\"sockets\": {}}", "{\"sockets\": [], \"interfaces\": []}", "not json"])
+@pytest.mark.parametrize("text", ["", "[]", '{"sockets": {}}', '{"sockets": [], "interfaces": []}', "not json"])
 def test_malformed_document_names_the_input(text):
-    with pytest.raises(ParseError, match="netlink/inet_diag_tcp.json"):
+    with pytest.raises(ParseError, match=r"netlink/inet_diag_tcp\.json"):
         filer_tcp.samples(Raw({filer_tcp.SOCKETS: text}, 0.0, 0.0), "h")
 
 
@@ -153,14 +181,28 @@ def test_infinite_ssthresh_is_not_a_value():
     assert dict(point.tags)["interface"] == ""
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-                           lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-                           max_leaves=12)
 
-
-@given(st.one_of(json_values, st.fixed_dictionaries({"sockets": st.lists(st.dictionaries(st.sampled_from(["src", "sport", "dst", "dport", "cookie", "tcp_info"]), json_values)), "interfaces": st.dictionaries(st.text(max_size=5), json_values)})))
+@given(
+    st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "sockets": st.lists(
+                    st.dictionaries(
+                        st.sampled_from(["src", "sport", "dst", "dport", "cookie", "tcp_info"]), json_values
+                    )
+                ),
+                "interfaces": st.dictionaries(st.text(max_size=5), json_values),
+            }
+        ),
+    )
+)
 def test_arbitrary_json_gives_only_documented_errors(document):
     try:
         filer_tcp.samples(Raw({filer_tcp.SOCKETS: json.dumps(document)}, 0.0, 0.0), "h")

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
+from configs import write_config
 from dnfsmon import capture, catalogue
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.influx import ship
 from dnfsmon.points import Point
 from dnfsmon.store import Store
-from configs import write_config
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 GRAFANA = os.path.join(ROOT, "grafana")
@@ -82,7 +82,10 @@ def test_unique_panel_ids_and_valid_non_overlapping_grid():
         cells = set()
         for p in d["panels"]:
             g = p["gridPos"]
-            assert g["x"] >= 0 and g["y"] >= 0 and g["w"] > 0 and g["h"] > 0 and g["x"] + g["w"] <= 24, (name, p["title"])
+            assert g["x"] >= 0 and g["y"] >= 0 and g["w"] > 0 and g["h"] > 0 and g["x"] + g["w"] <= 24, (
+                name,
+                p["title"],
+            )
             mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
             assert not cells & mine, (name, p["title"], "overlaps")
             cells |= mine
@@ -102,24 +105,32 @@ def queried(query):
     """(measurement, fields, tags) a panel query names."""
     measurement = QUERY.search(query).group("m")
     fields = set(re.findall(r'(?:mean|max|min|last|sum)\("(\w+)"\)', query))
-    tags = set(re.findall(r'"(\w+)" (?:=~|=|!=) ', query)) | set(re.findall(r', "(\w+)"', query.split("GROUP BY")[-1])) | set(re.findall(r'GROUP BY "(\w+)"', query))
+    tags = (
+        set(re.findall(r'"(\w+)" (?:=~|=|!=) ', query))
+        | set(re.findall(r', "(\w+)"', query.split("GROUP BY")[-1]))
+        | set(re.findall(r'GROUP BY "(\w+)"', query))
+    )
     return measurement, fields, tags
 
 
 def test_every_queried_field_and_tag_is_catalogued():
     entries = catalogue.load()
-    for name, p in all_panels():
+    for _name, p in all_panels():
         for t in p["targets"]:
             measurement, fields, tags = queried(t["query"])
             for field in fields:
-                assert (measurement, "field", field) in entries, f"{p['title']}: {measurement}.{field} is not catalogued"
+                assert (measurement, "field", field) in entries, (
+                    f"{p['title']}: {measurement}.{field} is not catalogued"
+                )
             for tag in tags:
-                assert (measurement, "tag", tag) in entries, f"{p['title']}: tag {tag} of {measurement} is not catalogued"
+                assert (measurement, "tag", tag) in entries, (
+                    f"{p['title']}: tag {tag} of {measurement} is not catalogued"
+                )
 
 
 def test_a_panel_on_an_uncatalogued_field_would_fail():
     entries = catalogue.load()
-    measurement, fields, _ = queried('SELECT mean("read_latency_ms") FROM "dnfsmon_dnfs_io" WHERE $timeFilter')
+    measurement, _fields, _ = queried('SELECT mean("read_latency_ms") FROM "dnfsmon_dnfs_io" WHERE $timeFilter')
     assert (measurement, "field", "read_latency_ms") not in entries
 
 
@@ -137,11 +148,19 @@ def filled(influx_server, tmp_path_factory):
     directory = tmp_path_factory.mktemp("grafana")
     db = "grafana"
     influx_server.create_database(db)
-    config = write_config(directory, agent={"host": "dbhost1"}, host={"sources": ["nic", "tcp"]},
-                          simulator={"enabled": True, "instances": 2},
-                          influxdb={"enabled": True, "url": influx_server.url, "bucket": db})
-    result = subprocess.run([sys.executable, "-m", "dnfsmon", "--config", str(config), "collect", "--count", "3", "--interval", "1"],
-                            capture_output=True, text=True, timeout=120)
+    config = write_config(
+        directory,
+        agent={"host": "dbhost1"},
+        host={"sources": ["nic", "tcp"]},
+        simulator={"enabled": True, "instances": 2},
+        influxdb={"enabled": True, "url": influx_server.url, "bucket": db},
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(config), "collect", "--count", "3", "--interval", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     # Host sources this machine lacks (NFS mounts, filers, kernel NFS client, a NIC with a known speed): the golden captures.
     points = []
@@ -151,7 +170,10 @@ def filled(influx_server, tmp_path_factory):
         points += compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples).points
     store = Store(str(directory / "golden-store"), 10**8)
     store.append(shifted(points, time.time_ns() - 60 * 10**9))
-    settings = parse({"influxdb": {"enabled": True, "url": influx_server.url, "bucket": db, "token_env": "DNFSMON_TEST_NO_TOKEN"}}, None).influxdb
+    settings = parse(
+        {"influxdb": {"enabled": True, "url": influx_server.url, "bucket": db, "token_env": "DNFSMON_TEST_NO_TOKEN"}},
+        None,
+    ).influxdb
     ship(store, settings)
     return influx_server, db
 
@@ -168,7 +190,12 @@ def test_every_panel_query_returns_data(filled, name, p):
     server, db = filled
     for t in p["targets"]:
         rows = server.rows(concrete(t["query"]), db)
-        values = [v for row in rows for k, v in row.items() if k not in ("time", "_measurement") and isinstance(v, (int, float, bool))]
+        values = [
+            v
+            for row in rows
+            for k, v in row.items()
+            if k not in ("time", "_measurement") and isinstance(v, (int, float, bool))
+        ]
         assert values, f"{p['title']}: {t['query']} returned no data"
 
 

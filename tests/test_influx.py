@@ -10,20 +10,27 @@ import time
 
 import pytest
 
-from dnfsmon import catalogue, capture
+from configs import write_config
+from dnfsmon import capture, catalogue
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.influx import ShipError, ship
 from dnfsmon.points import Point, to_line
 from dnfsmon.store import Store
-from configs import write_config
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def settings(url, database, **overrides):
-    table = {"enabled": True, "url": url, "bucket": database, "max_retries": 0, "retry_backoff_s": 0.01, "token_env": "DNFSMON_TEST_NO_TOKEN"}
+    table = {
+        "enabled": True,
+        "url": url,
+        "bucket": database,
+        "max_retries": 0,
+        "retry_backoff_s": 0.01,
+        "token_env": "DNFSMON_TEST_NO_TOKEN",
+    }
     table.update(overrides)
     return parse({"influxdb": table}, None).influxdb
 
@@ -31,16 +38,28 @@ def settings(url, database, **overrides):
 @pytest.mark.parametrize(
     "point, line",
     [
-        (Point("dnfsmon_nic", (("host", "db1"), ("interface", "eth0")), {"rx_kib_per_s": 1.5, "mtu_bytes": 9000, "full_duplex": True}, 1732240010000000000),
-         "dnfsmon_nic,host=db1,interface=eth0 full_duplex=true,mtu_bytes=9000i,rx_kib_per_s=1.5 1732240010000000000"),
-        (Point("m", (("mountpoint", "/u02/ora data,1=x"),), {"v": 1.0}, 1),
-         r"m,mountpoint=/u02/ora\ data\,1\=x v=1.0 1"),
-        (Point("m", (("export", r"C:\share"), ("empty", "")), {"s": 'say "hi" \\ bye'}, 2),
-         r'm,export=C:\share s="say \"hi\" \\ bye" 2'),
-        (Point("m x,y", (("k=1", "v"),), {"f k": -0.25}, 3),
-         r"m\ x\,y,k\=1=v f\ k=-0.25 3"),
-        (Point("m", (("server", "[fd00::1]"),), {"big": 2**62, "tiny": 1e-07}, 4),
-         "m,server=[fd00::1] big=4611686018427387904i,tiny=1e-07 4"),
+        (
+            Point(
+                "dnfsmon_nic",
+                (("host", "db1"), ("interface", "eth0")),
+                {"rx_kib_per_s": 1.5, "mtu_bytes": 9000, "full_duplex": True},
+                1732240010000000000,
+            ),
+            "dnfsmon_nic,host=db1,interface=eth0 full_duplex=true,mtu_bytes=9000i,rx_kib_per_s=1.5 1732240010000000000",
+        ),
+        (
+            Point("m", (("mountpoint", "/u02/ora data,1=x"),), {"v": 1.0}, 1),
+            r"m,mountpoint=/u02/ora\ data\,1\=x v=1.0 1",
+        ),
+        (
+            Point("m", (("export", r"C:\share"), ("empty", "")), {"s": 'say "hi" \\ bye'}, 2),
+            r'm,export=C:\share s="say \"hi\" \\ bye" 2',
+        ),
+        (Point("m x,y", (("k=1", "v"),), {"f k": -0.25}, 3), r"m\ x\,y,k\=1=v f\ k=-0.25 3"),
+        (
+            Point("m", (("server", "[fd00::1]"),), {"big": 2**62, "tiny": 1e-07}, 4),
+            "m,server=[fd00::1] big=4611686018427387904i,tiny=1e-07 4",
+        ),
     ],
 )
 def test_line_protocol_golden(point, line):
@@ -81,7 +100,11 @@ def test_write_and_query_back_values_types_and_tags_exactly_as_catalogued(influx
     entries = catalogue.load()
     for measurement in sorted({p.measurement for p in points}):
         types = {row["fieldKey"]: row["fieldType"] for row in server.rows(f'SHOW FIELD KEYS FROM "{measurement}"', db)}
-        expected = {name: entry.type for (m, kind, name), entry in entries.items() if m == measurement and kind == "field" and name in types}
+        expected = {
+            name: entry.type
+            for (m, kind, name), entry in entries.items()
+            if m == measurement and kind == "field" and name in types
+        }
         assert types == expected, measurement
         tag_keys = {row["tagKey"] for row in server.rows(f'SHOW TAG KEYS FROM "{measurement}"', db)}
         assert tag_keys == {name for (m, kind, name) in entries if m == measurement and kind == "tag"}
@@ -119,10 +142,15 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
     from influxdb_server import InfluxServer
 
     server = InfluxServer(str(tmp_path / "influx"))  # not started: down
-    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "bucket": "dnfsmon", "max_retries": 1, "retry_backoff_s": 0.05},
-                          agent={"host": "outage"})
+    config = write_config(
+        tmp_path,
+        influxdb={"enabled": True, "url": server.url, "bucket": "dnfsmon", "max_retries": 1, "retry_backoff_s": 0.05},
+        agent={"host": "outage"},
+    )
     for _ in range(3):
-        result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect"], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 4, result.stderr
         assert "the points stay in" in result.stderr
     store = Store(str(tmp_path / "store"), 10**9)
@@ -131,7 +159,9 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
     server.start()
     try:
         server.create_database("dnfsmon")
-        result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "ship"], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, result.stderr
         arrived = influx_series(server, "dnfsmon", {p.measurement for p in expected})
         # Every point exactly once: InfluxDB holds one row per (series, time); compare counts per measurement.
@@ -141,7 +171,7 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
             assert theirs == mine, measurement
         assert list(store.unshipped()) == []
         # Shipping again sends nothing more.
-        again = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=120)
+        again = subprocess.run([*DNFSMON, "--config", str(config), "ship"], capture_output=True, text=True, timeout=120)
         assert again.returncode == 0 and "shipped 0 points" in again.stderr
     finally:
         server.stop()
@@ -154,14 +184,33 @@ def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_p
     server.create_database("dnfsmon")
     store = Store(str(tmp_path / "store"), 10**9)
     rng = random.Random(7)
-    points = [Point("dnfsmon_nic", (("host", f"h{i % 7}"), ("interface", "eth0")), {"rx_kib_per_s": rng.random() * 1000}, 1_700_000_000_000_000_000 + i * 1000)
-              for i in range(60_000)]
+    points = [
+        Point(
+            "dnfsmon_nic",
+            (("host", f"h{i % 7}"), ("interface", "eth0")),
+            {"rx_kib_per_s": rng.random() * 1000},
+            1_700_000_000_000_000_000 + i * 1000,
+        )
+        for i in range(60_000)
+    ]
     for start in range(0, len(points), 5000):
-        store.append(points[start:start + 5000])
-    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "bucket": "dnfsmon", "batch_size": 500,
-                                              "max_retries": 0, "retry_backoff_s": 0.01, "gzip": False})
+        store.append(points[start : start + 5000])
+    config = write_config(
+        tmp_path,
+        influxdb={
+            "enabled": True,
+            "url": server.url,
+            "bucket": "dnfsmon",
+            "batch_size": 500,
+            "max_retries": 0,
+            "retry_backoff_s": 0.01,
+            "gzip": False,
+        },
+    )
     try:
-        shipping = subprocess.Popen(DNFSMON + ["--config", str(config), "ship"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        shipping = subprocess.Popen(
+            [*DNFSMON, "--config", str(config), "ship"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         # Kill the server once shipping is under way (cursor moved at least once).
         deadline = time.monotonic() + 60
         while store.cursor().offset == 0 and time.monotonic() < deadline:
@@ -172,7 +221,9 @@ def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_p
         remaining = sum(1 for _ in store.unshipped())
         assert 0 < remaining < len(points), "the kill did not land mid-shipping"
         server.start()
-        result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "ship"], capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         rows = server.rows('SELECT * FROM "dnfsmon_nic"', "dnfsmon")
         assert len(rows) == len(points)  # nothing lost, nothing doubled
@@ -188,7 +239,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
     good = [Point("m", (("host", "a"),), {"x": i}, 100 + i) for i in range(10)]
     conflict = Point("m", (("host", "a"),), {"x": "a string where InfluxDB holds integers"}, 200)
     unwritable = Point("m", (("host", "ends\\"),), {"x": 1}, 300)
-    store.append(good[:5] + [conflict] + good[5:8] + [unwritable] + good[8:])
+    store.append([*good[:5], conflict, *good[5:8], unwritable, *good[8:]])
     ship(store, settings(server.url, db, batch_size=4))  # the first batch fixes x as integer
     report_rows = server.rows('SELECT * FROM "m"', db)
     assert sorted(row["x"] for row in report_rows) == list(range(10))
@@ -201,13 +252,19 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
 
 def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(influx, tmp_path):
     server, db = influx
-    config = write_config(tmp_path, influxdb={"enabled": False}, agent={"host": "small"}, store={"max_bytes": 20000}, host={"sources": ["nic", "tcp"]})
+    config = write_config(
+        tmp_path,
+        influxdb={"enabled": False},
+        agent={"host": "small"},
+        store={"max_bytes": 20000},
+        host={"sources": ["nic", "tcp"]},
+    )
     store = Store(str(tmp_path / "store"), 20000)
     for start in range(0, 1500, 50):
         store.append([Point("filler", (("host", "small"),), {"i": i}, 1000 + i) for i in range(start, start + 50)])
     dropped = store.pending_counts().dropped_points
     assert dropped > 0
-    result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([*DNFSMON, "--config", str(config), "collect"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     ship(Store(str(tmp_path / "store"), 20000), settings(server.url, db))
     reported = server.rows('SELECT sum("store_dropped_points") FROM "dnfsmon_agent"', db)
@@ -217,8 +274,10 @@ def test_store_limit_reached_drops_oldest_and_the_drop_is_counted_and_shipped(in
 
 def test_a_collect_run_that_does_not_ship_never_imports_influxdb_client(tmp_path):
     config = write_config(tmp_path)
-    probe = ("import sys; from dnfsmon.cli import main; rc = main(['--config', sys.argv[1], 'collect']); "
-             "print(rc, 'influxdb_client' in sys.modules)")
+    probe = (
+        "import sys; from dnfsmon.cli import main; rc = main(['--config', sys.argv[1], 'collect']); "
+        "print(rc, 'influxdb_client' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["0", "False"], result.stderr
 
@@ -228,7 +287,7 @@ def test_world_readable_token_file_stops_shipping_with_a_usage_error(tmp_path):
     token.write_text("secret-token-value\n")
     os.chmod(token, 0o644)
     config = write_config(tmp_path, influxdb={"enabled": True, "token_file": str(token)})
-    result = subprocess.run(DNFSMON + ["--config", str(config), "ship"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([*DNFSMON, "--config", str(config), "ship"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "mode 0644" in result.stderr and "secret-token-value" not in result.stderr
 

@@ -7,10 +7,12 @@ import re
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import ParseError, Raw, mountstats as ms
+from dnfsmon.sources import ParseError, Raw
+from dnfsmon.sources import mountstats as ms
 
 # Real captures, read in place from shared/ beside the checkout (CI clones there too).
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "mountstats"))
@@ -61,7 +63,17 @@ def test_telegraf_capture_four_mounts_v3_and_v4():
     assert b.options["acdirmin"] == "30" and b.options["clientaddr"] == "3.3.3.3"
     assert a.ops["READ"] == dict(zip(ms.OP_FIELDS[:8], range(600, 608)))  # 8 fields: no "errors"
     assert d.rpc_version == "1.1" and d.ops["ACCESS"]["errors"] == 0 and d.age == 2
-    assert a.transports == [("tcp", dict(zip(ms.XPRT_FIELDS["tcp"], [733, 1, 1, 0, 0, 96172963, 96172963, 0, 620878754, 0, 690, 196347132, 524706275])))]
+    assert a.transports == [
+        (
+            "tcp",
+            dict(
+                zip(
+                    ms.XPRT_FIELDS["tcp"],
+                    [733, 1, 1, 0, 0, 96172963, 96172963, 0, 620878754, 0, 690, 196347132, 524706275],
+                )
+            ),
+        )
+    ]
     assert a.events["vfsopen"] == 27525 and a.bytes["serverread"] == 1134399088816
 
 
@@ -93,18 +105,50 @@ def test_rates_from_the_procfs_capture_reject_the_near_2_64_counter():
     "case, text",
     [
         ("nfsv3_statvers_1_1_nine_field_ops", V3),
-        ("statvers_1_0_eight_field_ops", V3.replace("statvers=1.1", "statvers=1.0").replace("version: 1.1", "version: 1.0")
-         .replace(" 9100 3\n", " 9100\n").replace(" 4050 0\n", " 4050\n").replace(" 0 0 0 0 0 0 0 0 0\n", " 0 0 0 0 0 0 0 0\n")),
+        (
+            "statvers_1_0_eight_field_ops",
+            V3.replace("statvers=1.1", "statvers=1.0")
+            .replace("version: 1.1", "version: 1.0")
+            .replace(" 9100 3\n", " 9100\n")
+            .replace(" 4050 0\n", " 4050\n")
+            .replace(" 0 0 0 0 0 0 0 0 0\n", " 0 0 0 0 0 0 0 0\n"),
+        ),
         ("statvers_1_2", V3.replace("statvers=1.1", "statvers=1.2")),
-        ("nfsv4_1_with_impl_id_and_nfsv4_lines", V3.replace("fstype nfs ", "fstype nfs4 ").replace("vers=3", "vers=4.1")
-         .replace("\tcaps:", "\timpl_id:\tname='',domain='',date='0,0'\n\tnfsv4:\tbm0=0xfdffafff,sessions,pnfs=not configured\n\tcaps:")
-         .replace("p/v: 100003/3", "p/v: 100003/4")),
-        ("udp_transport", V3.replace("proto=tcp", "proto=udp").replace("\txprt:\ttcp 871 1 1 0 0 1000 1000 0 3000 50 16 200 100\n\txprt:\ttcp 872 1 1 0 0 1000 1000 0 1000 50 16 200 100",
-                                                                          "\txprt:\tudp 871 0 2000 2000 0 4000 100 16 400 200")),
-        ("rdma_transport", V3.replace("proto=tcp", "proto=rdma").replace("\txprt:\ttcp 871 1 1 0 0 1000 1000 0 3000 50 16 200 100\n\txprt:\ttcp 872 1 1 0 0 1000 1000 0 1000 50 16 200 100",
-                                                                            "\txprt:\trdma 0 0 1 0 0 2000 2000 0 4000 100 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28")),
-        ("older_kernel_fewer_events", V3.replace("events:\t1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27", "events:\t1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25")),
-        ("future_trailing_fields_and_lines", V3.replace("\tsec:", "\tfsc:\tsomething new\n\tsec:").replace("27\n", "27 28 29\n")),
+        (
+            "nfsv4_1_with_impl_id_and_nfsv4_lines",
+            V3.replace("fstype nfs ", "fstype nfs4 ")
+            .replace("vers=3", "vers=4.1")
+            .replace(
+                "\tcaps:",
+                "\timpl_id:\tname='',domain='',date='0,0'\n\tnfsv4:\tbm0=0xfdffafff,sessions,pnfs=not configured\n\tcaps:",
+            )
+            .replace("p/v: 100003/3", "p/v: 100003/4"),
+        ),
+        (
+            "udp_transport",
+            V3.replace("proto=tcp", "proto=udp").replace(
+                "\txprt:\ttcp 871 1 1 0 0 1000 1000 0 3000 50 16 200 100\n\txprt:\ttcp 872 1 1 0 0 1000 1000 0 1000 50 16 200 100",
+                "\txprt:\tudp 871 0 2000 2000 0 4000 100 16 400 200",
+            ),
+        ),
+        (
+            "rdma_transport",
+            V3.replace("proto=tcp", "proto=rdma").replace(
+                "\txprt:\ttcp 871 1 1 0 0 1000 1000 0 3000 50 16 200 100\n\txprt:\ttcp 872 1 1 0 0 1000 1000 0 1000 50 16 200 100",
+                "\txprt:\trdma 0 0 1 0 0 2000 2000 0 4000 100 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28",
+            ),
+        ),
+        (
+            "older_kernel_fewer_events",
+            V3.replace(
+                "events:\t1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27",
+                "events:\t1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25",
+            ),
+        ),
+        (
+            "future_trailing_fields_and_lines",
+            V3.replace("\tsec:", "\tfsc:\tsomething new\n\tsec:").replace("27\n", "27 28 29\n"),
+        ),
     ],
 )
 def test_kernel_variants_parse(case, text):
@@ -118,10 +162,24 @@ def test_kernel_variants_parse(case, text):
 
 def test_v3_block_values_and_transport_sums():
     (sample_mount, *op_samples), _ = ms.samples(Raw({ms.MOUNTSTATS: V3}, 50.0, 1.0), "h")
-    assert dict(sample_mount.key) == {"host": "h", "mountpoint": "/u02", "server": "srv", "export": "/export", "nfs_version": "3", "proto": "tcp"}
+    assert dict(sample_mount.key) == {
+        "host": "h",
+        "mountpoint": "/u02",
+        "server": "srv",
+        "export": "/export",
+        "nfs_version": "3",
+        "proto": "tcp",
+    }
     assert sample_mount.counters["x_sends"] == 2000 and sample_mount.counters["x_req_u"] == 4000  # nconnect=2: summed
     g = sample_mount.gauges
-    assert (g["nconnect"], g["transports"], g["max_slots"], g["hard"], g["noac"], g["timeo_ds"]) == (2, 2, 32, True, True, 600)
+    assert (g["nconnect"], g["transports"], g["max_slots"], g["hard"], g["noac"], g["timeo_ds"]) == (
+        2,
+        2,
+        32,
+        True,
+        True,
+        600,
+    )
     assert sample_mount.started == 50.0 - 100
     assert {dict(s.key)["op"] for s in op_samples} == {"NULL", "READ", "WRITE"}
 
@@ -151,15 +209,47 @@ BROKEN = [
     ("age_negative", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t-5\n", 2),
     ("age_unicode_digit", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t\u00b9\n", 2),
     ("age_two_values", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5 6\n", 2),
-    ("events_not_numbers", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tevents:\t1 2 x\n", 3),
-    ("bytes_negative", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tbytes:\t1 -2 3\n", 3),
-    ("rpc_line_mangled", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tRPC iostats: what\n", 3),
+    (
+        "events_not_numbers",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tevents:\t1 2 x\n",
+        3,
+    ),
+    (
+        "bytes_negative",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tbytes:\t1 -2 3\n",
+        3,
+    ),
+    (
+        "rpc_line_mangled",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tRPC iostats: what\n",
+        3,
+    ),
     ("xprt_without_protocol", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\txprt:\n", 3),
-    ("xprt_tcp_too_short", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\txprt:\ttcp 1 2 3\n", 3),
-    ("xprt_not_numbers", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\txprt:\ttcp 1 2 3 4 5 6 7 8 9 x\n", 3),
-    ("op_seven_fields", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD: 1 2 3 4 5 6 7\n", 4),
-    ("op_without_colon", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD 1 2 3 4 5 6 7 8\n", 4),
-    ("op_not_numbers", "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD: 1 2 3 4 5 6 7 z\n", 4),
+    (
+        "xprt_tcp_too_short",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\txprt:\ttcp 1 2 3\n",
+        3,
+    ),
+    (
+        "xprt_not_numbers",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\txprt:\ttcp 1 2 3 4 5 6 7 8 9 x\n",
+        3,
+    ),
+    (
+        "op_seven_fields",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD: 1 2 3 4 5 6 7\n",
+        4,
+    ),
+    (
+        "op_without_colon",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD 1 2 3 4 5 6 7 8\n",
+        4,
+    ),
+    (
+        "op_not_numbers",
+        "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n\tREAD: 1 2 3 4 5 6 7 z\n",
+        4,
+    ),
 ]
 
 
@@ -186,17 +276,30 @@ def test_lines_before_the_first_device_are_reported():
 
 
 def test_remount_rebaselines_the_mount_and_its_ops():
-    (old_samples, _), (new_samples, _) = (ms.samples(Raw({ms.MOUNTSTATS: V3}, 500.0, 1.0), "h"),
-                                          ms.samples(Raw({ms.MOUNTSTATS: V3.replace("age:\t100", "age:\t5").replace("READ: 1000 1002", "READ: 1001 1003")}, 560.0, 61.0), "h"))
+    (old_samples, _), (new_samples, _) = (
+        ms.samples(Raw({ms.MOUNTSTATS: V3}, 500.0, 1.0), "h"),
+        ms.samples(
+            Raw(
+                {ms.MOUNTSTATS: V3.replace("age:\t100", "age:\t5").replace("READ: 1000 1002", "READ: 1001 1003")},
+                560.0,
+                61.0,
+            ),
+            "h",
+        ),
+    )
     result = rates.diff_all({s.state_key: s for s in old_samples}, new_samples)
     assert result.intervals == []
     assert all("restarted" in skip.reason for skip in result.skips)
 
 
 def test_fields_of_one_interval():
-    newer = (V3.replace("age:\t100", "age:\t110")
-             .replace("READ: 1000 1002 1 100000 8000000 50 9000 9100 3", "READ: 2000 2010 2 200000 16192000 150 19000 19200 5")
-             .replace("tcp 871 1 1 0 0 1000 1000 0 3000 50", "tcp 871 1 1 0 0 1500 1500 0 5000 150"))
+    newer = (
+        V3.replace("age:\t100", "age:\t110")
+        .replace(
+            "READ: 1000 1002 1 100000 8000000 50 9000 9100 3", "READ: 2000 2010 2 200000 16192000 150 19000 19200 5"
+        )
+        .replace("tcp 871 1 1 0 0 1000 1000 0 3000 50", "tcp 871 1 1 0 0 1500 1500 0 5000 150")
+    )
     old, _ = ms.samples(Raw({ms.MOUNTSTATS: V3}, 200.0, 1.0), "h")
     new, _ = ms.samples(Raw({ms.MOUNTSTATS: newer}, 210.0, 11.0), "h")
     result = rates.diff_all({s.state_key: s for s in old}, new)
@@ -234,8 +337,16 @@ def advance(text, seconds, rng):
             ops = rng.randint(1, 50000)
             retrans = rng.randint(0, ops // 20)
             size = rng.choice([4096, 8192, 32768, 1048576])
-            increments = [ops, ops + retrans, rng.randint(0, 3), ops * 200, ops * size,
-                          rng.randint(0, ops * 5), rng.randint(ops, ops * 40), 0]
+            increments = [
+                ops,
+                ops + retrans,
+                rng.randint(0, 3),
+                ops * 200,
+                ops * size,
+                rng.randint(0, ops * 5),
+                rng.randint(ops, ops * 40),
+                0,
+            ]
             increments[7] = increments[5] + increments[6] + rng.randint(0, ops)
             if len(values) > 8:
                 increments.append(rng.randint(0, 5))
@@ -270,8 +381,12 @@ def test_per_op_figures_equal_nfs_utils_mountstats_iostat(tmp_path, capture, see
     new_text = advance(old_text, 10, random.Random(seed))
     (tmp_path / "old").write_text(old_text)
     (tmp_path / "new").write_text(new_text)
-    result = subprocess.run(["mountstats", "iostat", "-f", str(tmp_path / "new"), "-S", str(tmp_path / "old")],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["mountstats", "iostat", "-f", str(tmp_path / "new"), "-S", str(tmp_path / "old")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     reference = parse_mountstats_iostat(result.stdout)
     assert reference, result.stdout
 
@@ -279,8 +394,11 @@ def test_per_op_figures_equal_nfs_utils_mountstats_iostat(tmp_path, capture, see
     old, _ = ms.samples(Raw({ms.MOUNTSTATS: old_text}, 1000.0, 1.0), "h")
     new, _ = ms.samples(Raw({ms.MOUNTSTATS: new_text}, 1010.0, 11.0), "h")
     intervals = rates.diff_all({s.state_key: s for s in old}, new).intervals
-    ours = {(dict(i.current.key)["mountpoint"], dict(i.current.key)["op"]): ms.fields(i)
-            for i in intervals if dict(i.current.key).get("op") in ("READ", "WRITE")}
+    ours = {
+        (dict(i.current.key)["mountpoint"], dict(i.current.key)["op"]): ms.fields(i)
+        for i in intervals
+        if dict(i.current.key).get("op") in ("READ", "WRITE")
+    }
     assert set(reference) == set(ours)
     for key, columns in reference.items():
         mine = ours[key]
@@ -307,8 +425,15 @@ def mutations():
     base = [fixture(TELEGRAF), fixture(PROCFS), V3]
     return st.tuples(
         st.sampled_from(base),
-        st.lists(st.tuples(st.integers(min_value=0, max_value=10**6), st.sampled_from(["delete", "dup", "garble", "truncate", "swap", "insert"]),
-                           st.text(max_size=12)), min_size=1, max_size=8),
+        st.lists(
+            st.tuples(
+                st.integers(min_value=0, max_value=10**6),
+                st.sampled_from(["delete", "dup", "garble", "truncate", "swap", "insert"]),
+                st.text(max_size=12),
+            ),
+            min_size=1,
+            max_size=8,
+        ),
     )
 
 
@@ -341,7 +466,7 @@ def mutate(text, edits):
 def test_mutated_captures_only_ever_give_documented_errors(case):
     text, edits = case
     mutated = mutate(text, edits)
-    mounts, problems = ms.parse_mountstats(mutated)
+    _mounts, problems = ms.parse_mountstats(mutated)
     assert all(isinstance(p, ParseError) for p in problems)
     samples, _ = ms.samples(Raw({ms.MOUNTSTATS: mutated}, 10.0, 10.0), "h")
     previous = {s.state_key: s for s in ms.samples(Raw({ms.MOUNTSTATS: text}, 0.0, 0.0), "h")[0]}

@@ -8,9 +8,11 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import ParseError, Raw, HostInputs, nic
+from dnfsmon.sources import HostInputs, ParseError, Raw, nic
 
 HEADER = (
     "Inter-|   Receive                                                |  Transmit\n"
@@ -25,7 +27,24 @@ def net_dev(*lines):
 def counters(rx_bytes=0, rx_packets=0, tx_bytes=0, tx_packets=0, errs=(0,) * 8):
     """The 16 counters of one /proc/net/dev line; errs are the eight error/drop counters named below."""
     rx_errs, rx_drop, rx_fifo, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier = errs
-    values = [rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo, 0, 0, 0, tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier, 0]
+    values = [
+        rx_bytes,
+        rx_packets,
+        rx_errs,
+        rx_drop,
+        rx_fifo,
+        0,
+        0,
+        0,
+        tx_bytes,
+        tx_packets,
+        tx_errs,
+        tx_drop,
+        tx_fifo,
+        tx_colls,
+        tx_carrier,
+        0,
+    ]
     return " ".join(str(v) for v in values)
 
 
@@ -64,7 +83,9 @@ def test_bad_header_raises_naming_the_file(text):
 
 
 def test_interface_names_with_colons_and_long_names():
-    found, problems = nic.parse_net_dev(net_dev("veth1234567890ab:" + counters(1, 1, 1, 1), " a:b: " + counters(2, 2, 2, 2)))
+    found, problems = nic.parse_net_dev(
+        net_dev("veth1234567890ab:" + counters(1, 1, 1, 1), " a:b: " + counters(2, 2, 2, 2))
+    )
     assert problems == []
     assert found["veth1234567890ab"]["rx_bytes"] == 1
     assert found["a:b"]["rx_bytes"] == 2
@@ -72,10 +93,15 @@ def test_interface_names_with_colons_and_long_names():
 
 def raw_pair(old_counters, new_counters, dt=2.0, speed="1000", duplex="full", mtu="9000"):
     def raw(text, t):
-        files = {nic.NET_DEV: net_dev("  eth0: " + text), "sys/class/net/eth0/speed": speed,
-                 "sys/class/net/eth0/duplex": duplex, "sys/class/net/eth0/mtu": mtu,
-                 "proc/sys/kernel/random/boot_id": "boot-1\n"}
+        files = {
+            nic.NET_DEV: net_dev("  eth0: " + text),
+            "sys/class/net/eth0/speed": speed,
+            "sys/class/net/eth0/duplex": duplex,
+            "sys/class/net/eth0/mtu": mtu,
+            "proc/sys/kernel/random/boot_id": "boot-1\n",
+        }
         return Raw(files=files, time=t, wall_time=1_700_000_000 + t)
+
     (old,), _ = nic.samples(raw(old_counters, 100.0), "h")
     (new,), _ = nic.samples(raw(new_counters, 100.0 + dt), "h")
     return rates.diff(old, new)
@@ -84,7 +110,9 @@ def raw_pair(old_counters, new_counters, dt=2.0, speed="1000", duplex="full", mt
 def test_fields_follow_nicstat_formulas():
     interval = raw_pair(
         counters(0, 0, 0, 0),
-        counters(rx_bytes=2_048_000, rx_packets=1000, tx_bytes=1_024_000, tx_packets=4000, errs=(1, 2, 3, 4, 5, 6, 7, 8)),
+        counters(
+            rx_bytes=2_048_000, rx_packets=1000, tx_bytes=1_024_000, tx_packets=4000, errs=(1, 2, 3, 4, 5, 6, 7, 8)
+        ),
         dt=2.0,
     )
     f = nic.fields(interval)
@@ -104,9 +132,13 @@ def test_fields_follow_nicstat_formulas():
 
 
 def test_half_duplex_adds_both_directions_and_util_is_capped():
-    f = nic.fields(raw_pair(counters(), counters(rx_bytes=1_000_000, tx_bytes=1_000_000), dt=1.0, speed="10", duplex="half"))
+    f = nic.fields(
+        raw_pair(counters(), counters(rx_bytes=1_000_000, tx_bytes=1_000_000), dt=1.0, speed="10", duplex="half")
+    )
     assert f["util_pct"] == 100.0  # 16 Mbit/s on a 10 Mbit/s half-duplex link, capped
-    f = nic.fields(raw_pair(counters(), counters(rx_bytes=250_000, tx_bytes=125_000), dt=1.0, speed="10", duplex="half"))
+    f = nic.fields(
+        raw_pair(counters(), counters(rx_bytes=250_000, tx_bytes=125_000), dt=1.0, speed="10", duplex="half")
+    )
     assert f["util_pct"] == pytest.approx(30.0)  # (2 + 1) Mbit/s of 10
 
 
@@ -125,7 +157,10 @@ def test_no_packets_means_no_average_size():
 
 def test_reboot_rebaselines_through_the_boot_id():
     def raw(boot, value, t):
-        return Raw({nic.NET_DEV: net_dev("lo: " + counters(value, 1, value, 1)), "proc/sys/kernel/random/boot_id": boot}, t, t)
+        return Raw(
+            {nic.NET_DEV: net_dev("lo: " + counters(value, 1, value, 1)), "proc/sys/kernel/random/boot_id": boot}, t, t
+        )
+
     (old,), _ = nic.samples(raw("a", 1000, 50.0), "h")
     (new,), _ = nic.samples(raw("b", 5000, 60.0), "h")
     result = rates.diff(old, new)
@@ -183,7 +218,12 @@ def test_rates_agree_with_nicstat_over_the_same_intervals():
         fields = nic.fields(rates.diff(previous, current))
         _, interface, rkb, wkb, rpk, wpk, _, _ = columns
         assert interface == "lo"
-        for name, reference in (("rx_kib_per_s", rkb), ("tx_kib_per_s", wkb), ("rx_packets_per_s", rpk), ("tx_packets_per_s", wpk)):
+        for name, reference in (
+            ("rx_kib_per_s", rkb),
+            ("tx_kib_per_s", wkb),
+            ("rx_packets_per_s", rpk),
+            ("tx_packets_per_s", wpk),
+        ):
             assert float(reference) > 100 or name.endswith("packets_per_s"), "traffic did not flow"
             assert fields[name] == pytest.approx(float(reference), rel=0.02), name
 
@@ -194,8 +234,6 @@ def loopback_sample(raw):
 
 
 # --- fuzzing: mutated real files never raise anything but ParseError ---
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None)
@@ -217,7 +255,7 @@ def test_mutated_net_dev_gives_only_documented_errors(data):
             lines.insert(i, lines[i])
     raw = Raw({nic.NET_DEV: "\n".join(lines)}, 1.0, 1.0)
     try:
-        found, problems = nic.samples(raw, "h")
+        _found, problems = nic.samples(raw, "h")
     except ParseError:
         return
     assert all(isinstance(p, ParseError) for p in problems)

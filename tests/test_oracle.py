@@ -9,12 +9,15 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from dnfsmon import oracle_db, oracle_facts, rates, simulator
+from configs import write_config
+from dnfsmon import oracle_db, oracle_facts, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import Raw, oracle
-from configs import write_config
 from sqlcheck import violations
 
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -33,8 +36,17 @@ def facts_available(release):
 @pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
 def test_every_sql_text_matches_the_column_facts(release):
     queries = oracle.build_queries(facts_available(release))
-    assert {q.name for q in queries} >= {"instances", "database", "dnfs_stats", "dnfs_channels", "dnfs_servers",
-                                         "dnfs_files", "system_event", "event_histogram", "iostat_file"}
+    assert {q.name for q in queries} >= {
+        "instances",
+        "database",
+        "dnfs_stats",
+        "dnfs_channels",
+        "dnfs_servers",
+        "dnfs_files",
+        "system_event",
+        "event_histogram",
+        "iostat_file",
+    }
     for query in queries:
         assert violations(query.sql, release) == [], (release, query.name)
     assert violations(oracle_db.discovery_sql(), release) == []
@@ -69,7 +81,7 @@ def test_release_of_version_strings():
     assert oracle_facts.release_of_version("12.1.0.2.0") == "12.1.0.2"
     assert oracle_facts.release_of_version("19.0.0.0.0") == "19c"
     assert oracle_facts.release_of_version("23.4.0.24.05") == "23ai"
-    with pytest.raises(ValueError, match="older than 11.2.0.4"):
+    with pytest.raises(ValueError, match=r"older than 11\.2\.0\.4"):
         oracle_facts.release_of_version("11.2.0.3.0")
 
 
@@ -124,7 +136,9 @@ class FakeConnection:
     def answer(self, sql):
         self.executed.append(sql)
         if "all_tab_columns" in sql:
-            return ["TABLE_NAME", "COLUMN_NAME"], [(v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols]
+            return ["TABLE_NAME", "COLUMN_NAME"], [
+                (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
+            ]
         query = next(q for q in oracle.build_queries(self.discovered) if q.sql == sql)
         if query.name in self.failing:
             return self.failing[query.name]
@@ -133,7 +147,9 @@ class FakeConnection:
         for row in recorded["rows"]:
             values = dict(zip(recorded["columns"], row))
             if "DB_TIME" in values:  # the driver returns TIMESTAMP values as datetime
-                values["DB_TIME"] = datetime.datetime.fromtimestamp(values["DB_TIME"], datetime.timezone.utc).replace(tzinfo=None)
+                values["DB_TIME"] = datetime.datetime.fromtimestamp(values["DB_TIME"], datetime.timezone.utc).replace(
+                    tzinfo=None
+                )
             rows.append([values[c] for c in recorded["columns"]])
         return recorded["columns"], rows
 
@@ -170,14 +186,28 @@ def points_between(raw0, raw1, host="h"):
 
 def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
     memory_direct, memory_live = simulator.Memory(), simulator.Memory()
-    direct = points_between(simulator.read(simulator.Workload(), T0, memory_direct), simulator.read(simulator.Workload(), T0 + 10, memory_direct))
+    direct = points_between(
+        simulator.read(simulator.Workload(), T0, memory_direct),
+        simulator.read(simulator.Workload(), T0 + 10, memory_direct),
+    )
     raw0, _ = live_read(simulated_document(T0, memory=memory_live))
     raw1, connection = live_read(simulated_document(T0 + 10, memory=memory_live))
     through_live = points_between(raw0, raw1)
-    strip = lambda points: sorted((p.measurement, tuple(x for x in p.tags if x[0] != "simulated"), tuple(sorted(p.fields.items()))) for p in points if p.measurement != "dnfsmon_oracle_status")
+
+    def strip(points):
+        return sorted(
+            (p.measurement, tuple(x for x in p.tags if x[0] != "simulated"), tuple(sorted(p.fields.items())))
+            for p in points
+            if p.measurement != "dnfsmon_oracle_status"
+        )
+
     assert strip(direct.points) == strip(through_live.points)
     assert any(p.measurement == "dnfsmon_dnfs_io" for p in through_live.points)
-    assert all("SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql for sql in connection.executed if "all_tab_columns" not in sql and "v$database" not in sql)
+    assert all(
+        "SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql
+        for sql in connection.executed
+        if "all_tab_columns" not in sql and "v$database" not in sql
+    )
 
 
 def test_dnfs_off_means_no_io_points_but_status_up():
@@ -187,7 +217,11 @@ def test_dnfs_off_means_no_io_points_but_status_up():
     assert "dnfsmon_dnfs_io" not in measurements and "dnfsmon_dnfs_channel" not in measurements
     status = next(p for p in outcome.points if p.measurement == "dnfsmon_oracle_status")
     assert status.fields["up"] is True
-    coverage = [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_coverage" and dict(p.tags)["file_type"] == "Data File"]
+    coverage = [
+        p
+        for p in outcome.points
+        if p.measurement == "dnfsmon_dnfs_coverage" and dict(p.tags)["file_type"] == "Data File"
+    ]
     assert coverage and all(p.fields["dnfs_pct"] == 0.0 for p in coverage)
 
 
@@ -201,7 +235,9 @@ def test_null_byte_columns_give_iops_but_no_bytes():
                 row[index] = None
     raws = [live_read(d)[0] for d in documents]
     io = [p for p in points_between(*raws).points if p.measurement == "dnfsmon_dnfs_io"]
-    assert io and all("read_iops" in p.fields and "read_mib_per_s" not in p.fields and "avg_read_kib" not in p.fields for p in io)
+    assert io and all(
+        "read_iops" in p.fields and "read_mib_per_s" not in p.fields and "avg_read_kib" not in p.fields for p in io
+    )
 
 
 def test_pnum_reused_by_a_new_process_is_a_new_baseline():
@@ -256,20 +292,31 @@ def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
     failing = {"dnfs_stats": OracleError("ORA-00942", "table or view does not exist")}
     raw, _ = live_read(simulated_document(T0), failing=failing)
     reason = oracle.failure(oracle.samples(raw, "h")[0])
-    assert reason.startswith("dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.GV_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.GV_$PROCESS TO DNFSMON)")
+    assert reason.startswith(
+        "dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.GV_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.GV_$PROCESS TO DNFSMON)"
+    )
 
 
 def test_call_timeout_on_one_query():
     failing = {"event_histogram": OracleError("DPY-4024", "call timeout of 10000 ms exceeded")}
     raw, _ = live_read(simulated_document(T0), failing=failing)
-    assert "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s" in oracle.failure(oracle.samples(raw, "h")[0])
+    assert (
+        "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s"
+        in oracle.failure(oracle.samples(raw, "h")[0])
+    )
 
 
 @pytest.mark.parametrize(
     "error, expected",
     [
-        (OracleError("ORA-01017", "invalid username/password; logon denied"), "ORA-01017: invalid username/password; logon denied (check user and password file"),
-        (OracleError("DPY-6005", "cannot connect to database"), "DPY-6005: cannot connect to database (is the listener up and the DSN right?)"),
+        (
+            OracleError("ORA-01017", "invalid username/password; logon denied"),
+            "ORA-01017: invalid username/password; logon denied (check user and password file",
+        ),
+        (
+            OracleError("DPY-6005", "cannot connect to database"),
+            "DPY-6005: cannot connect to database (is the listener up and the DSN right?)",
+        ),
         (OracleError("ORA-12514", "TNS:listener does not currently know of service requested"), "ORA-12514"),
         (OracleError("ORA-01034", "ORACLE not available"), "ORA-01034: ORACLE not available"),
     ],
@@ -303,11 +350,22 @@ def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
 
     (tmp_path / "pw").write_text("secret-pw\n")
     (tmp_path / "pw").chmod(0o600)
-    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic", "tcp"]},
-                          oracle={"enabled": True, "dsn": f"127.0.0.1:{free_port()}/ORCL", "user": "dnfsmon",
-                                  "password_file": "pw", "call_timeout_s": 3})
+    config = write_config(
+        tmp_path,
+        agent={"host": "dbhost"},
+        host={"sources": ["nic", "tcp"]},
+        oracle={
+            "enabled": True,
+            "dsn": f"127.0.0.1:{free_port()}/ORCL",
+            "user": "dnfsmon",
+            "password_file": "pw",
+            "call_timeout_s": 3,
+        },
+    )
     for _ in range(2):
-        result = subprocess.run(DNFSMON + ["--config", str(config), "collect"], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect"], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 3, result.stderr
     assert "source oracle failed: DPY-6005: cannot connect to database" in result.stderr
     assert "is the listener up" in result.stderr and "secret-pw" not in result.stderr
@@ -322,9 +380,9 @@ def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
 def test_results_document_errors_are_parse_errors_naming_the_file():
     from dnfsmon.sources import ParseError
 
-    with pytest.raises(ParseError, match="oracle/results.json"):
+    with pytest.raises(ParseError, match=r"oracle/results\.json"):
         oracle.samples(Raw({oracle.RESULTS: "[1, 2"}, 0.0, 0.0), "h")
-    with pytest.raises(ParseError, match="need \"columns\" and \"rows\""):
+    with pytest.raises(ParseError, match='need "columns" and "rows"'):
         oracle.samples(Raw({oracle.RESULTS: json.dumps({"results": {"instances": {"rows": []}}})}, 0.0, 0.0), "h")
 
 
@@ -337,10 +395,15 @@ def test_readme_grants_exactly_the_views_the_agent_reads():
     assert granted == {oracle_db.grant_name(v) for v in oracle_db.VIEWS}
 
 
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
-
-cell = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=6)
-        | st.lists(st.integers(), max_size=2) | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+cell = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=6)
+    | st.lists(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)
+)
 
 
 @hsettings(max_examples=200, deadline=None)
@@ -358,18 +421,20 @@ def test_mutated_recorded_rows_give_only_documented_errors(data):
     from dnfsmon.sources import ParseError
 
     try:
-        samples, problems = oracle.samples(Raw({oracle.RESULTS: text}, T0, T0), "h")
+        _samples, _problems = oracle.samples(Raw({oracle.RESULTS: text}, T0, T0), "h")
     except ParseError:
         return
     first = compute({"oracle": simulator.read(simulator.Workload(instances=1, processes=3), T0 - 10)}, {}, "h", {})
     compute({"oracle": Raw({oracle.RESULTS: text}, T0, T0)}, {}, "h", first.samples)
 
 
-@pytest.mark.parametrize("document", [{"results": []}, {"database": "x"}, {"errors": [1]}, {"results": {"q": [1]}}, [], "text"])
+@pytest.mark.parametrize(
+    "document", [{"results": []}, {"database": "x"}, {"errors": [1]}, {"results": {"q": [1]}}, [], "text"]
+)
 def test_malformed_documents_are_parse_errors(document):
     from dnfsmon.sources import ParseError
 
-    with pytest.raises(ParseError, match="oracle/results.json"):
+    with pytest.raises(ParseError, match=r"oracle/results\.json"):
         oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, 0.0, 0.0), "h")
 
 

@@ -16,9 +16,19 @@ AGENT = os.path.join(os.path.dirname(__file__), "..", "agent", "dnfsmon")
 
 def test_agent_needs_at_most_python_3_9():
     result = subprocess.run(
-        [VERMIN, "--target=3.9-", "--violations", "--eval-annotations",
-         "--backport", "dataclasses", "--no-tips", "--no-parse-comments", AGENT],
-        capture_output=True, text=True,
+        [
+            VERMIN,
+            "--target=3.9-",
+            "--violations",
+            "--eval-annotations",
+            "--backport",
+            "dataclasses",
+            "--no-tips",
+            "--no-parse-comments",
+            AGENT,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -26,6 +36,7 @@ def test_agent_needs_at_most_python_3_9():
 def test_vermin_would_catch_a_3_10_construct(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def f(x):\n    match x:\n        case 1:\n            return 2\n")
-    result = subprocess.run([VERMIN, "--target=3.9-", "--violations", "--no-tips", str(bad)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [VERMIN, "--target=3.9-", "--violations", "--no-tips", str(bad)], capture_output=True, text=True
+    )
     assert result.returncode != 0

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dnfsmon import rates
 from dnfsmon.rates import Interval, Sample, Skip
@@ -57,7 +58,13 @@ def test_negative_delta_drops_the_whole_key_interval_then_rebaselines():
 
 def test_identity_change_resets_even_when_counters_grow():
     # A process replaced under the same PNUM whose new counters happen to be higher.
-    out = run([sample(0, identity=("spid1",), c=10), sample(1, identity=("spid2",), c=500), sample(2, identity=("spid2",), c=510)])
+    out = run(
+        [
+            sample(0, identity=("spid1",), c=10),
+            sample(1, identity=("spid2",), c=500),
+            sample(2, identity=("spid2",), c=510),
+        ]
+    )
     assert "identity changed" in out[1]
     assert out[2] == {"c": 10}
 
@@ -151,7 +158,13 @@ def test_without_resets_sum_of_rate_times_dt_is_the_total_increase(incs, dts):
 
 
 @given(
-    st.lists(st.tuples(st.integers(min_value=0, max_value=2**64 + 5), st.floats(min_value=-5, max_value=50, allow_nan=False)), min_size=2, max_size=40),
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=2**64 + 5), st.floats(min_value=-5, max_value=50, allow_nan=False)
+        ),
+        min_size=2,
+        max_size=40,
+    ),
     st.sampled_from([None, 32, 64]),
 )
 def test_never_a_negative_rate(values_and_dts, width):

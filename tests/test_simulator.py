@@ -67,7 +67,9 @@ def test_whole_run_matches_the_workload_within_half_a_percent():
         ours = sum(io_points(points)[f"simdb{inst}"]["read_iops"] * (t1 - t0) for t0, t1, points in intervals)
         truth = sum(simulator.truth(workload, inst, t0, t1).read_iops * (t1 - t0) for t0, t1, _ in intervals)
         assert ours == pytest.approx(truth, rel=0.005)
-        bytes_ours = sum(io_points(points)[f"simdb{inst}"]["read_mib_per_s"] * (t1 - t0) for t0, t1, points in intervals)
+        bytes_ours = sum(
+            io_points(points)[f"simdb{inst}"]["read_mib_per_s"] * (t1 - t0) for t0, t1, points in intervals
+        )
         bytes_truth = sum(simulator.truth(workload, inst, t0, t1).read_mib_per_s * (t1 - t0) for t0, t1, _ in intervals)
         assert bytes_ours == pytest.approx(bytes_truth, rel=0.005)
 
@@ -86,7 +88,7 @@ def test_the_naive_sum_then_diff_fails_on_the_same_run(churn_run):
         naive_errors.append(((s1 - s0) / (t1 - t0)) / truth.read_iops - 1)
     assert min(naive_errors) < -0.5  # a busy process exits or the instance restarts: a big negative rate
     assert max(abs(e) for e in naive_errors) > 0.05
-    for t0, t1, points in intervals:  # ours, on the same rows
+    for _t0, _t1, points in intervals:  # ours, on the same rows
         io = io_points(points).get("simdb1")
         if io:
             assert io["read_iops"] >= 0
@@ -100,9 +102,16 @@ def test_event_latency_and_histogram_match_the_truth():
         events = {dict(p.tags)["event"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_event"}
         for event in ("db file sequential read", "db file scattered read", "log file parallel write"):
             assert events[event]["avg_latency_us"] == pytest.approx(truth.event_avg_latency_us[event], rel=0.005), event
-        buckets = [p for p in points if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "db file sequential read"]
+        buckets = [
+            p
+            for p in points
+            if p.measurement == "dnfsmon_oracle_latency_histogram"
+            and dict(p.tags)["event"] == "db file sequential read"
+        ]
         assert len(buckets) == simulator.HISTOGRAM_BUCKETS
-        assert sum(p.fields["waits_per_s"] for p in buckets) == pytest.approx(events["db file sequential read"]["waits_per_s"], rel=0.005)
+        assert sum(p.fields["waits_per_s"] for p in buckets) == pytest.approx(
+            events["db file sequential read"]["waits_per_s"], rel=0.005
+        )
         bounds = sorted(int(dict(p.tags)["le_us"]) for p in buckets)
         assert bounds == [2**b for b in range(simulator.HISTOGRAM_BUCKETS)]
         # Most single-block reads of a 500 µs mean fall in the 256-1024 µs buckets.
@@ -113,7 +122,11 @@ def test_event_latency_and_histogram_match_the_truth():
 def test_millisecond_histogram_before_12_1_0_2():
     workload = simulator.Workload(instances=1, release="11.2.0.4")
     intervals, _ = run(workload, 2, step=60.0)
-    buckets = [p for p in intervals[0][2] if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "db file sequential read"]
+    buckets = [
+        p
+        for p in intervals[0][2]
+        if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "db file sequential read"
+    ]
     assert sorted(int(dict(p.tags)["le_us"]) for p in buckets)[:3] == [1000, 2000, 4000]
 
 
@@ -124,8 +137,14 @@ def test_client_slot_limit_makes_latency_climb_with_load():
     high = run(workload, 3, step=60.0, start=workload.epoch + 1200 * 1000 + 660)[0]
 
     def sequential(intervals):
-        return [next(p.fields["avg_latency_us"] for p in points if p.measurement == "dnfsmon_oracle_event"
-                     and dict(p.tags)["event"] == "db file sequential read") for _, _, points in intervals]
+        return [
+            next(
+                p.fields["avg_latency_us"]
+                for p in points
+                if p.measurement == "dnfsmon_oracle_event" and dict(p.tags)["event"] == "db file sequential read"
+            )
+            for _, _, points in intervals
+        ]
 
     for low_latency, high_latency in zip(sequential(low), sequential(high)):
         assert high_latency / low_latency == pytest.approx(1.5625, rel=0.01)
@@ -138,8 +157,11 @@ def test_channel_balance_shows_the_path_imbalance():
     workload = simulator.Workload(instances=1, path_imbalance=1.0)  # first path 2/3, second 1/3
     intervals, _ = run(workload, 3, step=10.0)
     for _, _, points in intervals:
-        shares = {dict(p.tags)["path"]: p.fields["share_pct"] for p in points
-                  if p.measurement == "dnfsmon_dnfs_channel" and dict(p.tags)["server"] == "filer1"}
+        shares = {
+            dict(p.tags)["path"]: p.fields["share_pct"]
+            for p in points
+            if p.measurement == "dnfsmon_dnfs_channel" and dict(p.tags)["server"] == "filer1"
+        }
         assert shares["10.0.1.5"] == pytest.approx(200 / 3, abs=0.05)
         assert shares["10.0.2.5"] == pytest.approx(100 / 3, abs=0.05)
         sends = sum(p.fields["sends_per_s"] for p in points if p.measurement == "dnfsmon_dnfs_channel")
@@ -153,7 +175,12 @@ def test_every_release_gives_catalogued_points(release):
     intervals, _ = run(workload, 2)
     entries = catalogue.load()
     points = intervals[0][2]
-    assert {p.measurement for p in points} >= {"dnfsmon_dnfs_io", "dnfsmon_oracle_event", "dnfsmon_dnfs_channel", "dnfsmon_oracle_status"}
+    assert {p.measurement for p in points} >= {
+        "dnfsmon_dnfs_io",
+        "dnfsmon_oracle_event",
+        "dnfsmon_dnfs_channel",
+        "dnfsmon_oracle_status",
+    }
     assert [v for p in points for v in catalogue.violations(p, entries)] == []
     assert all(dict(p.tags).get("simulated") == "true" for p in points)
 

@@ -17,8 +17,8 @@ import sqlite3
 
 import pytest
 import sqlglot
-from sqlglot import exp
 from sqlfluff.core import FluffConfig, Linter
+from sqlglot import exp
 
 import sqlplus
 from dnfsmon import oracle_db, oracle_facts, simulator
@@ -28,7 +28,14 @@ from sqlcheck import violations
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "sql", "*.sql")) + glob.glob(os.path.join(ROOT, "sql", "setup", "*.sql")))
-USER_SCRIPTS = ["dnfs_iops.sql", "dnfs_latency.sql", "dnfs_channels.sql", "dnfs_servers.sql", "dnfs_files.sql", "dnfs_check.sql"]
+USER_SCRIPTS = [
+    "dnfs_iops.sql",
+    "dnfs_latency.sql",
+    "dnfs_channels.sql",
+    "dnfs_servers.sql",
+    "dnfs_files.sql",
+    "dnfs_check.sql",
+]
 
 
 def read(path):
@@ -80,7 +87,7 @@ def test_every_statement_matches_the_column_facts(release):
 
 def test_the_facts_check_sees_a_misspelt_column_in_a_script():
     text = read(os.path.join(ROOT, "sql", "dnfs_channels.sql")).replace("sum(recvs)", "sum(recieves)")
-    (_, sql), = [s for s in sqlplus.statements(sqlplus.render(text)) if "gv$dnfs_channels" in s[1]]
+    ((_, sql),) = [s for s in sqlplus.statements(sqlplus.render(text)) if "gv$dnfs_channels" in s[1]]
     assert violations(sql, "19c") == ["GV$DNFS_CHANNELS.RECIEVES: no such column in 19c"]
 
 
@@ -108,14 +115,25 @@ def views_read(release):
         if "setup" in path:
             continue
         for _, sql in sqlplus.statements(sqlplus.render(read(path), release)):
-            tree = sqlglot.parse_one(re.sub(r"(?i)xmlserialize\(\s*content\b", "to_clob(", re.sub(r"(?i)\)\s*as\s+clob\s*\)", "))", sql)), read="oracle")
+            tree = sqlglot.parse_one(
+                re.sub(r"(?i)xmlserialize\(\s*content\b", "to_clob(", re.sub(r"(?i)\)\s*as\s+clob\s*\)", "))", sql)),
+                read="oracle",
+            )
             ctes = {c.alias.upper() for c in tree.find_all(exp.CTE)}
-            found |= {t.name.upper() for t in tree.find_all(exp.Table) if t.name and t.name.upper() not in ctes | {"DUAL"}}
+            found |= {
+                t.name.upper() for t in tree.find_all(exp.Table) if t.name and t.name.upper() not in ctes | {"DUAL"}
+            }
     return found
 
 
 def test_setup_grants_exactly_what_the_pack_and_the_agent_read():
-    granted = {m.replace("_$", "$", 1).upper() for m in re.findall(r"(?im)^grant select on sys\.(\w+\$\w+) to", read(os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")))}
+    granted = {
+        m.replace("_$", "$", 1).upper()
+        for m in re.findall(
+            r"(?im)^grant select on sys\.(\w+\$\w+) to",
+            read(os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")),
+        )
+    }
     needed = set(oracle_db.VIEWS)
     for release in oracle_facts.RELEASES:
         needed |= views_read(release)
@@ -142,8 +160,10 @@ def run_core(script, core, tables, binds):
     connection.create_function("to_char", 1, str)
     for table, (columns, rows) in tables.items():
         connection.execute(f"create table {table} ({', '.join(columns)})")
-        connection.executemany(f"insert into {table} values ({', '.join('?' for _ in columns)})",
-                               [[float(v) if isinstance(v, int) else v for v in row] for row in rows])
+        connection.executemany(
+            f"insert into {table} values ({', '.join('?' for _ in columns)})",
+            [[float(v) if isinstance(v, int) else v for v in row] for row in rows],
+        )
     cursor = connection.execute(tree.sql(dialect="sqlite"))
     names = [d[0].lower() for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -170,7 +190,9 @@ def rows_of(document, query, columns):
 
 
 def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
-    workload = simulator.Workload(instances=2, processes=10, process_lifetime_s=30.0)  # processes come and go within the interval
+    workload = simulator.Workload(
+        instances=2, processes=10, process_lifetime_s=30.0
+    )  # processes come and go within the interval
     raws, docs = documents(workload)
     # PNUM 20 of instance 1 now belongs to a new process whose counters happen
     # to be higher than its predecessor's: only the identity (SPID, SERIAL#) can tell.
@@ -183,9 +205,17 @@ def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
     raws[1] = oracle_db.to_raw(docs[1], T1)
     columns = ["INST_ID", "PNUM", "NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", "SPID", "SERIAL#"]
     names = ["inst_id", "pnum", "nfs_read", "nfs_write", "nfs_readbytes", "nfs_writebytes", "spid", "serial"]
-    tables = {"cur": (names, rows_of(docs[1], "dnfs_stats", columns)), "prev": (names, rows_of(docs[0], "dnfs_stats", columns)),
-              "clock": (["now_t"], [[T1]])}
-    pack = {row["inst_id"]: row for row in run_core("dnfs_iops_step.sql", "the interval that just ended, per instance", tables, {"dnfs_prev_t": T0})}
+    tables = {
+        "cur": (names, rows_of(docs[1], "dnfs_stats", columns)),
+        "prev": (names, rows_of(docs[0], "dnfs_stats", columns)),
+        "clock": (["now_t"], [[T1]]),
+    }
+    pack = {
+        row["inst_id"]: row
+        for row in run_core(
+            "dnfs_iops_step.sql", "the interval that just ended, per instance", tables, {"dnfs_prev_t": T0}
+        )
+    }
     agent = {dict(p.tags)["instance"]: p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"}
     assert len(pack) == 2
     for inst, row in pack.items():
@@ -205,8 +235,11 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
     raws, docs = documents(workload)
     columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
     names = [c.lower() for c in columns]
-    tables = {"cur": (names, rows_of(docs[1], "system_event", columns)), "prev": (names, rows_of(docs[0], "system_event", columns)),
-              "clock": (["now_t"], [[T1]])}
+    tables = {
+        "cur": (names, rows_of(docs[1], "system_event", columns)),
+        "prev": (names, rows_of(docs[0], "system_event", columns)),
+        "clock": (["now_t"], [[T1]]),
+    }
     events = run_core("dnfs_latency_step.sql", "events in the interval that just ended", tables, {"dnfs_prev_t": T0})
     points = agent_points(raws)
     agent = {dict(p.tags)["event"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_event"}
@@ -216,12 +249,26 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
         assert row["waits_per_s"] == pytest.approx(mine["waits_per_s"], rel=1e-12)
         assert row["avg_ms"] * 1000 == pytest.approx(mine["avg_latency_us"], rel=1e-12)
     hist = ["INST_ID", "WAIT_COUNT", "WAIT_TIME_MICRO"]
-    only_sequential = lambda doc: [r for r, e in zip(rows_of(doc, "event_histogram", hist), rows_of(doc, "event_histogram", ["EVENT"])) if e[0] == "db file sequential read"]
-    tables = {"cur": (["inst_id", "wait_count", "bound_us"], only_sequential(docs[1])),
-              "prev": (["inst_id", "bound_us", "wait_count"], [[r[0], r[2], r[1]] for r in only_sequential(docs[0])]),
-              "clock": (["now_t"], [[T1]])}
-    buckets = run_core("dnfs_latency_step.sql", "histogram of 'db file sequential read' in the interval", tables, {"dnfs_prev_t": T0})
-    agent_buckets = {dict(p.tags)["le_us"]: p.fields["waits_per_s"] for p in points
-                     if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "db file sequential read"}
-    assert buckets and all(row["bucket_waits_per_s"] == pytest.approx(agent_buckets[str(int(float(row["bucket"])))], rel=1e-12) for row in buckets)
+
+    def only_sequential(doc):
+        rows = zip(rows_of(doc, "event_histogram", hist), rows_of(doc, "event_histogram", ["EVENT"]))
+        return [r for r, e in rows if e[0] == "db file sequential read"]
+
+    tables = {
+        "cur": (["inst_id", "wait_count", "bound_us"], only_sequential(docs[1])),
+        "prev": (["inst_id", "bound_us", "wait_count"], [[r[0], r[2], r[1]] for r in only_sequential(docs[0])]),
+        "clock": (["now_t"], [[T1]]),
+    }
+    buckets = run_core(
+        "dnfs_latency_step.sql", "histogram of 'db file sequential read' in the interval", tables, {"dnfs_prev_t": T0}
+    )
+    agent_buckets = {
+        dict(p.tags)["le_us"]: p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "db file sequential read"
+    }
+    assert buckets and all(
+        row["bucket_waits_per_s"] == pytest.approx(agent_buckets[str(int(float(row["bucket"])))], rel=1e-12)
+        for row in buckets
+    )
     assert sum(row["pct"] for row in buckets) == pytest.approx(100.0)

@@ -39,9 +39,21 @@ def test_targets_have_separate_files(tmp_path):
         ("corrupt", b'{"schema": 1, "tar', "unreadable"),
         ("empty", b"", "unreadable"),
         ("not_object", b"[1, 2]", "not a JSON object"),
-        ("old_schema", json.dumps({"schema": SCHEMA_VERSION - 1, "target": "host:db1", "samples": []}).encode(), "schema 0"),
-        ("foreign", json.dumps({"schema": SCHEMA_VERSION, "target": "host:other", "samples": []}).encode(), "belongs to target 'host:other'"),
-        ("bad_sample", json.dumps({"schema": SCHEMA_VERSION, "target": "host:db1", "samples": [{"measurement": "m"}]}).encode(), "unreadable"),
+        (
+            "old_schema",
+            json.dumps({"schema": SCHEMA_VERSION - 1, "target": "host:db1", "samples": []}).encode(),
+            "schema 0",
+        ),
+        (
+            "foreign",
+            json.dumps({"schema": SCHEMA_VERSION, "target": "host:other", "samples": []}).encode(),
+            "belongs to target 'host:other'",
+        ),
+        (
+            "bad_sample",
+            json.dumps({"schema": SCHEMA_VERSION, "target": "host:db1", "samples": [{"measurement": "m"}]}).encode(),
+            "unreadable",
+        ),
     ],
 )
 def test_unusable_state_is_set_aside_with_one_warning(tmp_path, caplog, case, content, reason):
@@ -61,8 +73,13 @@ def test_unusable_state_is_set_aside_with_one_warning(tmp_path, caplog, case, co
 
 def test_lock_is_exclusive_across_processes_and_released_by_death(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"from dnfsmon.state import RunLock; import time; l = RunLock({str(tmp_path)!r}); l.acquire(); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"from dnfsmon.state import RunLock; import time; l = RunLock({str(tmp_path)!r}); l.acquire(); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -9,7 +9,10 @@ from dnfsmon.store import Store, decode_record, encode_record
 
 
 def points(n, start=0):
-    return [Point("m", (("host", "h"),), {"i": i, "f": i / 3}, 1_700_000_000_000_000_000 + i) for i in range(start, start + n)]
+    return [
+        Point("m", (("host", "h"),), {"i": i, "f": i / 3}, 1_700_000_000_000_000_000 + i)
+        for i in range(start, start + n)
+    ]
 
 
 def test_append_and_read_back_in_order(tmp_path):
@@ -22,7 +25,7 @@ def test_append_and_read_back_in_order(tmp_path):
 def test_torn_tail_is_skipped_on_read_and_cut_before_the_next_append(tmp_path, caplog):
     store = Store(str(tmp_path), max_bytes=10**6)
     store.append(points(3))
-    (_, path), = store.segments()
+    ((_, path),) = store.segments()
     whole = encode_record(points(1, start=3)[0])
     with open(path, "ab") as f:
         f.write(whole[: len(whole) // 2])  # what a SIGKILL mid-write leaves
@@ -36,7 +39,7 @@ def test_torn_tail_is_skipped_on_read_and_cut_before_the_next_append(tmp_path, c
 def test_corrupt_line_in_the_middle_is_skipped_and_later_points_kept(tmp_path):
     store = Store(str(tmp_path), max_bytes=10**6)
     store.append(points(3))
-    (_, path), = store.segments()
+    ((_, path),) = store.segments()
     data = open(path, "rb").read().split(b"\n")
     data[1] = data[1].replace(b'"i":1', b'"i":7')  # checksum no longer matches
     open(path, "wb").write(b"\n".join(data))

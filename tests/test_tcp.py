@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dnfsmon import rates
 from dnfsmon.sources import ParseError, Raw, tcp
@@ -67,9 +69,6 @@ def test_missing_tcp_columns_are_named():
     raw = Raw({tcp.NET_SNMP: "Tcp: InSegs OutSegs\nTcp: 1 2\n"}, 0.0, 0.0)
     with pytest.raises(ParseError, match="lack ActiveOpens"):
         tcp.samples(raw, "h")
-
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None)

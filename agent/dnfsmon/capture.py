@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Mapping, Tuple
+from collections.abc import Mapping
 
 from .sources import ALL_SOURCES, Raw
 
@@ -42,7 +42,7 @@ def _safe_join(directory: str, relative: str) -> str:
 
 def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[str, str]) -> None:
     os.makedirs(directory, exist_ok=True)
-    sources: Dict[str, dict] = {name: {"failed": reason} for name, reason in failures.items()}
+    sources: dict[str, dict] = {name: {"failed": reason} for name, reason in failures.items()}
     for name, raw in raws.items():
         for relative, text in raw.files.items():
             if text is None:
@@ -58,7 +58,7 @@ def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[
         f.write("\n")
 
 
-def read(directory: str) -> Tuple[str, Dict[str, Raw], Dict[str, str]]:
+def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
     """(host, raws, failures) of a capture; CaptureError names what is wrong."""
     manifest_path = os.path.join(directory, MANIFEST)
     try:
@@ -69,13 +69,13 @@ def read(directory: str) -> Tuple[str, Dict[str, Raw], Dict[str, str]]:
     except ValueError as error:
         raise CaptureError(f"{manifest_path}: not valid JSON: {error}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
-        raise CaptureError(f"{manifest_path}: expected an object with \"format\": {FORMAT_VERSION}")
+        raise CaptureError(f'{manifest_path}: expected an object with "format": {FORMAT_VERSION}')
     host = manifest.get("host")
     sources = manifest.get("sources")
     if not isinstance(host, str) or not host or not isinstance(sources, dict):
-        raise CaptureError(f"{manifest_path}: needs \"host\" (a name) and \"sources\" (an object)")
-    raws: Dict[str, Raw] = {}
-    failures: Dict[str, str] = {}
+        raise CaptureError(f'{manifest_path}: needs "host" (a name) and "sources" (an object)')
+    raws: dict[str, Raw] = {}
+    failures: dict[str, str] = {}
     for name, entry in sources.items():
         where = f"{manifest_path}: source {name!r}"
         if name not in ALL_SOURCES:
@@ -89,7 +89,7 @@ def read(directory: str) -> Tuple[str, Dict[str, Raw], Dict[str, str]]:
             time_s, wall_time = float(entry["time"]), float(entry["wall_time"])
             listed = [str(p) for p in entry["files"]]
         except (KeyError, TypeError, ValueError):
-            raise CaptureError(f"{where} needs numeric \"time\" and \"wall_time\" and a \"files\" list") from None
+            raise CaptureError(f'{where} needs numeric "time" and "wall_time" and a "files" list') from None
         files = {}
         for relative in listed:
             try:

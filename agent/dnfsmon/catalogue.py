@@ -12,7 +12,6 @@ import csv
 import io
 from dataclasses import dataclass
 from importlib import resources
-from typing import Dict, List, Tuple
 
 from .points import Point
 
@@ -31,10 +30,10 @@ class Entry:
     source: str
 
 
-def load() -> Dict[Tuple[str, str, str], Entry]:
+def load() -> dict[tuple[str, str, str], Entry]:
     """Entries by (measurement, kind, name); raises ValueError on a bad row."""
     text = resources.files("dnfsmon").joinpath("catalogue.csv").read_text(encoding="utf-8")
-    entries: Dict[Tuple[str, str, str], Entry] = {}
+    entries: dict[tuple[str, str, str], Entry] = {}
     for number, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
         entry = Entry(**row)
         where = f"catalogue.csv:{number}"
@@ -62,7 +61,7 @@ def value_type(value: object) -> str:
     raise TypeError(f"unsupported field value {value!r}")
 
 
-def violations(point: Point, entries: Dict[Tuple[str, str, str], Entry]) -> List[str]:
+def violations(point: Point, entries: dict[tuple[str, str, str], Entry]) -> list[str]:
     """What in a point the catalogue does not allow (empty when it is fine)."""
     found = []
     for tag, _ in point.tags:
@@ -77,10 +76,12 @@ def violations(point: Point, entries: Dict[Tuple[str, str, str], Entry]) -> List
     return found
 
 
-def format_table(entries: Dict[Tuple[str, str, str], Entry]) -> str:
+def format_table(entries: dict[tuple[str, str, str], Entry]) -> str:
     """The catalogue as the text `dnfsmon metrics` prints."""
     lines = []
     for entry in sorted(entries.values(), key=lambda e: (e.measurement, e.kind != "tag", e.name)):
         unit = f" [{entry.unit}]" if entry.unit else ""
-        lines.append(f"{entry.measurement:<14} {entry.kind:<5} {entry.name:<22} {entry.type:<7}{unit}  {entry.description}")
+        lines.append(
+            f"{entry.measurement:<14} {entry.kind:<5} {entry.name:<22} {entry.type:<7}{unit}  {entry.description}"
+        )
     return "\n".join(lines)

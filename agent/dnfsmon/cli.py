@@ -8,9 +8,11 @@ import logging
 import os
 import sys
 import time
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
-from . import __version__, capture, catalogue, config as configuration, summary
+from . import __version__, capture, catalogue, summary
+from . import config as configuration
 from .collect import DatabaseTarget, collect, compute, read_all, report
 from .points import Point, to_line
 from .state import LockHeld, RunLock
@@ -45,32 +47,52 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dnfsmon {__version__}")
     parser.add_argument(
-        "-c", "--config", default=None,
+        "-c",
+        "--config",
+        default=None,
         help=f"TOML config file (default: {configuration.DEFAULT_PATH} if it exists, else built-in defaults)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = argparse.ArgumentDefaultsHelpFormatter
 
-    p = sub.add_parser("collect", help="one cron run: sample, diff, store", formatter_class=defaults,
-                       description="Take samples, diff them against the previous ones and store the points.")
+    p = sub.add_parser(
+        "collect",
+        help="one cron run: sample, diff, store",
+        formatter_class=defaults,
+        description="Take samples, diff them against the previous ones and store the points.",
+    )
     p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run")
     p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples")
 
-    sub.add_parser("ship", help="send the stored points to InfluxDB",
-                   description="Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).")
+    sub.add_parser(
+        "ship",
+        help="send the stored points to InfluxDB",
+        description="Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).",
+    )
 
-    p = sub.add_parser("capture", help="write every source's raw inputs to a directory",
-                       description="Write every source's raw inputs and clocks to DIR (see README, Capture format).")
+    p = sub.add_parser(
+        "capture",
+        help="write every source's raw inputs to a directory",
+        description="Write every source's raw inputs and clocks to DIR (see README, Capture format).",
+    )
     p.add_argument("dir", help="directory to write (created if needed)")
 
-    p = sub.add_parser("diff", help="compute all metrics between two captures", formatter_class=defaults,
-                       description="Compute every metric between two captures, offline, with collect's code.")
+    p = sub.add_parser(
+        "diff",
+        help="compute all metrics between two captures",
+        formatter_class=defaults,
+        description="Compute every metric between two captures, offline, with collect's code.",
+    )
     p.add_argument("old", help="earlier capture directory")
     p.add_argument("new", help="later capture directory")
     p.add_argument("--format", choices=("table", "json", "lp"), default="table", help="output format")
 
-    p = sub.add_parser("show", help="summarise the points in the local store", formatter_class=defaults,
-                       description="Print the latest point of every series in the local store as tables, with units.")
+    p = sub.add_parser(
+        "show",
+        help="summarise the points in the local store",
+        formatter_class=defaults,
+        description="Print the latest point of every series in the local store as tables, with units.",
+    )
     p.add_argument("--measurement", default=None, help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
 
@@ -128,8 +150,10 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     store = Store(cfg.store_dir, cfg.store_max_bytes)
     latest, total = summary.latest_per_series(p for p in store.points() if measurement in (None, p.measurement))
     if not latest:
-        print(f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
-              "run `dnfsmon collect` at least twice (the first sample of anything is a baseline).")
+        print(
+            f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
+            "run `dnfsmon collect` at least twice (the first sample of anything is a baseline)."
+        )
         return EXIT_OK
     print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series; the latest of each:\n")
     if everything or measurement:
@@ -212,7 +236,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_capture(cfg, args.dir)
         os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
         if args.command == "ship" and cfg.influxdb is None:
-            print(f"dnfsmon: [influxdb] enabled = true is needed to ship (config: {cfg.path or 'built-in defaults'})", file=sys.stderr)
+            print(
+                f"dnfsmon: [influxdb] enabled = true is needed to ship (config: {cfg.path or 'built-in defaults'})",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         with RunLock(cfg.state_dir):
             any_failure = collect(cfg, args.count, args.interval) if args.command == "collect" else False

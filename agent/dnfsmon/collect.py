@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional
+from typing import Optional
 
 from . import rates
 from .config import Config
@@ -26,19 +27,19 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Outcome:
-    points: List[Point] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
     # Previous samples updated with this run's: the next run's `previous`.
-    samples: Dict[str, Sample] = field(default_factory=dict)
+    samples: dict[str, Sample] = field(default_factory=dict)
     # Source name -> why it produced nothing this time.
-    failures: Dict[str, str] = field(default_factory=dict)
-    problems: List[ParseError] = field(default_factory=list)
-    skips: List[rates.Skip] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    problems: list[ParseError] = field(default_factory=list)
+    skips: list[rates.Skip] = field(default_factory=list)
     sources_ok: int = 0
 
 
 def to_point(interval: rates.Interval, values: Mapping[str, rates.Gauge]) -> Point:
     sample = interval.current
-    return Point(sample.measurement, sample.key, dict(values), int(round(sample.wall_time * 1e9)))
+    return Point(sample.measurement, sample.key, dict(values), round(sample.wall_time * 1e9))
 
 
 def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, previous: Mapping[str, Sample]) -> Outcome:
@@ -81,8 +82,8 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
 def read_live(config: Config) -> tuple:
     """(raws, failures) of every configured source, read from the live system."""
     inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
-    raws: Dict[str, Raw] = {}
-    failures: Dict[str, str] = {}
+    raws: dict[str, Raw] = {}
+    failures: dict[str, str] = {}
     for name in config.host_sources:
         try:
             raws[name] = HOST_SOURCES[name].read(inputs)
@@ -122,9 +123,16 @@ class DatabaseTarget:
             s = config.simulator
             self.target = f"simulator:{s.db_name}"
             self.workload = simulator.Workload(
-                release=s.release, db_name=s.db_name, instances=s.instances, read_iops=s.read_iops,
-                write_iops=s.write_iops, processes=s.processes, process_lifetime_s=s.process_lifetime_s,
-                path_imbalance=s.path_imbalance, latency_us=s.latency_us, client_slots=s.client_slots,
+                release=s.release,
+                db_name=s.db_name,
+                instances=s.instances,
+                read_iops=s.read_iops,
+                write_iops=s.write_iops,
+                processes=s.processes,
+                process_lifetime_s=s.process_lifetime_s,
+                path_imbalance=s.path_imbalance,
+                latency_us=s.latency_us,
+                client_slots=s.client_slots,
             )
             self.memory_file = StateFile(config.state_dir, f"{self.target}:memory")
             self.memory = simulator.Memory()
@@ -155,7 +163,7 @@ def read_all(config: Config, database: Optional[DatabaseTarget]) -> tuple:
     return raws, failures
 
 
-def agent_point(config: Config, outcomes: List[Outcome], counts: StoreCounts, seconds: float) -> Point:
+def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, seconds: float) -> Point:
     values = {
         "sources_ok": sum(o.sources_ok for o in outcomes),
         "sources_failed": sum(len(o.failures) for o in outcomes),
@@ -191,7 +199,9 @@ def collect(config: Config, count: int, interval_s: float) -> bool:
             host_raws = {k: v for k, v in raws.items() if k != oracle.NAME}
             outcomes = {"host": compute(host_raws, failures, config.host, previous["host"])}
             if database is not None:
-                outcomes[oracle.NAME] = compute({oracle.NAME: raws[oracle.NAME]}, {}, config.host, previous[oracle.NAME])
+                outcomes[oracle.NAME] = compute(
+                    {oracle.NAME: raws[oracle.NAME]}, {}, config.host, previous[oracle.NAME]
+                )
             for outcome in outcomes.values():
                 report(outcome)
                 store.append(outcome.points)
@@ -208,7 +218,11 @@ def collect(config: Config, count: int, interval_s: float) -> bool:
             any_failure = any_failure or bool(failed)
             log.info(
                 "sample %d/%d: %d points, %d series without a point, %d sources failed",
-                number, count, sum(len(o.points) for o in outcomes.values()), sum(len(o.skips) for o in outcomes.values()), failed,
+                number,
+                count,
+                sum(len(o.points) for o in outcomes.values()),
+                sum(len(o.skips) for o in outcomes.values()),
+                failed,
             )
             if number < count:
                 time.sleep(max(0.0, interval_s - (time.monotonic() - started)))

@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,6 +77,7 @@ def _url(value: Any) -> Optional[str]:
 def _choice(*choices: str) -> Callable[[Any], Optional[str]]:
     def check(value: Any) -> Optional[str]:
         return None if value in choices else f"must be one of {', '.join(choices)}"
+
     return check
 
 
@@ -92,13 +93,17 @@ def _fraction(value: Any) -> Optional[str]:
 
 
 def _ports(value: Any) -> Optional[str]:
-    ok = isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
+    ok = (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
+    )
     return None if ok else "must be a non-empty list of TCP port numbers"
 
 
 # (section, key) -> (default, validator, is_path). The default None for
 # agent.host means "the system host name".
-OPTIONS: Dict[Tuple[str, str], Tuple[Any, Callable[[Any], Optional[str]], bool]] = {
+OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]] = {
     ("agent", "host"): ("", _string, False),
     ("agent", "state_dir"): ("/var/lib/dnfsmon/state", _path, True),
     ("agent", "log_level"): ("info", _log_level, False),
@@ -206,8 +211,8 @@ class Config:
     store_max_bytes: int
     proc_root: str
     sys_root: str
-    host_sources: List[str]
-    nfs_ports: List[int]
+    host_sources: list[str]
+    nfs_ports: list[int]
     # None unless [influxdb] enabled = true.
     influxdb: Optional[InfluxSettings]
     # None unless [oracle] enabled = true.
@@ -216,14 +221,16 @@ class Config:
     simulator: Optional[SimulatorSettings]
 
 
-def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
+def parse(data: dict[str, Any], path: Optional[str]) -> Config:
     """Validate a parsed TOML document; ConfigError names the key and value."""
     where = path or "built-in defaults"
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
-    values: Dict[Tuple[str, str], Any] = {}
+    values: dict[tuple[str, str], Any] = {}
     for section, table in data.items():
         if not isinstance(table, dict) or section not in {s for s, _ in OPTIONS}:
-            raise ConfigError(f"{where}: unknown section [{section}]; known: {', '.join(sorted({s for s, _ in OPTIONS}))}")
+            raise ConfigError(
+                f"{where}: unknown section [{section}]; known: {', '.join(sorted({s for s, _ in OPTIONS}))}"
+            )
         for key, value in table.items():
             if (section, key) not in OPTIONS:
                 known = ", ".join(k for s, k in OPTIONS if s == section)
@@ -240,11 +247,15 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
 
     influxdb = None
     if get("influxdb", "enabled"):
-        influxdb = InfluxSettings(**{key: get("influxdb", key) for section, key in OPTIONS if section == "influxdb" and key != "enabled"})
+        influxdb = InfluxSettings(
+            **{key: get("influxdb", key) for section, key in OPTIONS if section == "influxdb" and key != "enabled"}
+        )
         if not influxdb.bucket:
-            raise ConfigError(f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)")
+            raise ConfigError(
+                f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)"
+            )
 
-    def section(name: str) -> Dict[str, Any]:
+    def section(name: str) -> dict[str, Any]:
         return {key: get(name, key) for s_name, key in OPTIONS if s_name == name and key != "enabled"}
 
     oracle = None
@@ -255,7 +266,9 @@ def parse(data: Dict[str, Any], path: Optional[str]) -> Config:
         if not oracle.external_auth and not oracle.user:
             raise ConfigError(f"{where}: [oracle] user = '': name the monitoring user (or set external_auth = true)")
         if oracle.external_auth and oracle.mode != "thick":
-            raise ConfigError(f"{where}: [oracle] external_auth = true needs mode = \"thick\" (OS authentication needs Oracle Client libraries)")
+            raise ConfigError(
+                f'{where}: [oracle] external_auth = true needs mode = "thick" (OS authentication needs Oracle Client libraries)'
+            )
         if not oracle.target:
             oracle = OracleSettings(**dict(section("oracle"), target=oracle.dsn))
     simulator = SimulatorSettings(**section("simulator")) if get("simulator", "enabled") else None
@@ -309,7 +322,9 @@ def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
         try:
             mode = os.fstat(fd).st_mode & 0o777
             if mode & 0o077:
-                raise ConfigError(f"{what} file {path} has mode {mode:04o}; it must be readable by its owner only (chmod 600)")
+                raise ConfigError(
+                    f"{what} file {path} has mode {mode:04o}; it must be readable by its owner only (chmod 600)"
+                )
             with os.fdopen(fd, encoding="utf-8") as f:
                 fd = -1
                 secret = f.read().rstrip("\r\n")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from .config import ConfigError, InfluxSettings, read_secret
 from .points import Point, to_line
@@ -73,7 +73,7 @@ class Writer:
         )
         self.api = self.client.write_api(write_options=SYNCHRONOUS)
 
-    def write(self, lines: List[str]) -> Optional[str]:
+    def write(self, lines: list[str]) -> Optional[str]:
         """None when InfluxDB stored the lines; the reason when it rejected them as bad data.
 
         Raises ShipError after max_retries for anything else (down, timeouts, 5xx, auth).
@@ -84,28 +84,42 @@ class Writer:
         delay = self.settings.retry_backoff_s
         for attempt in range(self.settings.max_retries + 1):
             try:
-                self.api.write(bucket=self.settings.bucket, org=self.settings.org, record="\n".join(lines),
-                               write_precision=WritePrecision.NS)
+                self.api.write(
+                    bucket=self.settings.bucket,
+                    org=self.settings.org,
+                    record="\n".join(lines),
+                    write_precision=WritePrecision.NS,
+                )
                 return None
             except ApiException as error:
                 if error.status in REJECTED_STATUSES:
                     return f"HTTP {error.status}: {(error.body or error.reason or '').strip()}"
                 if error.status in (401, 403):
-                    raise ShipError(f"InfluxDB {self.settings.url} refused the credentials (HTTP {error.status}); check the token") from None
+                    raise ShipError(
+                        f"InfluxDB {self.settings.url} refused the credentials (HTTP {error.status}); check the token"
+                    ) from None
                 reason = f"HTTP {error.status}: {(error.body or error.reason or '').strip()}"
             except Exception as error:  # connection refused, timeouts, TLS: urllib3 and OS errors
                 reason = f"{error.__class__.__name__}: {error}"
             if attempt < self.settings.max_retries:
-                log.warning("InfluxDB write failed (%s); retry %d of %d in %.1f s", reason, attempt + 1, self.settings.max_retries, delay)
+                log.warning(
+                    "InfluxDB write failed (%s); retry %d of %d in %.1f s",
+                    reason,
+                    attempt + 1,
+                    self.settings.max_retries,
+                    delay,
+                )
                 time.sleep(delay)
                 delay *= 2
-        raise ShipError(f"InfluxDB {self.settings.url} write failed after {self.settings.max_retries} retries: {reason}")
+        raise ShipError(
+            f"InfluxDB {self.settings.url} write failed after {self.settings.max_retries} retries: {reason}"
+        )
 
     def close(self) -> None:
         self.client.close()
 
 
-def _send(writer: Writer, store: Store, batch: List[Tuple[Point, str]], report: ShipReport) -> None:
+def _send(writer: Writer, store: Store, batch: list[tuple[Point, str]], report: ShipReport) -> None:
     """Deliver a batch, isolating rejected points by halving; quarantine those."""
     reason = writer.write([line for _, line in batch])
     if reason is None:
@@ -124,7 +138,7 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     report = ShipReport()
     writer = Writer(settings)
     try:
-        batch: List[Tuple[Point, str]] = []
+        batch: list[tuple[Point, str]] = []
         end: Optional[Position] = None
         for position, point in store.unshipped():
             try:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-from typing import Dict, Set, Tuple
 
 from .config import OracleSettings, read_secret
 from .sources import Raw
@@ -30,8 +29,19 @@ from .sources.oracle import RESULTS, build_queries
 log = logging.getLogger(__name__)
 
 # Views dnfsmon reads, as granted (SYS.<name with V_$/GV_$>) and as queried.
-VIEWS = ("GV$INSTANCE", "V$DATABASE", "GV$DNFS_STATS", "GV$PROCESS", "GV$DNFS_CHANNELS", "GV$DNFS_SERVERS",
-         "GV$DNFS_FILES", "GV$SYSTEM_EVENT", "GV$EVENT_HISTOGRAM", "GV$EVENT_HISTOGRAM_MICRO", "GV$IOSTAT_FILE")
+VIEWS = (
+    "GV$INSTANCE",
+    "V$DATABASE",
+    "GV$DNFS_STATS",
+    "GV$PROCESS",
+    "GV$DNFS_CHANNELS",
+    "GV$DNFS_SERVERS",
+    "GV$DNFS_FILES",
+    "GV$SYSTEM_EVENT",
+    "GV$EVENT_HISTOGRAM",
+    "GV$EVENT_HISTOGRAM_MICRO",
+    "GV$IOSTAT_FILE",
+)
 
 
 def grant_name(view: str) -> str:
@@ -53,7 +63,7 @@ def _json_value(value: object) -> object:
     return str(value)  # Decimal and the like
 
 
-def rows_of(cursor) -> Dict[str, list]:
+def rows_of(cursor) -> dict[str, list]:
     """A fetched result as {"columns": [...], "rows": [[...], ...]}; DB_TIME as epoch seconds."""
     columns = [d[0].upper() for d in cursor.description]
     rows = []
@@ -67,7 +77,7 @@ def rows_of(cursor) -> Dict[str, list]:
     return {"columns": columns, "rows": rows}
 
 
-def describe(error: Exception, views: Tuple[str, ...] = (), user: str = "") -> str:
+def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
     """One clear line for an oracledb error: the code, the message, and what to do."""
     detail = error.args[0] if error.args else error
     code = getattr(detail, "full_code", "") or error.__class__.__name__
@@ -92,8 +102,8 @@ class Database:
     def __init__(self, settings: OracleSettings):
         self.settings = settings
         self.connection = None
-        self.available: Dict[str, Set[str]] = {}
-        self.missing: Dict[str, str] = {}
+        self.available: dict[str, set[str]] = {}
+        self.missing: dict[str, str] = {}
 
     def connect(self) -> None:
         import oracledb
@@ -105,9 +115,13 @@ class Database:
             connection = oracledb.connect(dsn=s.dsn, externalauth=True)
         else:
             password = read_secret(s.password_file or None, s.password_env or None, "Oracle password")
-            connection = oracledb.connect(user=s.user, password=password, dsn=s.dsn,
-                                          config_dir=(s.config_dir or None) if s.mode == "thin" else None,
-                                          tcp_connect_timeout=s.call_timeout_s)
+            connection = oracledb.connect(
+                user=s.user,
+                password=password,
+                dsn=s.dsn,
+                config_dir=(s.config_dir or None) if s.mode == "thin" else None,
+                tcp_connect_timeout=s.call_timeout_s,
+            )
         connection.call_timeout = int(s.call_timeout_s * 1000)
         self.connection = connection
         self.discover()
@@ -115,22 +129,27 @@ class Database:
     def discover(self) -> None:
         with self.connection.cursor() as cursor:
             cursor.execute(discovery_sql())
-            found: Dict[str, Set[str]] = {}
+            found: dict[str, set[str]] = {}
             for table, column in cursor.fetchall():
                 view = table.replace("_$", "$", 1)
                 found.setdefault(view, set()).add(column.upper())
         self.available = found
         user = self.settings.user.upper() or "<user>"
         optional = {"GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM"}  # either one will do
-        self.missing = {v: f"not visible to {user}: GRANT SELECT ON {grant_name(v)} TO {user}" for v in VIEWS
-                        if v not in found and v not in optional}
+        self.missing = {
+            v: f"not visible to {user}: GRANT SELECT ON {grant_name(v)} TO {user}"
+            for v in VIEWS
+            if v not in found and v not in optional
+        }
         if not (found.keys() & optional):
-            self.missing["GV$EVENT_HISTOGRAM"] = f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
+            self.missing["GV$EVENT_HISTOGRAM"] = (
+                f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
+            )
 
     def read(self) -> dict:
         """The results document of one sample (see dnfsmon.sources.oracle)."""
-        results: Dict[str, dict] = {}
-        errors: Dict[str, str] = dict(self.missing)
+        results: dict[str, dict] = {}
+        errors: dict[str, str] = dict(self.missing)
         for query in build_queries(self.available):
             try:
                 with self.connection.cursor() as cursor:
@@ -148,7 +167,14 @@ class Database:
         database = {}
         if results.get("database", {}).get("rows"):
             database = dict(zip(results["database"]["columns"], results["database"]["rows"][0]))
-        return {"kind": "live", "version": version, "database": database, "results": results, "errors": errors, "down": None}
+        return {
+            "kind": "live",
+            "version": version,
+            "database": database,
+            "results": results,
+            "errors": errors,
+            "down": None,
+        }
 
     def close(self) -> None:
         if self.connection is not None:
@@ -165,8 +191,12 @@ def down_document(reason: str) -> dict:
 
 def to_raw(document: dict, clock: float) -> Raw:
     """Wrap a results document; the sample time is the database clock when there is one."""
-    times = [row[data["columns"].index("DB_TIME")] for data in document["results"].values()
-             if "DB_TIME" in data["columns"] for row in data["rows"][:1]]
+    times = [
+        row[data["columns"].index("DB_TIME")]
+        for data in document["results"].values()
+        if "DB_TIME" in data["columns"]
+        for row in data["rows"][:1]
+    ]
     t = float(times[0]) if times else clock
     return Raw({RESULTS: json.dumps(document)}, t, t)
 

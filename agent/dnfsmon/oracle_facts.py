@@ -13,10 +13,10 @@ Every GV$ view has its V$ view's columns plus INST_ID first.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 # Releases dnfsmon claims, oldest first, as version tuples.
-RELEASES: Dict[str, Tuple[int, ...]] = {
+RELEASES: dict[str, tuple[int, ...]] = {
     "11.2.0.4": (11, 2, 0, 4),
     "12.1.0.1": (12, 1, 0, 1),
     "12.1.0.2": (12, 1, 0, 2),
@@ -28,15 +28,39 @@ RELEASES: Dict[str, Tuple[int, ...]] = {
 }
 
 # (column, first release it exists in, last release it exists in or None).
-Column = Tuple[str, str, Optional[str]]
+Column = tuple[str, str, Optional[str]]
 
-_NFS3_OPS = ("NFS_NULL NFS_GETATTR NFS_SETATTR NFS_LOOKUP NFS_ACCESS NFS_READLINK NFS_READ NFS_WRITE NFS_CREATE "
-             "NFS_MKDIR NFS_SYMLINK NFS_MKNOD NFS_REMOVE NFS_RMDIR NFS_RENAME NFS_LINK NFS_READDIR NFS_READDIRPLUS "
-             "NFS_FSSTAT NFS_FSINFO NFS_PATHCONF NFS_COMMIT NFS_MOUNT").split()
+_NFS3_OPS = [
+    "NFS_NULL",
+    "NFS_GETATTR",
+    "NFS_SETATTR",
+    "NFS_LOOKUP",
+    "NFS_ACCESS",
+    "NFS_READLINK",
+    "NFS_READ",
+    "NFS_WRITE",
+    "NFS_CREATE",
+    "NFS_MKDIR",
+    "NFS_SYMLINK",
+    "NFS_MKNOD",
+    "NFS_REMOVE",
+    "NFS_RMDIR",
+    "NFS_RENAME",
+    "NFS_LINK",
+    "NFS_READDIR",
+    "NFS_READDIRPLUS",
+    "NFS_FSSTAT",
+    "NFS_FSINFO",
+    "NFS_PATHCONF",
+    "NFS_COMMIT",
+    "NFS_MOUNT",
+]
 
-VIEWS: Dict[str, List[Column]] = {
+VIEWS: dict[str, list[Column]] = {
     # One row per Oracle process (PNUM); counters die with the process.
-    "V$DNFS_STATS": [("PNUM", "11.2.0.4", None)] + [(op, "11.2.0.4", None) for op in _NFS3_OPS] + [
+    "V$DNFS_STATS": [("PNUM", "11.2.0.4", None)]
+    + [(op, "11.2.0.4", None) for op in _NFS3_OPS]
+    + [
         ("NFS_READBYTES", "11.2.0.4", None),
         ("NFS_WRITEBYTES", "11.2.0.4", None),
         ("CON_ID", "12.1.0.1", None),
@@ -44,78 +68,155 @@ VIEWS: Dict[str, List[Column]] = {
     # One row per process per network path; SENDS/RECVS/PINGS and the
     # reconnect counts are "since the last select" of the view.
     "V$DNFS_CHANNELS": [
-        ("PNUM", "11.2.0.4", None), ("SVRNAME", "11.2.0.4", None), ("PATH", "11.2.0.4", None),
-        ("LOCAL", "11.2.0.4", None), ("CH_ID", "11.2.0.4", None), ("SVR_ID", "11.2.0.4", None),
-        ("SENDS", "11.2.0.4", None), ("RECVS", "11.2.0.4", None), ("PINGS", "11.2.0.4", None),
+        ("PNUM", "11.2.0.4", None),
+        ("SVRNAME", "11.2.0.4", None),
+        ("PATH", "11.2.0.4", None),
+        ("LOCAL", "11.2.0.4", None),
+        ("CH_ID", "11.2.0.4", None),
+        ("SVR_ID", "11.2.0.4", None),
+        ("SENDS", "11.2.0.4", None),
+        ("RECVS", "11.2.0.4", None),
+        ("PINGS", "11.2.0.4", None),
         ("RECO", "11.2.0.4", "11.2.0.4"),
-        ("SPRECO", "12.1.0.2", None), ("DPRECO", "12.1.0.2", None),
-        ("CON_ID", "12.1.0.1", None), ("RDMA", "12.1.0.1", None), ("RDMA_CREDITS", "12.1.0.2", None),
-        ("CLIENTPORT", "12.1.0.2", None), ("ACTIVE_SPEED", "12.1.0.2", None),
-        ("PEAK_FMR", "12.1.0.1", None), ("CURRENT_FMR", "12.1.0.1", None), ("FMRREG_COUNT", "12.1.0.1", None),
+        ("SPRECO", "12.1.0.2", None),
+        ("DPRECO", "12.1.0.2", None),
+        ("CON_ID", "12.1.0.1", None),
+        ("RDMA", "12.1.0.1", None),
+        ("RDMA_CREDITS", "12.1.0.2", None),
+        ("CLIENTPORT", "12.1.0.2", None),
+        ("ACTIVE_SPEED", "12.1.0.2", None),
+        ("PEAK_FMR", "12.1.0.1", None),
+        ("CURRENT_FMR", "12.1.0.1", None),
+        ("FMRREG_COUNT", "12.1.0.1", None),
     ],
     "V$DNFS_SERVERS": [
-        ("ID", "11.2.0.4", None), ("SVRNAME", "11.2.0.4", None), ("DIRNAME", "11.2.0.4", None),
-        ("MNTPORT", "11.2.0.4", None), ("NFSPORT", "11.2.0.4", None), ("NFSVERSION", "12.1.0.1", None),
-        ("WTMAX", "11.2.0.4", None), ("RTMAX", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
-        ("RDMAENABLE", "12.1.0.2", None), ("RDMAPORT", "12.1.0.2", None), ("SECURITY", "12.2", None),
+        ("ID", "11.2.0.4", None),
+        ("SVRNAME", "11.2.0.4", None),
+        ("DIRNAME", "11.2.0.4", None),
+        ("MNTPORT", "11.2.0.4", None),
+        ("NFSPORT", "11.2.0.4", None),
+        ("NFSVERSION", "12.1.0.1", None),
+        ("WTMAX", "11.2.0.4", None),
+        ("RTMAX", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
+        ("RDMAENABLE", "12.1.0.2", None),
+        ("RDMAPORT", "12.1.0.2", None),
+        ("SECURITY", "12.2", None),
     ],
     "V$DNFS_FILES": [
-        ("FILENAME", "11.2.0.4", None), ("FILESIZE", "11.2.0.4", None), ("PNUM", "11.2.0.4", None),
-        ("SVR_ID", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("FILENAME", "11.2.0.4", None),
+        ("FILESIZE", "11.2.0.4", None),
+        ("PNUM", "11.2.0.4", None),
+        ("SVR_ID", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$SYSTEM_EVENT": [
-        ("EVENT", "11.2.0.4", None), ("TOTAL_WAITS", "11.2.0.4", None), ("TOTAL_TIMEOUTS", "11.2.0.4", None),
-        ("TIME_WAITED", "11.2.0.4", None), ("AVERAGE_WAIT", "11.2.0.4", None), ("TIME_WAITED_MICRO", "11.2.0.4", None),
-        ("TOTAL_WAITS_FG", "11.2.0.4", None), ("TOTAL_TIMEOUTS_FG", "11.2.0.4", None), ("TIME_WAITED_FG", "11.2.0.4", None),
-        ("AVERAGE_WAIT_FG", "11.2.0.4", None), ("TIME_WAITED_MICRO_FG", "11.2.0.4", None),
-        ("EVENT_ID", "11.2.0.4", None), ("WAIT_CLASS_ID", "11.2.0.4", None), ("WAIT_CLASS#", "11.2.0.4", None),
-        ("WAIT_CLASS", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("EVENT", "11.2.0.4", None),
+        ("TOTAL_WAITS", "11.2.0.4", None),
+        ("TOTAL_TIMEOUTS", "11.2.0.4", None),
+        ("TIME_WAITED", "11.2.0.4", None),
+        ("AVERAGE_WAIT", "11.2.0.4", None),
+        ("TIME_WAITED_MICRO", "11.2.0.4", None),
+        ("TOTAL_WAITS_FG", "11.2.0.4", None),
+        ("TOTAL_TIMEOUTS_FG", "11.2.0.4", None),
+        ("TIME_WAITED_FG", "11.2.0.4", None),
+        ("AVERAGE_WAIT_FG", "11.2.0.4", None),
+        ("TIME_WAITED_MICRO_FG", "11.2.0.4", None),
+        ("EVENT_ID", "11.2.0.4", None),
+        ("WAIT_CLASS_ID", "11.2.0.4", None),
+        ("WAIT_CLASS#", "11.2.0.4", None),
+        ("WAIT_CLASS", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$EVENT_HISTOGRAM": [
-        ("EVENT#", "11.2.0.4", None), ("EVENT", "11.2.0.4", None), ("WAIT_TIME_MILLI", "11.2.0.4", None),
-        ("WAIT_COUNT", "11.2.0.4", None), ("LAST_UPDATE_TIME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("EVENT#", "11.2.0.4", None),
+        ("EVENT", "11.2.0.4", None),
+        ("WAIT_TIME_MILLI", "11.2.0.4", None),
+        ("WAIT_COUNT", "11.2.0.4", None),
+        ("LAST_UPDATE_TIME", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$EVENT_HISTOGRAM_MICRO": [
-        ("EVENT#", "12.1.0.2", None), ("EVENT", "12.1.0.2", None), ("WAIT_TIME_FORMAT", "12.1.0.2", None),
-        ("WAIT_TIME_MICRO", "12.1.0.2", None), ("WAIT_COUNT", "12.1.0.2", None), ("LAST_UPDATE_TIME", "12.1.0.2", None),
+        ("EVENT#", "12.1.0.2", None),
+        ("EVENT", "12.1.0.2", None),
+        ("WAIT_TIME_FORMAT", "12.1.0.2", None),
+        ("WAIT_TIME_MICRO", "12.1.0.2", None),
+        ("WAIT_COUNT", "12.1.0.2", None),
+        ("LAST_UPDATE_TIME", "12.1.0.2", None),
         ("CON_ID", "12.1.0.2", None),
     ],
     "V$IOSTAT_FILE": [
-        ("FILE_NO", "11.2.0.4", None), ("FILETYPE_ID", "11.2.0.4", None), ("FILETYPE_NAME", "11.2.0.4", None),
-        ("SMALL_READ_MEGABYTES", "11.2.0.4", None), ("SMALL_WRITE_MEGABYTES", "11.2.0.4", None),
-        ("LARGE_READ_MEGABYTES", "11.2.0.4", None), ("LARGE_WRITE_MEGABYTES", "11.2.0.4", None),
-        ("SMALL_READ_REQS", "11.2.0.4", None), ("SMALL_WRITE_REQS", "11.2.0.4", None), ("SMALL_SYNC_READ_REQS", "11.2.0.4", None),
-        ("LARGE_READ_REQS", "11.2.0.4", None), ("LARGE_WRITE_REQS", "11.2.0.4", None),
-        ("SMALL_READ_SERVICETIME", "11.2.0.4", None), ("SMALL_WRITE_SERVICETIME", "11.2.0.4", None),
-        ("SMALL_SYNC_READ_LATENCY", "11.2.0.4", None), ("LARGE_READ_SERVICETIME", "11.2.0.4", None),
-        ("LARGE_WRITE_SERVICETIME", "11.2.0.4", None), ("ASYNCH_IO", "11.2.0.4", None),
-        ("ACCESS_METHOD", "11.2.0.4", None), ("RETRIES_ON_ERROR", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("FILE_NO", "11.2.0.4", None),
+        ("FILETYPE_ID", "11.2.0.4", None),
+        ("FILETYPE_NAME", "11.2.0.4", None),
+        ("SMALL_READ_MEGABYTES", "11.2.0.4", None),
+        ("SMALL_WRITE_MEGABYTES", "11.2.0.4", None),
+        ("LARGE_READ_MEGABYTES", "11.2.0.4", None),
+        ("LARGE_WRITE_MEGABYTES", "11.2.0.4", None),
+        ("SMALL_READ_REQS", "11.2.0.4", None),
+        ("SMALL_WRITE_REQS", "11.2.0.4", None),
+        ("SMALL_SYNC_READ_REQS", "11.2.0.4", None),
+        ("LARGE_READ_REQS", "11.2.0.4", None),
+        ("LARGE_WRITE_REQS", "11.2.0.4", None),
+        ("SMALL_READ_SERVICETIME", "11.2.0.4", None),
+        ("SMALL_WRITE_SERVICETIME", "11.2.0.4", None),
+        ("SMALL_SYNC_READ_LATENCY", "11.2.0.4", None),
+        ("LARGE_READ_SERVICETIME", "11.2.0.4", None),
+        ("LARGE_WRITE_SERVICETIME", "11.2.0.4", None),
+        ("ASYNCH_IO", "11.2.0.4", None),
+        ("ACCESS_METHOD", "11.2.0.4", None),
+        ("RETRIES_ON_ERROR", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$INSTANCE": [
-        ("INSTANCE_NUMBER", "11.2.0.4", None), ("INSTANCE_NAME", "11.2.0.4", None), ("HOST_NAME", "11.2.0.4", None),
-        ("VERSION", "11.2.0.4", None), ("VERSION_FULL", "18c", None), ("STARTUP_TIME", "11.2.0.4", None),
-        ("STATUS", "11.2.0.4", None), ("DATABASE_STATUS", "11.2.0.4", None), ("INSTANCE_ROLE", "11.2.0.4", None),
+        ("INSTANCE_NUMBER", "11.2.0.4", None),
+        ("INSTANCE_NAME", "11.2.0.4", None),
+        ("HOST_NAME", "11.2.0.4", None),
+        ("VERSION", "11.2.0.4", None),
+        ("VERSION_FULL", "18c", None),
+        ("STARTUP_TIME", "11.2.0.4", None),
+        ("STATUS", "11.2.0.4", None),
+        ("DATABASE_STATUS", "11.2.0.4", None),
+        ("INSTANCE_ROLE", "11.2.0.4", None),
         ("CON_ID", "12.1.0.1", None),
     ],
     "V$PROCESS": [
-        ("ADDR", "11.2.0.4", None), ("PID", "11.2.0.4", None), ("SPID", "11.2.0.4", None), ("SERIAL#", "11.2.0.4", None),
-        ("PNAME", "11.2.0.4", None), ("USERNAME", "11.2.0.4", None), ("PROGRAM", "11.2.0.4", None),
-        ("BACKGROUND", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("ADDR", "11.2.0.4", None),
+        ("PID", "11.2.0.4", None),
+        ("SPID", "11.2.0.4", None),
+        ("SERIAL#", "11.2.0.4", None),
+        ("PNAME", "11.2.0.4", None),
+        ("USERNAME", "11.2.0.4", None),
+        ("PROGRAM", "11.2.0.4", None),
+        ("BACKGROUND", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$DATABASE": [
-        ("DBID", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("DB_UNIQUE_NAME", "11.2.0.4", None),
-        ("CDB", "12.1.0.1", None), ("CON_ID", "12.1.0.1", None),
+        ("DBID", "11.2.0.4", None),
+        ("NAME", "11.2.0.4", None),
+        ("DB_UNIQUE_NAME", "11.2.0.4", None),
+        ("CDB", "12.1.0.1", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$PARAMETER": [
-        ("NAME", "11.2.0.4", None), ("VALUE", "11.2.0.4", None), ("ISDEFAULT", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None),
+        ("NAME", "11.2.0.4", None),
+        ("VALUE", "11.2.0.4", None),
+        ("ISDEFAULT", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
     ],
     "V$TIMER": [("HSECS", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     # Data dictionary view the agent discovers columns with (the part it reads).
-    "ALL_TAB_COLUMNS": [("OWNER", "11.2.0.4", None), ("TABLE_NAME", "11.2.0.4", None), ("COLUMN_NAME", "11.2.0.4", None),
-                        ("DATA_TYPE", "11.2.0.4", None), ("COLUMN_ID", "11.2.0.4", None)],
+    "ALL_TAB_COLUMNS": [
+        ("OWNER", "11.2.0.4", None),
+        ("TABLE_NAME", "11.2.0.4", None),
+        ("COLUMN_NAME", "11.2.0.4", None),
+        ("DATA_TYPE", "11.2.0.4", None),
+        ("COLUMN_ID", "11.2.0.4", None),
+    ],
 }
 
-def release_tuple(name: str) -> Tuple[int, ...]:
+
+def release_tuple(name: str) -> tuple[int, ...]:
     if name not in RELEASES:
         raise KeyError(f"unknown release {name!r}; known: {', '.join(RELEASES)}")
     return RELEASES[name]
@@ -139,11 +240,15 @@ def base_view(view: str) -> str:
     return view[1:] if view.startswith("GV$") else view
 
 
-def columns(view: str, release: str) -> List[str]:
+def columns(view: str, release: str) -> list[str]:
     """The columns a view has in a release, in the documented order; GV$ adds INST_ID first."""
     facts = VIEWS[base_view(view)]
     at = release_tuple(release)
-    found = [name for name, first, last in facts if release_tuple(first) <= at and (last is None or at <= release_tuple(last))]
+    found = [
+        name
+        for name, first, last in facts
+        if release_tuple(first) <= at and (last is None or at <= release_tuple(last))
+    ]
     if not found:
         return []  # the view does not exist in this release
-    return (["INST_ID"] + found) if view.upper().startswith("GV$") else found
+    return (["INST_ID", *found]) if view.upper().startswith("GV$") else found

@@ -19,8 +19,9 @@ quarantined with that reason rather than silently altered.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Tuple, Union
+from typing import Union
 
 FieldValue = Union[int, float, str, bool]
 
@@ -28,7 +29,7 @@ FieldValue = Union[int, float, str, bool]
 @dataclass(frozen=True)
 class Point:
     measurement: str
-    tags: Tuple[Tuple[str, str], ...]
+    tags: tuple[tuple[str, str], ...]
     fields: Mapping[str, FieldValue]
     # Nanoseconds since the Unix epoch.
     time_ns: int
@@ -37,7 +38,7 @@ class Point:
         return {"m": self.measurement, "t": [list(p) for p in self.tags], "f": dict(self.fields), "ns": self.time_ns}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Point":
+    def from_json(cls, data: dict) -> Point:
         return cls(data["m"], tuple((str(k), str(v)) for k, v in data["t"]), dict(data["f"]), int(data["ns"]))
 
 
@@ -73,4 +74,3 @@ def to_line(point: Point) -> str:
             head += f",{_escape(key, ',= ')}={_escape(value, ',= ')}"
     body = ",".join(f"{_escape(k, ',= ')}={_field_value(v)}" for k, v in sorted(point.fields.items()))
     return f"{head} {body} {point.time_ns}"
-

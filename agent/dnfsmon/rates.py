@@ -24,8 +24,9 @@ Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Optional, Union
 
 # Counters at or above 2^63 cannot come from a real workload: a 64-bit
 # counter of bytes would need 292 years at 1 GB/s to get there. procfs's
@@ -38,7 +39,7 @@ IMPLAUSIBLE_COUNTER = 2**63
 STARTED_TOLERANCE_S = 2.0
 
 Gauge = Union[int, float, str, bool]
-Key = Tuple[Tuple[str, str], ...]
+Key = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Sample:
     gauges: Mapping[str, Gauge] = field(default_factory=dict)
     # Anything that changes when the counted thing is replaced: boot id,
     # instance startup time, process serial. Compared exactly.
-    identity: Tuple[str, ...] = ()
+    identity: tuple[str, ...] = ()
     # When the counters started, on the same clock as `time`, if known.
     started: Optional[float] = None
     # Bit width of counters that wrap (e.g. {"rx_bytes": 32}); others never do.
@@ -85,7 +86,7 @@ class Sample:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Sample":
+    def from_json(cls, data: dict) -> Sample:
         """Inverse of to_json; raises KeyError/TypeError/ValueError on bad data."""
         counters = {str(k): int(v) for k, v in data["counters"].items()}
         widths = {str(k): int(v) for k, v in data.get("widths", {}).items()}
@@ -112,9 +113,9 @@ class Interval:
     # Measured length of the interval in seconds (> 0).
     dt: float
     # Counter increases over the interval, only for counters valid in both.
-    deltas: Dict[str, int]
+    deltas: dict[str, int]
     # Counters left out of `deltas`, with the reason (implausible values).
-    dropped: Dict[str, str]
+    dropped: dict[str, str]
 
     def rate(self, counter: str) -> Optional[float]:
         """Increase per second of one counter, None when it has no delta."""
@@ -157,8 +158,8 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
     if not dt > 0:
         return Skip(current, f"interval of {dt:.6f} s is not positive")
 
-    deltas: Dict[str, int] = {}
-    dropped: Dict[str, str] = {}
+    deltas: dict[str, int] = {}
+    dropped: dict[str, str] = {}
     for name, now in current.counters.items():
         if name not in previous.counters:
             continue
@@ -185,8 +186,8 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
 
 @dataclass
 class DiffResult:
-    intervals: List[Interval]
-    skips: List[Skip]
+    intervals: list[Interval]
+    skips: list[Skip]
 
 
 def diff_all(previous: Mapping[str, Sample], current: Iterable[Sample]) -> DiffResult:
@@ -209,8 +210,8 @@ class Aggregate:
     dt: float
     # Sums of each counter's deltas, for counters every member has a delta of
     # (a sum missing a member would understate the series).
-    deltas: Dict[str, int]
-    members: List[Interval]
+    deltas: dict[str, int]
+    members: list[Interval]
 
     def rate(self, counter: str) -> Optional[float]:
         if counter not in self.deltas:
@@ -223,16 +224,16 @@ class Aggregate:
 AGGREGATE_DT_TOLERANCE_S = 1e-6
 
 
-def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hashable]) -> Dict[Hashable, Aggregate]:
+def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hashable]) -> dict[Hashable, Aggregate]:
     """Sum per-key deltas into groups: diff per key first, then aggregate.
 
     Keys that are new this time (baselines) or were reset are not among the
     intervals, so they add nothing - never a negative or a since-start count.
     """
-    groups: Dict[Hashable, List[Interval]] = {}
+    groups: dict[Hashable, list[Interval]] = {}
     for interval in intervals:
         groups.setdefault(group_of(interval), []).append(interval)
-    result: Dict[Hashable, Aggregate] = {}
+    result: dict[Hashable, Aggregate] = {}
     for group, members in groups.items():
         dts = [m.dt for m in members]
         if max(dts) - min(dts) > AGGREGATE_DT_TOLERANCE_S:
@@ -262,7 +263,7 @@ def mean_per_event(total_delta: Optional[float], events_delta: Optional[float]) 
     return total_delta / events_delta
 
 
-def mean(values: List[float]) -> float:
+def mean(values: list[float]) -> float:
     """Arithmetic mean of point-in-time values (callers pass a non-empty list)."""
     return sum(values) / len(values)
 

@@ -33,19 +33,26 @@ import datetime
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Optional
 
 from . import oracle_facts
 from .sources import Raw
 from .sources.oracle import IO_EVENTS, RESULTS, build_queries
 
 VERSIONS = {
-    "11.2.0.4": "11.2.0.4.0", "12.1.0.1": "12.1.0.1.0", "12.1.0.2": "12.1.0.2.0", "12.2": "12.2.0.1.0",
-    "18c": "18.0.0.0.0", "19c": "19.0.0.0.0", "21c": "21.0.0.0.0", "23ai": "23.0.0.0.0",
+    "11.2.0.4": "11.2.0.4.0",
+    "12.1.0.1": "12.1.0.1.0",
+    "12.1.0.2": "12.1.0.2.0",
+    "12.2": "12.2.0.1.0",
+    "18c": "18.0.0.0.0",
+    "19c": "19.0.0.0.0",
+    "21c": "21.0.0.0.0",
+    "23ai": "23.0.0.0.0",
 }
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
-EVENTS: Dict[str, Tuple[str, float, float, float]] = {
+EVENTS: dict[str, tuple[str, float, float, float]] = {
     "db file sequential read": ("read", 0.70, 1.0, 0.95),
     "db file scattered read": ("read", 0.10, 1.6, 0.90),
     "db file parallel read": ("read", 0.05, 1.3, 0.90),
@@ -78,13 +85,16 @@ class Workload:
     processes: int = 40  # dNFS process slots per instance
     process_lifetime_s: float = 3600.0
     restart_every_s: float = 0.0  # 0: never
-    servers: Tuple[Tuple[str, Tuple[str, ...]], ...] = (("filer1", ("10.0.1.5", "10.0.2.5")), ("filer2", ("10.0.1.6", "10.0.2.6")))
-    local_addresses: Tuple[str, ...] = ("10.0.1.1", "10.0.2.1")  # per path position
+    servers: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("filer1", ("10.0.1.5", "10.0.2.5")),
+        ("filer2", ("10.0.1.6", "10.0.2.6")),
+    )
+    local_addresses: tuple[str, ...] = ("10.0.1.1", "10.0.2.1")  # per path position
     path_imbalance: float = 0.0  # 0: even; path 0 gets (1 + x) / (n + x) of its filer's traffic
     latency_us: float = 500.0  # unloaded mean of 'db file sequential read'
     latency_sigma: float = 0.5
     client_slots: int = 0  # 0: unlimited
-    load_phases: Tuple[Tuple[float, float], ...] = ((600.0, 1.0), (300.0, 2.5))
+    load_phases: tuple[tuple[float, float], ...] = ((600.0, 1.0), (300.0, 2.5))
     dnfs_enabled: bool = True
     datafiles_per_server: int = 10
     fallback_datafiles: int = 0  # data files read through the kernel NFS client (OS_LIB)
@@ -100,7 +110,7 @@ class Workload:
 class Memory:
     """What the simulated database remembers between reads: V$DNFS_CHANNELS' last select."""
 
-    last_channel_select: Dict[int, float] = field(default_factory=dict)
+    last_channel_select: dict[int, float] = field(default_factory=dict)
 
 
 class Model:
@@ -111,7 +121,7 @@ class Model:
         for name, paths in workload.servers:
             n, x = len(paths), workload.path_imbalance
             self.path_shares[name] = [(1 + x) / (n + x) if i == 0 else 1 / (n + x) for i in range(n)]
-        self._shares: Dict[Tuple[float, float], List[Tuple[float, float]]] = {}
+        self._shares: dict[tuple[float, float], list[tuple[float, float]]] = {}
         self.weights = {}
         for inst in range(1, workload.instances + 1):
             raw = [1 + 3 * _unit("weight", inst, k) for k in range(workload.processes)]
@@ -158,7 +168,7 @@ class Model:
     def _lifetime(self, inst: int, slot: int, g: int) -> float:
         return self.w.process_lifetime_s * (0.5 + _unit("life", inst, slot, g % LIFETIME_PATTERN))
 
-    def process(self, inst: int, slot: int, t: float) -> Tuple[int, float]:
+    def process(self, inst: int, slot: int, t: float) -> tuple[int, float]:
         """(generation, start time) of the process in a slot at time t."""
         start = self.startup(inst, t)
         # The first process of a slot lives only part of a lifetime, so slots do not turn over together.
@@ -190,14 +200,14 @@ class Model:
     def mean_latency_us(self, event: str, m: float) -> float:
         return self.w.latency_us * EVENTS[event][2] * self.slowdown(m)
 
-    def bucket_shares(self, mean_us: float, unit_us: float) -> List[Tuple[float, float]]:
+    def bucket_shares(self, mean_us: float, unit_us: float) -> list[tuple[float, float]]:
         """(probability, mean wait in µs) per power-of-two bucket of `unit_us` µs (memoised)."""
         key = (mean_us, unit_us)
         if key not in self._shares:
             self._shares[key] = self._bucket_shares(mean_us, unit_us)
         return self._shares[key]
 
-    def _bucket_shares(self, mean_us: float, unit_us: float) -> List[Tuple[float, float]]:
+    def _bucket_shares(self, mean_us: float, unit_us: float) -> list[tuple[float, float]]:
         mu = math.log(mean_us) - self.w.latency_sigma**2 / 2
 
         def cdf(x_us: float) -> float:
@@ -222,11 +232,12 @@ class Model:
 
     # --- counters at time t ---
 
-    def event_counts(self, inst: int, event: str, t: float, unit_us: float) -> Tuple[List[int], int]:
+    def event_counts(self, inst: int, event: str, t: float, unit_us: float) -> tuple[list[int], int]:
         """(cumulative waits per bucket, cumulative µs waited) since the instance started."""
         start = self.startup(inst, t)
         counts, micros = [], 0.0
         for b in range(HISTOGRAM_BUCKETS):
+
             def rate(m: float, b: int = b) -> float:
                 return self.event_rate(event, m) * self.bucket_shares(self.mean_latency_us(event, m), unit_us)[b][0]
 
@@ -238,19 +249,22 @@ class Model:
             micros += self.integral(time_rate, start, t)
         return counts, math.floor(micros)
 
-    def process_counts(self, inst: int, slot: int, t: float) -> Dict[str, int]:
+    def process_counts(self, inst: int, slot: int, t: float) -> dict[str, int]:
         _, begin = self.process(inst, slot, t)
         share = self.load(begin, t) * self.weights[inst][slot]
         reads = math.floor(self.w.read_iops * share)
         writes = math.floor(self.w.write_iops * share)
         return {
-            "NFS_READ": reads, "NFS_WRITE": writes,
-            "NFS_READBYTES": reads * self.w.read_bytes, "NFS_WRITEBYTES": writes * self.w.write_bytes,
-            "NFS_GETATTR": math.floor(0.02 * (reads + writes)), "NFS_COMMIT": math.floor(0.05 * writes),
+            "NFS_READ": reads,
+            "NFS_WRITE": writes,
+            "NFS_READBYTES": reads * self.w.read_bytes,
+            "NFS_WRITEBYTES": writes * self.w.write_bytes,
+            "NFS_GETATTR": math.floor(0.02 * (reads + writes)),
+            "NFS_COMMIT": math.floor(0.05 * writes),
         }
 
 
-def _row(columns: Sequence[str], values: Mapping[str, object]) -> List[object]:
+def _row(columns: Sequence[str], values: Mapping[str, object]) -> list[object]:
     return [values.get(c) for c in columns]
 
 
@@ -258,21 +272,42 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
     """What dnfsmon's queries would return from the simulated database at time t."""
     model = Model(workload)
     memory = memory if memory is not None else Memory()
-    available = {view: set(oracle_facts.columns(view, workload.release)) for view in (
-        "GV$INSTANCE", "V$DATABASE", "GV$DNFS_STATS", "GV$PROCESS", "GV$DNFS_CHANNELS", "GV$DNFS_SERVERS",
-        "GV$DNFS_FILES", "GV$SYSTEM_EVENT", "GV$EVENT_HISTOGRAM", "GV$IOSTAT_FILE")}
+    available = {
+        view: set(oracle_facts.columns(view, workload.release))
+        for view in (
+            "GV$INSTANCE",
+            "V$DATABASE",
+            "GV$DNFS_STATS",
+            "GV$PROCESS",
+            "GV$DNFS_CHANNELS",
+            "GV$DNFS_SERVERS",
+            "GV$DNFS_FILES",
+            "GV$SYSTEM_EVENT",
+            "GV$EVENT_HISTOGRAM",
+            "GV$IOSTAT_FILE",
+        )
+    }
     if oracle_facts.release_tuple(workload.release) >= oracle_facts.release_tuple("12.1.0.2"):
         available["GV$EVENT_HISTOGRAM_MICRO"] = set(oracle_facts.columns("GV$EVENT_HISTOGRAM_MICRO", workload.release))
     results = {}
     for query in build_queries(available):
-        results[query.name] = {"columns": list(query.columns), "rows": [_row(query.columns, dict(v, DB_TIME=t)) for v in _rows(model, query.name, t, memory)]}
+        results[query.name] = {
+            "columns": list(query.columns),
+            "rows": [_row(query.columns, dict(v, DB_TIME=t)) for v in _rows(model, query.name, t, memory)],
+        }
     for inst in range(1, workload.instances + 1):
         memory.last_channel_select[inst] = t
     database = {"DBID": workload.dbid, "NAME": workload.db_name, "DB_UNIQUE_NAME": workload.db_name}
     if "CDB" in available["V$DATABASE"]:
         database["CDB"] = "NO"
-    document = {"kind": "simulated", "version": VERSIONS[workload.release], "database": database,
-                "results": results, "errors": {}, "down": None}
+    document = {
+        "kind": "simulated",
+        "version": VERSIONS[workload.release],
+        "database": database,
+        "results": results,
+        "errors": {},
+        "down": None,
+    }
     return Raw({RESULTS: json.dumps(document)}, t, t)
 
 
@@ -280,14 +315,21 @@ def _iso(t: float) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def _rows(model: Model, name: str, t: float, memory: Memory) -> List[Dict[str, object]]:
+def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, object]]:
     w = model.w
     instances = range(1, w.instances + 1)
-    rows: List[Dict[str, object]] = []
+    rows: list[dict[str, object]] = []
     if name == "instances":
         for inst in instances:
-            rows.append({"INST_ID": inst, "INSTANCE_NAME": f"{w.db_name.lower()}{inst}", "HOST_NAME": f"simhost{inst}",
-                         "VERSION": VERSIONS[w.release], "STARTUP_TIME": _iso(model.startup(inst, t))})
+            rows.append(
+                {
+                    "INST_ID": inst,
+                    "INSTANCE_NAME": f"{w.db_name.lower()}{inst}",
+                    "HOST_NAME": f"simhost{inst}",
+                    "VERSION": VERSIONS[w.release],
+                    "STARTUP_TIME": _iso(model.startup(inst, t)),
+                }
+            )
     elif name == "database":
         rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "NO"})
     elif name == "dnfs_stats" and w.dnfs_enabled:
@@ -295,11 +337,40 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> List[Dict[str, o
             startup = model.startup(inst, t)
             for slot in range(w.processes):
                 g, _ = model.process(inst, slot, t)
-                row: Dict[str, object] = {name: 0 for name in ("NFS_NULL", "NFS_SETATTR", "NFS_LOOKUP", "NFS_ACCESS", "NFS_READLINK", "NFS_CREATE", "NFS_MKDIR",
-                                                               "NFS_SYMLINK", "NFS_MKNOD", "NFS_REMOVE", "NFS_RMDIR", "NFS_RENAME", "NFS_LINK", "NFS_READDIR",
-                                                               "NFS_READDIRPLUS", "NFS_FSSTAT", "NFS_FSINFO", "NFS_PATHCONF", "NFS_MOUNT")}
+                row: dict[str, object] = dict.fromkeys(
+                    (
+                        "NFS_NULL",
+                        "NFS_SETATTR",
+                        "NFS_LOOKUP",
+                        "NFS_ACCESS",
+                        "NFS_READLINK",
+                        "NFS_CREATE",
+                        "NFS_MKDIR",
+                        "NFS_SYMLINK",
+                        "NFS_MKNOD",
+                        "NFS_REMOVE",
+                        "NFS_RMDIR",
+                        "NFS_RENAME",
+                        "NFS_LINK",
+                        "NFS_READDIR",
+                        "NFS_READDIRPLUS",
+                        "NFS_FSSTAT",
+                        "NFS_FSINFO",
+                        "NFS_PATHCONF",
+                        "NFS_MOUNT",
+                    ),
+                    0,
+                )
                 row.update(model.process_counts(inst, slot, t))
-                row.update({"INST_ID": inst, "PNUM": 20 + slot, "SPID": str(model.spid(inst, slot, g, startup)), "SERIAL#": g + 1, "CON_ID": 0})
+                row.update(
+                    {
+                        "INST_ID": inst,
+                        "PNUM": 20 + slot,
+                        "SPID": str(model.spid(inst, slot, g, startup)),
+                        "SERIAL#": g + 1,
+                        "CON_ID": 0,
+                    }
+                )
                 rows.append(row)
     elif name == "dnfs_channels" and w.dnfs_enabled:
         for inst in instances:
@@ -311,26 +382,63 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> List[Dict[str, o
                     for position, path in enumerate(paths):
                         share = model.path_shares[server][position] / len(w.servers)
                         sends = math.floor(ops * share)
-                        rows.append({"INST_ID": inst, "PNUM": 20 + slot, "SVRNAME": server, "PATH": path,
-                                     "LOCAL": w.local_addresses[position % len(w.local_addresses)], "SENDS": sends, "RECVS": sends,
-                                     "PINGS": math.floor((t - since) / 10), "RECO": 0, "SPRECO": 0, "DPRECO": 0})
+                        rows.append(
+                            {
+                                "INST_ID": inst,
+                                "PNUM": 20 + slot,
+                                "SVRNAME": server,
+                                "PATH": path,
+                                "LOCAL": w.local_addresses[position % len(w.local_addresses)],
+                                "SENDS": sends,
+                                "RECVS": sends,
+                                "PINGS": math.floor((t - since) / 10),
+                                "RECO": 0,
+                                "SPRECO": 0,
+                                "DPRECO": 0,
+                            }
+                        )
     elif name == "dnfs_servers" and w.dnfs_enabled:
         for inst in instances:
             for number, (server, _) in enumerate(w.servers, start=1):
-                rows.append({"INST_ID": inst, "ID": number, "SVRNAME": server, "DIRNAME": f"/vol/oradata{number}", "NFSPORT": 2049,
-                             "NFSVERSION": "NFSv3.0", "WTMAX": 1048576, "RTMAX": 1048576})
+                rows.append(
+                    {
+                        "INST_ID": inst,
+                        "ID": number,
+                        "SVRNAME": server,
+                        "DIRNAME": f"/vol/oradata{number}",
+                        "NFSPORT": 2049,
+                        "NFSVERSION": "NFSv3.0",
+                        "WTMAX": 1048576,
+                        "RTMAX": 1048576,
+                    }
+                )
     elif name == "dnfs_files" and w.dnfs_enabled:
         for inst in instances:
             for number in range(1, len(w.servers) + 1):
-                rows.append({"INST_ID": inst, "SVR_ID": number, "FILES": w.datafiles_per_server, "BYTES": w.datafiles_per_server * 32 * 2**30})
+                rows.append(
+                    {
+                        "INST_ID": inst,
+                        "SVR_ID": number,
+                        "FILES": w.datafiles_per_server,
+                        "BYTES": w.datafiles_per_server * 32 * 2**30,
+                    }
+                )
     elif name == "system_event":
         for inst in instances:
             for event in IO_EVENTS:
                 buckets, micros = model.event_counts(inst, event, t, 1.0)
                 waits = sum(buckets)
                 fg = EVENTS[event][3]
-                rows.append({"INST_ID": inst, "EVENT": event, "TOTAL_WAITS": waits, "TIME_WAITED_MICRO": micros,
-                             "TOTAL_WAITS_FG": math.floor(waits * fg), "TIME_WAITED_MICRO_FG": math.floor(micros * fg)})
+                rows.append(
+                    {
+                        "INST_ID": inst,
+                        "EVENT": event,
+                        "TOTAL_WAITS": waits,
+                        "TIME_WAITED_MICRO": micros,
+                        "TOTAL_WAITS_FG": math.floor(waits * fg),
+                        "TIME_WAITED_MICRO_FG": math.floor(micros * fg),
+                    }
+                )
     elif name == "event_histogram":
         micro = oracle_facts.release_tuple(w.release) >= oracle_facts.release_tuple("12.1.0.2")
         for inst in instances:
@@ -338,14 +446,24 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> List[Dict[str, o
                 buckets, _ = model.event_counts(inst, event, t, 1.0 if micro else 1000.0)
                 for b, count in enumerate(buckets):
                     bound = 2**b
-                    rows.append({"INST_ID": inst, "EVENT": event, "WAIT_TIME_MICRO" if micro else "WAIT_TIME_MILLI": bound, "WAIT_COUNT": count})
+                    rows.append(
+                        {
+                            "INST_ID": inst,
+                            "EVENT": event,
+                            "WAIT_TIME_MICRO" if micro else "WAIT_TIME_MILLI": bound,
+                            "WAIT_COUNT": count,
+                        }
+                    )
     elif name == "iostat_file":
         for inst in instances:
             data_dnfs = w.datafiles_per_server * len(w.servers) - w.fallback_datafiles if w.dnfs_enabled else 0
             data_os = w.datafiles_per_server * len(w.servers) - data_dnfs
-            for filetype, method, count in (("Data File", "DNFS_LIB", data_dnfs), ("Data File", "OS_LIB", data_os),
-                                            ("Temp File", "DNFS_LIB" if w.dnfs_enabled else "OS_LIB", 2),
-                                            ("Control File", "OS_LIB", 2)):
+            for filetype, method, count in (
+                ("Data File", "DNFS_LIB", data_dnfs),
+                ("Data File", "OS_LIB", data_os),
+                ("Temp File", "DNFS_LIB" if w.dnfs_enabled else "OS_LIB", 2),
+                ("Control File", "OS_LIB", 2),
+            ):
                 if count:
                     rows.append({"INST_ID": inst, "FILETYPE_NAME": filetype, "ACCESS_METHOD": method, "FILES": count})
     return rows
@@ -364,7 +482,7 @@ class Truth:
     observable_write_iops: float
     read_mib_per_s: float
     write_mib_per_s: float
-    event_avg_latency_us: Dict[str, float]
+    event_avg_latency_us: dict[str, float]
     restarted: bool
 
 
@@ -372,12 +490,21 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     model = Model(workload)
     dt = t1 - t0
     load = model.load(t0, t1)
-    alive = sum(model.weights[inst][slot] for slot in range(workload.processes)
-                if model.process(inst, slot, t0) == model.process(inst, slot, t1))
+    alive = sum(
+        model.weights[inst][slot]
+        for slot in range(workload.processes)
+        if model.process(inst, slot, t0) == model.process(inst, slot, t1)
+    )
     latencies = {}
     for event in IO_EVENTS:
         waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)
-        micros = model.integral(lambda m, e=event: model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0)), t0, t1)
+        micros = model.integral(
+            lambda m, e=event: (
+                model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0))
+            ),
+            t0,
+            t1,
+        )
         latencies[event] = micros / waits if waits else 0.0
     return Truth(
         read_iops=workload.read_iops * load / dt,

@@ -21,7 +21,8 @@ import logging
 import os
 import re
 import time
-from typing import Dict, Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 from .files import write_atomically
 from .rates import Sample
@@ -46,7 +47,7 @@ class StateFile:
         self.target_id = target_id
         self.path = os.path.join(directory, state_file_name(target_id))
 
-    def load(self) -> Dict[str, Sample]:
+    def load(self) -> dict[str, Sample]:
         """Previous samples by state key; empty (re-baseline) when there are none usable."""
         try:
             with open(self.path, "rb") as f:
@@ -93,7 +94,11 @@ class StateFile:
         except ValueError:
             self._set_aside("unreadable JSON")
             return None
-        if not isinstance(document, dict) or document.get("schema") != SCHEMA_VERSION or document.get("target") != self.target_id:
+        if (
+            not isinstance(document, dict)
+            or document.get("schema") != SCHEMA_VERSION
+            or document.get("target") != self.target_id
+        ):
             self._set_aside("not this target's, or another schema")
             return None
         return document.get("data")
@@ -141,7 +146,7 @@ class RunLock:
             os.close(self.fd)
             self.fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 

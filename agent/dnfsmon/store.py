@@ -36,8 +36,9 @@ import logging
 import os
 import re
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Optional
 
 from .files import fsync_dir, write_atomically
 from .points import Point
@@ -90,7 +91,7 @@ class Store:
         self.segment_bytes = min(segment_bytes, max(max_bytes // 4, 4096))
         os.makedirs(directory, mode=0o750, exist_ok=True)
 
-    def segments(self) -> List[Tuple[int, str]]:
+    def segments(self) -> list[tuple[int, str]]:
         """(sequence, path) of every segment, oldest first."""
         found = []
         for name in os.listdir(self.directory):
@@ -161,12 +162,17 @@ class Store:
             total -= size
         if dropped:
             fsync_dir(self.directory)
-            log.warning("store %s over %d bytes: dropped the %d oldest unshipped points", self.directory, self.max_bytes, dropped)
+            log.warning(
+                "store %s over %d bytes: dropped the %d oldest unshipped points",
+                self.directory,
+                self.max_bytes,
+                dropped,
+            )
             self._add_counts(dropped_points=dropped)
 
     # --- reading ---
 
-    def _read_segment(self, path: str, start: int = 0, count_torn: bool = True) -> Iterator[Tuple[int, Point]]:
+    def _read_segment(self, path: str, start: int = 0, count_torn: bool = True) -> Iterator[tuple[int, Point]]:
         """(offset just after the record, point) of each good record from `start`."""
         with open(path, "rb") as f:
             f.seek(start)
@@ -188,7 +194,7 @@ class Store:
             except FileNotFoundError:
                 continue  # deleted meanwhile by the bound or a ship
 
-    def unshipped(self) -> Iterator[Tuple[Position, Point]]:
+    def unshipped(self) -> Iterator[tuple[Position, Point]]:
         """Points after the ship cursor, oldest first, each with the position just after it."""
         cursor = self.cursor()
         for sequence, path in self.segments():
@@ -217,7 +223,9 @@ class Store:
         write_atomically(os.path.join(self.directory, CURSOR_FILE), json.dumps(position.__dict__).encode())
         segments = self.segments()
         for sequence, path in segments[:-1]:
-            if sequence < position.segment or (sequence == position.segment and position.offset >= os.path.getsize(path)):
+            if sequence < position.segment or (
+                sequence == position.segment and position.offset >= os.path.getsize(path)
+            ):
                 os.unlink(path)
 
     def quarantine(self, point: Point, reason: str) -> None:
@@ -231,7 +239,7 @@ class Store:
             os.close(fd)
         log.error("quarantined a point of %s (%s) in %s: %s", point.measurement, dict(point.tags), path, reason)
 
-    def quarantined(self) -> List[Tuple[Point, str]]:
+    def quarantined(self) -> list[tuple[Point, str]]:
         path = os.path.join(self.directory, QUARANTINE_FILE)
         found = []
         try:

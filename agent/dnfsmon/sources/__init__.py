@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Optional
 
 # Path (relative to the capture root) holding the kernel's boot id. Host
 # sources put it in every sample's identity: a reboot resets all counters,
@@ -61,7 +62,7 @@ class Raw:
 
     # Relative path ("proc/net/dev") -> file text; None when the file could
     # not be read (e.g. /sys/class/net/lo/speed answers EINVAL).
-    files: Dict[str, Optional[str]]
+    files: dict[str, Optional[str]]
     # Seconds on the source's clock (CLOCK_BOOTTIME for host sources).
     time: float
     # Seconds since the Unix epoch when the files were read.
@@ -82,7 +83,7 @@ class HostInputs:
 
     proc: str = "/proc"
     sys: str = "/sys"
-    nfs_ports: Tuple[int, ...] = (2049,)
+    nfs_ports: tuple[int, ...] = (2049,)
 
     def path(self, relative: str) -> str:
         top, _, rest = relative.partition("/")
@@ -114,7 +115,7 @@ def host_clock() -> float:
 
 def read_host_files(inputs: HostInputs, paths: Iterable[str]) -> Raw:
     """Read host files with the clocks taken right after, plus the boot id."""
-    files = {p: inputs.read(p) for p in list(paths) + [BOOT_ID_PATH]}
+    files = {p: inputs.read(p) for p in [*list(paths), BOOT_ID_PATH]}
     return Raw(files=files, time=host_clock(), wall_time=time.time())
 
 

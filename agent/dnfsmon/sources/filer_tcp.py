@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from .. import rates
 from ..points import Point
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
+from . import HostInputs, ParseError, Raw, boot_identity, read_host_files
 
 NAME = "filer_tcp"
 MEASUREMENT = "dnfsmon_filer_tcp"
@@ -43,7 +43,15 @@ SOCKETS = "netlink/inet_diag_tcp.json"
 # segs_out/in: 4.2+; absent on older kernels, and then so are their rates).
 COUNTERS = ("tcpi_bytes_acked", "tcpi_bytes_received", "tcpi_segs_out", "tcpi_segs_in", "tcpi_total_retrans")
 # Point-in-time tcp_info values (rtt, rttvar, min_rtt in microseconds).
-GAUGES = ("tcpi_rtt", "tcpi_rttvar", "tcpi_min_rtt", "tcpi_snd_cwnd", "tcpi_snd_ssthresh", "tcpi_unacked", "tcpi_retransmits")
+GAUGES = (
+    "tcpi_rtt",
+    "tcpi_rttvar",
+    "tcpi_min_rtt",
+    "tcpi_snd_cwnd",
+    "tcpi_snd_ssthresh",
+    "tcpi_unacked",
+    "tcpi_retransmits",
+)
 # TCP_INFINITE_SSTHRESH (include/net/tcp.h): slow start has not ended; no value.
 INFINITE_SSTHRESH = 0x7FFFFFFF
 # 1 << (INET_DIAG_INFO - 1): ask sock_diag for struct tcp_info.
@@ -56,7 +64,7 @@ def normalise_address(address: str) -> str:
     return address[7:] if address.lower().startswith("::ffff:") and "." in address else address
 
 
-def read_sockets(nfs_ports: Tuple[int, ...]) -> dict:
+def read_sockets(nfs_ports: tuple[int, ...]) -> dict:
     """The live sockets to the filers and the local addresses' interfaces (pyroute2)."""
     from pyroute2.iproute.linux import IPRoute
     from pyroute2.netlink.diag import DiagSocket
@@ -66,15 +74,20 @@ def read_sockets(nfs_ports: Tuple[int, ...]) -> dict:
         diag.bind()
         for family in (socket.AF_INET, socket.AF_INET6):
             for port in nfs_ports:
-                for message in diag.get_sock_stats(family=family, states=TCP_ESTABLISHED_STATES,
-                                                   extensions=INET_DIAG_INFO_EXTENSION, dport=port):
+                for message in diag.get_sock_stats(
+                    family=family, states=TCP_ESTABLISHED_STATES, extensions=INET_DIAG_INFO_EXTENSION, dport=port
+                ):
                     info = message.get_attr("INET_DIAG_INFO")
-                    found.append({
-                        "src": message["idiag_src"], "sport": message["idiag_sport"],
-                        "dst": message["idiag_dst"], "dport": message["idiag_dport"],
-                        "cookie": message["idiag_cookie"],
-                        "tcp_info": {} if info is None else {k: info[k] for k in COUNTERS + GAUGES if k in info.keys()},
-                    })
+                    found.append(
+                        {
+                            "src": message["idiag_src"],
+                            "sport": message["idiag_sport"],
+                            "dst": message["idiag_dst"],
+                            "dport": message["idiag_dport"],
+                            "cookie": message["idiag_cookie"],
+                            "tcp_info": {} if info is None else {k: info[k] for k in COUNTERS + GAUGES if k in info},
+                        }
+                    )
     interfaces = {}
     with IPRoute() as ip:
         names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ip.get_links()}
@@ -94,16 +107,16 @@ def _int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     try:
         data = json.loads(raw.text(SOCKETS))
         sockets, interfaces = data["sockets"], data["interfaces"]
         if not isinstance(sockets, list) or not isinstance(interfaces, dict):
             raise TypeError("sockets must be a list and interfaces an object")
     except (ValueError, KeyError, TypeError) as error:
-        raise ParseError(SOCKETS, f"expected {{\"sockets\": [...], \"interfaces\": {{...}}}}: {error}") from None
-    result: List[Sample] = []
-    problems: List[ParseError] = []
+        raise ParseError(SOCKETS, f'expected {{"sockets": [...], "interfaces": {{...}}}}: {error}') from None
+    result: list[Sample] = []
+    problems: list[ParseError] = []
     for number, entry in enumerate(sockets, start=1):
         try:
             src, dst = normalise_address(str(entry["src"])), normalise_address(str(entry["dst"]))
@@ -112,38 +125,53 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
             if not isinstance(info, dict):
                 raise TypeError("tcp_info must be an object")
         except (KeyError, TypeError, ValueError, OverflowError) as error:
-            problems.append(ParseError(SOCKETS, f"socket {number} lacks src, sport, dst, dport, cookie or tcp_info: {error}"))
+            problems.append(
+                ParseError(SOCKETS, f"socket {number} lacks src, sport, dst, dport, cookie or tcp_info: {error}")
+            )
             continue
         counters = {k: v for k, v in ((k, _int(info.get(k))) for k in COUNTERS) if v is not None}
-        gauges: Dict[str, rates.Gauge] = {k: v for k, v in ((k, _int(info.get(k))) for k in GAUGES) if v is not None}
+        gauges: dict[str, rates.Gauge] = {k: v for k, v in ((k, _int(info.get(k))) for k in GAUGES) if v is not None}
         gauges["interface"] = str(interfaces.get(entry["src"], interfaces.get(src, "")))
-        key = (("host", host), ("server", dst), ("server_port", str(dport)), ("local_address", src), ("local_port", str(sport)))
-        result.append(Sample(MEASUREMENT, key, raw.time, raw.wall_time, counters, gauges, boot_identity(raw) + (str(cookie),)))
+        key = (
+            ("host", host),
+            ("server", dst),
+            ("server_port", str(dport)),
+            ("local_address", src),
+            ("local_port", str(sport)),
+        )
+        result.append(
+            Sample(MEASUREMENT, key, raw.time, raw.wall_time, counters, gauges, (*boot_identity(raw), str(cookie)))
+        )
     return result, problems
 
 
-def group_of(sample: Sample) -> Tuple[Tuple[str, str], ...]:
+def group_of(sample: Sample) -> tuple[tuple[str, str], ...]:
     """The published series of a socket: its key without the local port, plus the interface."""
     tags = tuple(pair for pair in sample.key if pair[0] != "local_port")
-    return tags + (("interface", str(sample.gauges.get("interface", ""))),)
+    return (*tags, ("interface", str(sample.gauges.get("interface", ""))))
 
 
-def aggregate(result: rates.DiffResult, current: List[Sample]) -> List[Point]:
+def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
     groups = rates.aggregate(result.intervals, lambda interval: group_of(interval.current))
-    by_group: Dict[tuple, List[Sample]] = {}
+    by_group: dict[tuple, list[Sample]] = {}
     for sample in current:
         by_group.setdefault(group_of(sample), []).append(sample)
     points = []
     for tags, summed in groups.items():
         sockets = by_group[tags]
 
-        def values(name: str) -> List[int]:
+        def values(name: str, sockets: list[Sample] = sockets) -> list[int]:
             return [s.gauges[name] for s in sockets if name in s.gauges]  # type: ignore[misc]
 
-        rtt, rttvar, min_rtt, cwnd = values("tcpi_rtt"), values("tcpi_rttvar"), values("tcpi_min_rtt"), values("tcpi_snd_cwnd")
+        rtt, rttvar, min_rtt, cwnd = (
+            values("tcpi_rtt"),
+            values("tcpi_rttvar"),
+            values("tcpi_min_rtt"),
+            values("tcpi_snd_cwnd"),
+        )
         ssthresh = [v for v in values("tcpi_snd_ssthresh") if v < INFINITE_SSTHRESH]
         acked, received = summed.rate("tcpi_bytes_acked"), summed.rate("tcpi_bytes_received")
-        fields: Dict[str, Optional[rates.Gauge]] = {
+        fields: dict[str, Optional[rates.Gauge]] = {
             "connections": len(sockets),
             "tx_kib_per_s": None if acked is None else acked / 1024,
             "rx_kib_per_s": None if received is None else received / 1024,
@@ -162,5 +190,7 @@ def aggregate(result: rates.DiffResult, current: List[Sample]) -> List[Point]:
             "retransmits_max": max(values("tcpi_retransmits")) if values("tcpi_retransmits") else None,
         }
         wall_time = summed.members[0].current.wall_time
-        points.append(Point(MEASUREMENT, tags, {k: v for k, v in fields.items() if v is not None}, int(round(wall_time * 1e9))))
+        points.append(
+            Point(MEASUREMENT, tags, {k: v for k, v in fields.items() if v is not None}, round(wall_time * 1e9))
+        )
     return points

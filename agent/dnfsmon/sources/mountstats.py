@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, is_unsigned, read_host_files
+from . import HostInputs, ParseError, Raw, boot_identity, is_unsigned, read_host_files
 
 NAME = "mountstats"
 MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
@@ -36,17 +36,44 @@ NFS_FSTYPES = ("nfs", "nfs4")
 # "events:" counters in the order of enum nfs_stat_eventcounters
 # (include/linux/nfs_iostat.h). Older kernels print fewer: those are absent.
 EVENT_COUNTERS = (
-    "inoderevalidate", "dentryrevalidate", "datainvalidate", "attrinvalidate",
-    "vfsopen", "vfslookup", "vfsaccess", "vfsupdatepage", "vfsreadpage",
-    "vfsreadpages", "vfswritepage", "vfswritepages", "vfsgetdents",
-    "vfssetattr", "vfsflush", "vfsfsync", "vfslock", "vfsrelease",
-    "congestionwait", "setattrtrunc", "extendwrite", "sillyrename",
-    "shortread", "shortwrite", "delay", "pnfsread", "pnfswrite",
+    "inoderevalidate",
+    "dentryrevalidate",
+    "datainvalidate",
+    "attrinvalidate",
+    "vfsopen",
+    "vfslookup",
+    "vfsaccess",
+    "vfsupdatepage",
+    "vfsreadpage",
+    "vfsreadpages",
+    "vfswritepage",
+    "vfswritepages",
+    "vfsgetdents",
+    "vfssetattr",
+    "vfsflush",
+    "vfsfsync",
+    "vfslock",
+    "vfsrelease",
+    "congestionwait",
+    "setattrtrunc",
+    "extendwrite",
+    "sillyrename",
+    "shortread",
+    "shortwrite",
+    "delay",
+    "pnfsread",
+    "pnfswrite",
 )
 # "bytes:" counters in the order of enum nfs_stat_bytecounters.
 BYTE_COUNTERS = (
-    "normalread", "normalwrite", "directread", "directwrite",
-    "serverread", "serverwrite", "readpages", "writepages",
+    "normalread",
+    "normalwrite",
+    "directread",
+    "directwrite",
+    "serverread",
+    "serverwrite",
+    "readpages",
+    "writepages",
 )
 # Per-op fields (rpc_print_iostats). "errors" exists from RPC iostats 1.1
 # (kernel 5.3); with 8 fields it is absent, not zero.
@@ -56,13 +83,60 @@ OP_MIN_FIELDS = 8
 # xprt_rdma_print_stats). The last three of tcp/udp exist from 1.1; rdma
 # prints RDMA-specific counters after the first ten, which are not read.
 XPRT_FIELDS = {
-    "tcp": ("port", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "max_slots", "sending_u", "pending_u"),
-    "udp": ("port", "bind_count", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "max_slots", "sending_u", "pending_u"),
-    "rdma": ("port", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u"),
+    "tcp": (
+        "port",
+        "bind_count",
+        "connect_count",
+        "connect_time",
+        "idle_time",
+        "sends",
+        "recvs",
+        "bad_xids",
+        "req_u",
+        "bklog_u",
+        "max_slots",
+        "sending_u",
+        "pending_u",
+    ),
+    "udp": (
+        "port",
+        "bind_count",
+        "sends",
+        "recvs",
+        "bad_xids",
+        "req_u",
+        "bklog_u",
+        "max_slots",
+        "sending_u",
+        "pending_u",
+    ),
+    "rdma": (
+        "port",
+        "bind_count",
+        "connect_count",
+        "connect_time",
+        "idle_time",
+        "sends",
+        "recvs",
+        "bad_xids",
+        "req_u",
+        "bklog_u",
+    ),
 }
 XPRT_MIN_FIELDS = {"tcp": 10, "udp": 7, "rdma": 10}
 # Transport counters summed over a mount's transports (several with nconnect).
-XPRT_COUNTERS = ("bind_count", "connect_count", "connect_time", "sends", "recvs", "bad_xids", "req_u", "bklog_u", "sending_u", "pending_u")
+XPRT_COUNTERS = (
+    "bind_count",
+    "connect_count",
+    "connect_time",
+    "sends",
+    "recvs",
+    "bad_xids",
+    "req_u",
+    "bklog_u",
+    "sending_u",
+    "pending_u",
+)
 
 DEVICE_RE = re.compile(r"^device (\S+) mounted on (\S+) with fstype (\S+)(?: statvers=(\S+))?\s*$")
 RPC_RE = re.compile(r"^RPC iostats version:\s*(\S+)\s+p/v:\s*(\d+)/(\d+)")
@@ -82,14 +156,14 @@ class Mount:
     fstype: str
     statvers: str
     line_no: int
-    options: Dict[str, str] = field(default_factory=dict)  # flag options map to ""
+    options: dict[str, str] = field(default_factory=dict)  # flag options map to ""
     age: Optional[int] = None  # seconds since mount
-    events: Dict[str, int] = field(default_factory=dict)
-    bytes: Dict[str, int] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
+    bytes: dict[str, int] = field(default_factory=dict)
     rpc_version: str = ""
     nfs_program_version: str = ""
-    transports: List[Tuple[str, Dict[str, int]]] = field(default_factory=list)
-    ops: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
+    ops: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def server(self) -> str:
@@ -100,7 +174,7 @@ class Mount:
         return self.device.rpartition(":")[2] if ":" in self.device else self.device
 
 
-def _ints(words: List[str], path: str, number: int, line: str) -> List[int]:
+def _ints(words: list[str], path: str, number: int, line: str) -> list[int]:
     if not all(is_unsigned(w) for w in words):
         raise ParseError(path, "expected unsigned integers", number, line)
     return [int(w) for w in words]
@@ -112,7 +186,7 @@ def _version_ok(text: str) -> bool:
     return len(parts) == 2 and all(is_unsigned(p) for p in parts) and (int(parts[0]), int(parts[1])) >= (1, 0)
 
 
-def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseError]) -> Optional[Mount]:
+def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseError]) -> Optional[Mount]:
     """One device block; None for non-NFS mounts. Raises ParseError for a malformed NFS block."""
     header = DEVICE_RE.match(lines[0])
     if not header:
@@ -163,7 +237,9 @@ def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseEr
                 continue
             values = _ints(words[2:], path, number, line)
             if len(values) < XPRT_MIN_FIELDS[protocol]:
-                raise ParseError(path, f"xprt: {protocol} needs at least {XPRT_MIN_FIELDS[protocol]} counters", number, line)
+                raise ParseError(
+                    path, f"xprt: {protocol} needs at least {XPRT_MIN_FIELDS[protocol]} counters", number, line
+                )
             mount.transports.append((protocol, dict(zip(names, values))))
         elif tag == "per-op":
             in_ops = True
@@ -174,10 +250,10 @@ def _parse_block(first: int, lines: List[str], path: str, problems: List[ParseEr
     return mount
 
 
-def parse_mountstats(text: str, path: str = MOUNTSTATS) -> Tuple[List[Mount], List[ParseError]]:
+def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], list[ParseError]]:
     """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others."""
-    blocks: List[Tuple[int, List[str]]] = []
-    problems: List[ParseError] = []
+    blocks: list[tuple[int, list[str]]] = []
+    problems: list[ParseError] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("device "):
             blocks.append((number, [line]))
@@ -185,7 +261,7 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> Tuple[List[Mount], Li
             blocks[-1][1].append(line)
         elif line.strip():
             problems.append(ParseError(path, "line outside any 'device' block", number, line))
-    mounts: Dict[str, Mount] = {}
+    mounts: dict[str, Mount] = {}
     for first, lines in blocks:
         try:
             mount = _parse_block(first, lines, path, problems)
@@ -203,15 +279,15 @@ def read(inputs: HostInputs) -> Raw:
     return read_host_files(inputs, [MOUNTSTATS])
 
 
-def _int_option(options: Dict[str, str], name: str) -> Optional[int]:
+def _int_option(options: dict[str, str], name: str) -> Optional[int]:
     value = options.get(name, "")
     return int(value) if is_unsigned(value) else None
 
 
-def mount_gauges(mount: Mount) -> Dict[str, rates.Gauge]:
+def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
     """Mount options and transport facts published with every mount point."""
     o = mount.options
-    gauges: Dict[str, Optional[rates.Gauge]] = {
+    gauges: dict[str, Optional[rates.Gauge]] = {
         "age_s": mount.age,
         "rsize_bytes": _int_option(o, "rsize"),
         "wsize_bytes": _int_option(o, "wsize"),
@@ -232,10 +308,10 @@ def mount_gauges(mount: Mount) -> Dict[str, rates.Gauge]:
     return {k: v for k, v in gauges.items() if v is not None}
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     mounts, problems = parse_mountstats(raw.text(MOUNTSTATS))
     identity = boot_identity(raw)
-    result: List[Sample] = []
+    result: list[Sample] = []
     for mount in mounts:
         key = (
             ("host", host),
@@ -248,19 +324,23 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
         # The counters started when the export was mounted: a drop of `age`
         # (a remount) moves this start and re-baselines every key below.
         started = raw.time - (mount.age or 0)
-        counters: Dict[str, int] = {f"ev_{k}": v for k, v in mount.events.items()}
+        counters: dict[str, int] = {f"ev_{k}": v for k, v in mount.events.items()}
         counters.update({f"b_{k}": v for k, v in mount.bytes.items()})
         for name in XPRT_COUNTERS:
             present = [t[name] for _, t in mount.transports if name in t]
             if present and len(present) == len(mount.transports):
                 counters[f"x_{name}"] = sum(present)
-        result.append(Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started))
+        result.append(
+            Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started)
+        )
         for op, values in mount.ops.items():
-            result.append(Sample(OP_MEASUREMENT, key + (("op", op),), raw.time, raw.wall_time, dict(values), {}, identity, started))
+            result.append(
+                Sample(OP_MEASUREMENT, (*key, ("op", op)), raw.time, raw.wall_time, dict(values), {}, identity, started)
+            )
     return result, problems
 
 
-def op_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
     d = interval.deltas
     ops = d.get("ops")
@@ -285,10 +365,10 @@ def op_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def mount_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def mount_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     sends = d.get("x_sends")
-    out: Dict[str, Optional[rates.Gauge]] = {}
+    out: dict[str, Optional[rates.Gauge]] = {}
     for name in EVENT_COUNTERS:
         out[f"{name}_per_s"] = interval.rate(f"ev_{name}")
     for name in BYTE_COUNTERS:
@@ -297,22 +377,24 @@ def mount_fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
             out[f"{name}_per_s"] = per_s
         else:
             out[f"{name}_kib_per_s"] = None if per_s is None else per_s / 1024
-    out.update({
-        "rpc_sends_per_s": interval.rate("x_sends"),
-        "rpc_recvs_per_s": interval.rate("x_recvs"),
-        "bad_xids_per_s": interval.rate("x_bad_xids"),
-        "connects_per_s": interval.rate("x_connect_count"),
-        # Averages per RPC sent (xprt_transmit adds the queue lengths on each send).
-        "avg_backlog": rates.mean_per_event(d.get("x_bklog_u"), sends),
-        "avg_outstanding_rpcs": rates.mean_per_event(d.get("x_req_u"), sends),
-        "avg_sending_queue": rates.mean_per_event(d.get("x_sending_u"), sends),
-        "avg_pending_queue": rates.mean_per_event(d.get("x_pending_u"), sends),
-    })
+    out.update(
+        {
+            "rpc_sends_per_s": interval.rate("x_sends"),
+            "rpc_recvs_per_s": interval.rate("x_recvs"),
+            "bad_xids_per_s": interval.rate("x_bad_xids"),
+            "connects_per_s": interval.rate("x_connect_count"),
+            # Averages per RPC sent (xprt_transmit adds the queue lengths on each send).
+            "avg_backlog": rates.mean_per_event(d.get("x_bklog_u"), sends),
+            "avg_outstanding_rpcs": rates.mean_per_event(d.get("x_req_u"), sends),
+            "avg_sending_queue": rates.mean_per_event(d.get("x_sending_u"), sends),
+            "avg_pending_queue": rates.mean_per_event(d.get("x_pending_u"), sends),
+        }
+    )
     out.update(interval.current.gauges)
     return {k: v for k, v in out.items() if v is not None}
 
 
-def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     if interval.current.measurement == OP_MEASUREMENT:
         return op_fields(interval)
     return mount_fields(interval)

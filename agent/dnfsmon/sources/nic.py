@@ -14,11 +14,11 @@ psutil lacks the fifo, colls and carrier counters, so this reads
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, is_unsigned, read_host_files
+from . import HostInputs, ParseError, Raw, boot_identity, is_unsigned, read_host_files
 
 NAME = "nic"
 MEASUREMENT = "dnfsmon_nic"
@@ -27,22 +27,34 @@ NET_DEV = "proc/net/dev"
 
 # Column order of /proc/net/dev after "iface:", per dev_seq_printf_stats().
 NET_DEV_COUNTERS = (
-    "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame",
-    "rx_compressed", "rx_multicast",
-    "tx_bytes", "tx_packets", "tx_errs", "tx_drop", "tx_fifo", "tx_colls",
-    "tx_carrier", "tx_compressed",
+    "rx_bytes",
+    "rx_packets",
+    "rx_errs",
+    "rx_drop",
+    "rx_fifo",
+    "rx_frame",
+    "rx_compressed",
+    "rx_multicast",
+    "tx_bytes",
+    "tx_packets",
+    "tx_errs",
+    "tx_drop",
+    "tx_fifo",
+    "tx_colls",
+    "tx_carrier",
+    "tx_compressed",
 )
 # The counters nicstat adds up into Sat (nicstat.c, Linux branch).
 SATURATION_COUNTERS = ("rx_errs", "rx_drop", "tx_drop", "tx_fifo", "tx_colls", "tx_carrier")
 
 
-def sys_files(interface: str) -> Dict[str, str]:
+def sys_files(interface: str) -> dict[str, str]:
     """sysfs attributes read per interface, by the name they get in the sample."""
     base = f"sys/class/net/{interface}"
     return {"speed": f"{base}/speed", "duplex": f"{base}/duplex", "mtu": f"{base}/mtu"}
 
 
-def parse_net_dev(text: str, path: str = NET_DEV) -> Tuple[Dict[str, Dict[str, int]], List[ParseError]]:
+def parse_net_dev(text: str, path: str = NET_DEV) -> tuple[dict[str, dict[str, int]], list[ParseError]]:
     """Counters per interface. A malformed interface line is reported and skipped.
 
     A header that is not the documented one raises ParseError: the columns
@@ -51,13 +63,13 @@ def parse_net_dev(text: str, path: str = NET_DEV) -> Tuple[Dict[str, Dict[str, i
     lines = text.splitlines()
     if len(lines) < 2 or "|" not in lines[0] or "|" not in lines[1]:
         raise ParseError(path, "missing the two-line '|' header of /proc/net/dev", 1, lines[0] if lines else "")
-    _, receive, transmit = (lines[1].split("|") + ["", ""])[:3]
+    _, receive, transmit = ([*lines[1].split("|"), "", ""])[:3]
     columns = receive.split() + transmit.split()
     if len(columns) != len(NET_DEV_COUNTERS):
         raise ParseError(path, f"header names {len(columns)} columns, expected {len(NET_DEV_COUNTERS)}", 2, lines[1])
 
-    counters: Dict[str, Dict[str, int]] = {}
-    problems: List[ParseError] = []
+    counters: dict[str, dict[str, int]] = {}
+    problems: list[ParseError] = []
     for number, line in enumerate(lines[2:], start=3):
         if not line.strip():
             continue
@@ -98,12 +110,12 @@ def read(inputs: HostInputs) -> Raw:
     return read_host_files(inputs, paths)
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     counters, problems = parse_net_dev(raw.text(NET_DEV))
     result = []
     for interface, values in counters.items():
         files = {name: raw.files.get(path) for name, path in sys_files(interface).items()}
-        gauges: Dict[str, rates.Gauge] = {}
+        gauges: dict[str, rates.Gauge] = {}
         speed = parse_speed_mbit(files["speed"])
         if speed is not None:
             gauges["speed_mbit"] = speed
@@ -127,7 +139,9 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     return result, problems
 
 
-def utilisation_pct(rx_bytes_per_s: float, tx_bytes_per_s: float, speed_mbit: Optional[int], full_duplex: Optional[bool]) -> Optional[float]:
+def utilisation_pct(
+    rx_bytes_per_s: float, tx_bytes_per_s: float, speed_mbit: Optional[int], full_duplex: Optional[bool]
+) -> Optional[float]:
     """nicstat's %Util; None (not 0) when the link speed is unknown."""
     if not speed_mbit:
         return None
@@ -136,21 +150,23 @@ def utilisation_pct(rx_bytes_per_s: float, tx_bytes_per_s: float, speed_mbit: Op
     return min(100.0, rates.percent(busy * 8, speed_mbit * 1_000_000))
 
 
-def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     if not all(name in d for name in NET_DEV_COUNTERS):
         return {}
     rx_bytes_per_s = rates.per_second(d["rx_bytes"], interval.dt)
     tx_bytes_per_s = rates.per_second(d["tx_bytes"], interval.dt)
     gauges = interval.current.gauges
-    out: Dict[str, Optional[rates.Gauge]] = {
+    out: dict[str, Optional[rates.Gauge]] = {
         "rx_kib_per_s": rx_bytes_per_s / 1024,
         "tx_kib_per_s": tx_bytes_per_s / 1024,
         "rx_packets_per_s": interval.rate("rx_packets"),
         "tx_packets_per_s": interval.rate("tx_packets"),
         "rx_avg_packet_bytes": rates.mean_per_event(d["rx_bytes"], d["rx_packets"]),
         "tx_avg_packet_bytes": rates.mean_per_event(d["tx_bytes"], d["tx_packets"]),
-        "util_pct": utilisation_pct(rx_bytes_per_s, tx_bytes_per_s, gauges.get("speed_mbit"), gauges.get("full_duplex")),
+        "util_pct": utilisation_pct(
+            rx_bytes_per_s, tx_bytes_per_s, gauges.get("speed_mbit"), gauges.get("full_duplex")
+        ),
         "saturation_per_s": rates.per_second(sum(d[name] for name in SATURATION_COUNTERS), interval.dt),
         "rx_errors_per_s": interval.rate("rx_errs"),
         "tx_errors_per_s": interval.rate("tx_errs"),

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Optional
 
 from .. import oracle_facts, rates
 from ..points import Point
@@ -52,20 +53,52 @@ EVENT_MEASUREMENT = "dnfsmon_oracle_event"
 HISTOGRAM_MEASUREMENT = "dnfsmon_oracle_latency_histogram"
 COVERAGE_MEASUREMENT = "dnfsmon_dnfs_coverage"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
-MEASUREMENTS = (IO_MEASUREMENT, CHANNEL_MEASUREMENT, SERVER_MEASUREMENT, EVENT_MEASUREMENT,
-                HISTOGRAM_MEASUREMENT, COVERAGE_MEASUREMENT, STATUS_MEASUREMENT)
+MEASUREMENTS = (
+    IO_MEASUREMENT,
+    CHANNEL_MEASUREMENT,
+    SERVER_MEASUREMENT,
+    EVENT_MEASUREMENT,
+    HISTOGRAM_MEASUREMENT,
+    COVERAGE_MEASUREMENT,
+    STATUS_MEASUREMENT,
+)
 
 # Wait events dNFS I/O is timed under (there is no dNFS-specific event).
 IO_EVENTS = (
-    "db file sequential read", "db file scattered read", "db file parallel read",
-    "direct path read", "direct path write", "log file parallel write",
-    "db file parallel write", "control file sequential read",
+    "db file sequential read",
+    "db file scattered read",
+    "db file parallel read",
+    "direct path read",
+    "direct path write",
+    "log file parallel write",
+    "db file parallel write",
+    "control file sequential read",
 )
 # V$DNFS_STATS operation counters other than READ/WRITE, summed as "other".
-OTHER_OPS = ("NFS_NULL", "NFS_GETATTR", "NFS_SETATTR", "NFS_LOOKUP", "NFS_ACCESS", "NFS_READLINK", "NFS_CREATE",
-             "NFS_MKDIR", "NFS_SYMLINK", "NFS_MKNOD", "NFS_REMOVE", "NFS_RMDIR", "NFS_RENAME", "NFS_LINK",
-             "NFS_READDIR", "NFS_READDIRPLUS", "NFS_FSSTAT", "NFS_FSINFO", "NFS_PATHCONF", "NFS_COMMIT", "NFS_MOUNT")
-STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES") + OTHER_OPS
+OTHER_OPS = (
+    "NFS_NULL",
+    "NFS_GETATTR",
+    "NFS_SETATTR",
+    "NFS_LOOKUP",
+    "NFS_ACCESS",
+    "NFS_READLINK",
+    "NFS_CREATE",
+    "NFS_MKDIR",
+    "NFS_SYMLINK",
+    "NFS_MKNOD",
+    "NFS_REMOVE",
+    "NFS_RMDIR",
+    "NFS_RENAME",
+    "NFS_LINK",
+    "NFS_READDIR",
+    "NFS_READDIRPLUS",
+    "NFS_FSSTAT",
+    "NFS_FSINFO",
+    "NFS_PATHCONF",
+    "NFS_COMMIT",
+    "NFS_MOUNT",
+)
+STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
 DB_TIME = "SYS_EXTRACT_UTC(SYSTIMESTAMP) AS db_time"
@@ -78,21 +111,21 @@ class Query:
     name: str
     sql: str
     # Result column names, upper case, in order (what cursor.description says).
-    columns: Tuple[str, ...]
-    views: Tuple[str, ...]
+    columns: tuple[str, ...]
+    views: tuple[str, ...]
 
 
-def _pick(available: Set[str], wanted: Sequence[str]) -> List[str]:
+def _pick(available: set[str], wanted: Sequence[str]) -> list[str]:
     return [c for c in wanted if c in available]
 
 
 def _simple(name: str, view: str, columns: Sequence[str], where: str = "") -> Query:
     """SELECT columns, db_time FROM view [WHERE ...]."""
     sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {view.lower()}{where}"
-    return Query(name, sql, tuple(columns) + ("DB_TIME",), (view,))
+    return Query(name, sql, (*tuple(columns), "DB_TIME"), (view,))
 
 
-def build_queries(available: Mapping[str, Set[str]]) -> List[Query]:
+def build_queries(available: Mapping[str, set[str]]) -> list[Query]:
     """SQL for the columns the database has ({"GV$DNFS_STATS": {"INST_ID", ...}, ...}).
 
     A view missing from `available` (not granted, or absent in the release)
@@ -101,52 +134,106 @@ def build_queries(available: Mapping[str, Set[str]]) -> List[Query]:
     """
     queries = []
 
-    def has(view: str) -> Set[str]:
+    def has(view: str) -> set[str]:
         return set(available.get(view, ()))
 
     events = " WHERE event IN (" + ", ".join("'" + e + "'" for e in IO_EVENTS) + ")"
     if has("GV$INSTANCE"):
-        queries.append(_simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"]))
+        queries.append(
+            _simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
+        )
     if has("V$DATABASE"):
-        columns = ["DBID", "NAME", "DB_UNIQUE_NAME"] + _pick(has("V$DATABASE"), ["CDB"])
-        queries.append(Query("database", f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database", tuple(columns), ("V$DATABASE",)))
+        columns = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
+        queries.append(
+            Query(
+                "database",
+                f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database",
+                tuple(columns),
+                ("V$DATABASE",),
+            )
+        )
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
         counters = _pick(has("GV$DNFS_STATS"), STATS_COUNTERS)
-        queries.append(Query(
-            "dnfs_stats",
-            f"SELECT s.inst_id, s.pnum, p.spid, p.serial#, {', '.join('s.' + c.lower() for c in counters)}, {DB_TIME} "
-            "FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum",
-            ("INST_ID", "PNUM", "SPID", "SERIAL#") + tuple(counters) + ("DB_TIME",),
-            ("GV$DNFS_STATS", "GV$PROCESS"),
-        ))
+        queries.append(
+            Query(
+                "dnfs_stats",
+                f"SELECT s.inst_id, s.pnum, p.spid, p.serial#, {', '.join('s.' + c.lower() for c in counters)}, {DB_TIME} "
+                "FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum",
+                ("INST_ID", "PNUM", "SPID", "SERIAL#", *tuple(counters), "DB_TIME"),
+                ("GV$DNFS_STATS", "GV$PROCESS"),
+            )
+        )
     if has("GV$DNFS_CHANNELS"):
         channel = has("GV$DNFS_CHANNELS")
-        queries.append(_simple("dnfs_channels", "GV$DNFS_CHANNELS", ["INST_ID", "PNUM", "SVRNAME", "PATH"] + _pick(channel, ["LOCAL"]) + _pick(channel, CHANNEL_COUNTS)))
+        queries.append(
+            _simple(
+                "dnfs_channels",
+                "GV$DNFS_CHANNELS",
+                ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL"]), *_pick(channel, CHANNEL_COUNTS)],
+            )
+        )
     if has("GV$DNFS_SERVERS"):
-        queries.append(_simple("dnfs_servers", "GV$DNFS_SERVERS", ["INST_ID", "ID", "SVRNAME", "DIRNAME", "NFSPORT"] + _pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"]) + ["WTMAX", "RTMAX"]))
+        queries.append(
+            _simple(
+                "dnfs_servers",
+                "GV$DNFS_SERVERS",
+                [
+                    "INST_ID",
+                    "ID",
+                    "SVRNAME",
+                    "DIRNAME",
+                    "NFSPORT",
+                    *_pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"]),
+                    "WTMAX",
+                    "RTMAX",
+                ],
+            )
+        )
     if has("GV$DNFS_FILES"):
         # One row per process and file in the view: count each file once.
-        queries.append(Query(
-            "dnfs_files",
-            f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
-            "FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM gv$dnfs_files) GROUP BY inst_id, svr_id",
-            ("INST_ID", "SVR_ID", "FILES", "BYTES", "DB_TIME"),
-            ("GV$DNFS_FILES",),
-        ))
+        queries.append(
+            Query(
+                "dnfs_files",
+                f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
+                "FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM gv$dnfs_files) GROUP BY inst_id, svr_id",
+                ("INST_ID", "SVR_ID", "FILES", "BYTES", "DB_TIME"),
+                ("GV$DNFS_FILES",),
+            )
+        )
     if has("GV$SYSTEM_EVENT"):
-        queries.append(_simple("system_event", "GV$SYSTEM_EVENT", ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"], events))
+        queries.append(
+            _simple(
+                "system_event",
+                "GV$SYSTEM_EVENT",
+                ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"],
+                events,
+            )
+        )
     if has("GV$EVENT_HISTOGRAM_MICRO"):
-        queries.append(_simple("event_histogram", "GV$EVENT_HISTOGRAM_MICRO", ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"], events))
+        queries.append(
+            _simple(
+                "event_histogram",
+                "GV$EVENT_HISTOGRAM_MICRO",
+                ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"],
+                events,
+            )
+        )
     elif has("GV$EVENT_HISTOGRAM"):
-        queries.append(_simple("event_histogram", "GV$EVENT_HISTOGRAM", ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"], events))
+        queries.append(
+            _simple(
+                "event_histogram", "GV$EVENT_HISTOGRAM", ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"], events
+            )
+        )
     if "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
-        queries.append(Query(
-            "iostat_file",
-            f"SELECT inst_id, filetype_name, access_method, COUNT(*) AS files, {DB_TIME} "
-            "FROM gv$iostat_file GROUP BY inst_id, filetype_name, access_method",
-            ("INST_ID", "FILETYPE_NAME", "ACCESS_METHOD", "FILES", "DB_TIME"),
-            ("GV$IOSTAT_FILE",),
-        ))
+        queries.append(
+            Query(
+                "iostat_file",
+                f"SELECT inst_id, filetype_name, access_method, COUNT(*) AS files, {DB_TIME} "
+                "FROM gv$iostat_file GROUP BY inst_id, filetype_name, access_method",
+                ("INST_ID", "FILETYPE_NAME", "ACCESS_METHOD", "FILES", "DB_TIME"),
+                ("GV$IOSTAT_FILE",),
+            )
+        )
     return queries
 
 
@@ -156,18 +243,20 @@ def build_queries(available: Mapping[str, Set[str]]) -> List[Query]:
 class Results:
     """The rows of one query as dicts by column name (upper case)."""
 
-    def __init__(self, name: str, data: Mapping, problems: List[ParseError]):
+    def __init__(self, name: str, data: Mapping, problems: list[ParseError]):
         try:
             self.columns = [str(c).upper() for c in data["columns"]]
             rows = [list(row) for row in data["rows"]]
         except (KeyError, TypeError) as error:
-            raise ParseError(RESULTS, f"results of {name} need \"columns\" and \"rows\": {error}") from None
+            raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
         self.rows = []
         for number, row in enumerate(rows, start=1):
             # Oracle returns scalars only; anything else is a damaged recording.
             if len(row) != len(self.columns) or any(isinstance(v, (list, dict)) for v in row):
-                problems.append(ParseError(RESULTS, f"row {number} of {name} does not fit its columns {self.columns}: {row}"))
+                problems.append(
+                    ParseError(RESULTS, f"row {number} of {name} does not fit its columns {self.columns}: {row}")
+                )
                 continue
             self.rows.append(dict(zip(self.columns, row)))
 
@@ -203,7 +292,7 @@ def load(raw: Raw) -> dict:
         raise ParseError(RESULTS, "not a results document (an object)")
     for member in ("results", "database", "errors"):
         if document.get(member) is not None and not isinstance(document[member], dict):
-            raise ParseError(RESULTS, f"\"{member}\" must be an object")
+            raise ParseError(RESULTS, f'"{member}" must be an object')
     if not all(isinstance(v, dict) for v in (document.get("results") or {}).values()):
         raise ParseError(RESULTS, "every query's results must be an object")
     return document
@@ -217,7 +306,7 @@ def reason_of(document: Mapping) -> Optional[str]:
     return "; ".join(f"{name}: {message}" for name, message in sorted(errors.items())) or None
 
 
-def failure(samples: List[Sample]) -> Optional[str]:
+def failure(samples: list[Sample]) -> Optional[str]:
     """The reason the status sample of a read carries (the source interface's failure hook)."""
     for sample in samples:
         if sample.measurement == STATUS_MEASUREMENT and "error" in sample.gauges:
@@ -225,25 +314,27 @@ def failure(samples: List[Sample]) -> Optional[str]:
     return None
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     document = load(raw)
     simulated = document.get("kind") == "simulated"
-    base_tags: Tuple[Tuple[str, str], ...] = (("host", host),)
+    base_tags: tuple[tuple[str, str], ...] = (("host", host),)
     database = document.get("database") or {}
     db_name = str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or "")
     base_tags += (("database", db_name),)
     if simulated:
         base_tags += (("simulated", "true"),)
     dbid = str(database.get("DBID", ""))
-    problems: List[ParseError] = []
+    problems: list[ParseError] = []
     results = {name: Results(name, data, problems) for name, data in (document.get("results") or {}).items()}
 
-    instances: Dict[object, Instance] = {}
+    instances: dict[object, Instance] = {}
     if "instances" in results:
         for row in results["instances"].rows:
-            instances[row["INST_ID"]] = Instance(str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), str(row.get("HOST_NAME", "")))
+            instances[row["INST_ID"]] = Instance(
+                str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), str(row.get("HOST_NAME", ""))
+            )
 
-    status_gauges: Dict[str, rates.Gauge] = {
+    status_gauges: dict[str, rates.Gauge] = {
         "up": not document.get("down"),
         "instances": len(instances),
         "failed_queries": len(document.get("errors") or {}),
@@ -257,14 +348,14 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     reason = reason_of(document)
     if reason:
         status_gauges["error"] = reason
-    found: List[Sample] = [Sample(STATUS_MEASUREMENT, base_tags, raw.time, raw.wall_time, {}, status_gauges)]
+    found: list[Sample] = [Sample(STATUS_MEASUREMENT, base_tags, raw.time, raw.wall_time, {}, status_gauges)]
 
-    def instance_of(row: Mapping) -> Optional[Tuple[Tuple[Tuple[str, str], ...], Tuple[str, ...]]]:
+    def instance_of(row: Mapping) -> Optional[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]:
         """(tags, identity) of a row's instance; None for an instance that left between queries."""
         instance = instances.get(row.get("INST_ID"))
         if instance is None:
             return None
-        return base_tags + (("instance", instance.name),), (dbid, instance.startup)
+        return (*base_tags, ("instance", instance.name)), (dbid, instance.startup)
 
     def located(name: str):
         """(time, row, tags, identity) of each row of a query whose instance is known.
@@ -279,20 +370,27 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
         for row in result.rows:
             where = instance_of(row)
             if where is not None:
-                yield (t, row) + where
+                yield (t, row, *where)
 
     # dNFS I/O per process.
     for t, row, tags, identity in located("dnfs_stats"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
         process = (str(row.get("SPID") or "?"), str(row.get("SERIAL#") or "?"))
-        found.append(Sample(IO_MEASUREMENT, tags + (("pnum", str(row["PNUM"])),), t, t, counters, {}, identity + process))
+        found.append(
+            Sample(IO_MEASUREMENT, (*tags, ("pnum", str(row["PNUM"]))), t, t, counters, {}, identity + process)
+        )
 
     # Channels: interval counts since the last select, summed per path; the
     # paths' shares of their filer's sends.
-    paths: Dict[tuple, Dict[str, int]] = {}
-    located_paths: Dict[tuple, Tuple[float, tuple]] = {}
+    paths: dict[tuple, dict[str, int]] = {}
+    located_paths: dict[tuple, tuple[float, tuple]] = {}
     for t, row, tags, identity in located("dnfs_channels"):
-        key = tags + (("server", str(row["SVRNAME"])), ("path", str(row["PATH"])), ("local", str(row.get("LOCAL") or "")))
+        key = (
+            *tags,
+            ("server", str(row["SVRNAME"])),
+            ("path", str(row["PATH"])),
+            ("local", str(row.get("LOCAL") or "")),
+        )
         counts = paths.setdefault(key, {"processes": 0})
         counts["processes"] += 1
         for name in CHANNEL_COUNTS:
@@ -300,11 +398,11 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
             if value is not None:
                 counts[name] = counts.get(name, 0) + value
         located_paths[key] = (t, identity)
-    server_sends: Dict[tuple, int] = {}
+    server_sends: dict[tuple, int] = {}
     for key, counts in paths.items():
         server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
     for key, counts in paths.items():
-        gauges: Dict[str, rates.Gauge] = {f"interval_{k.lower()}": v for k, v in counts.items() if k != "processes"}
+        gauges: dict[str, rates.Gauge] = {f"interval_{k.lower()}": v for k, v in counts.items() if k != "processes"}
         gauges["processes"] = counts["processes"]
         share = rates.percent(counts.get("SENDS", 0), server_sends[key[:-2]])
         if share is not None:
@@ -315,19 +413,27 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     # Servers with their open files.
     files = {(r["INST_ID"], r["SVR_ID"]): r for r in results["dnfs_files"].rows} if "dnfs_files" in results else {}
     for t, row, tags, identity in located("dnfs_servers"):
-        server_gauges = {"wtmax_bytes": _number(row.get("WTMAX")), "rtmax_bytes": _number(row.get("RTMAX")), "nfs_port": _number(row.get("NFSPORT"))}
+        server_gauges = {
+            "wtmax_bytes": _number(row.get("WTMAX")),
+            "rtmax_bytes": _number(row.get("RTMAX")),
+            "nfs_port": _number(row.get("NFSPORT")),
+        }
         if row.get("NFSVERSION"):
             server_gauges["nfs_version"] = str(row["NFSVERSION"])
         opened = files.get((row["INST_ID"], row["ID"]), {})
         server_gauges["open_files"] = _number(opened.get("FILES")) or 0
         server_gauges["open_file_bytes"] = _number(opened.get("BYTES")) or 0
-        key = tags + (("server", str(row["SVRNAME"])), ("export", str(row["DIRNAME"])))
-        found.append(Sample(SERVER_MEASUREMENT, key, t, t, {}, {k: v for k, v in server_gauges.items() if v is not None}, identity))
+        key = (*tags, ("server", str(row["SVRNAME"])), ("export", str(row["DIRNAME"])))
+        found.append(
+            Sample(
+                SERVER_MEASUREMENT, key, t, t, {}, {k: v for k, v in server_gauges.items() if v is not None}, identity
+            )
+        )
 
     # Wait events.
     for t, row, tags, identity in located("system_event"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in EVENT_COUNTERS) if v is not None}
-        found.append(Sample(EVENT_MEASUREMENT, tags + (("event", str(row["EVENT"])),), t, t, counters, {}, identity))
+        found.append(Sample(EVENT_MEASUREMENT, (*tags, ("event", str(row["EVENT"]))), t, t, counters, {}, identity))
 
     # Latency histogram buckets (upper bounds in microseconds).
     for t, row, tags, identity in located("event_histogram"):
@@ -340,14 +446,14 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
         if bound is None or count is None:
             problems.append(ParseError(RESULTS, f"event_histogram row without a bucket bound or count: {row}"))
             continue
-        key = tags + (("event", str(row["EVENT"])), ("le_us", str(bound)))
+        key = (*tags, ("event", str(row["EVENT"])), ("le_us", str(bound)))
         found.append(Sample(HISTOGRAM_MEASUREMENT, key, t, t, {"WAIT_COUNT": count}, {}, identity))
 
     # dNFS coverage per file type.
-    per_type: Dict[tuple, Dict[str, int]] = {}
-    located_types: Dict[tuple, Tuple[float, tuple]] = {}
+    per_type: dict[tuple, dict[str, int]] = {}
+    located_types: dict[tuple, tuple[float, tuple]] = {}
     for t, row, tags, identity in located("iostat_file"):
-        key = tags + (("file_type", str(row["FILETYPE_NAME"])),)
+        key = (*tags, ("file_type", str(row["FILETYPE_NAME"])))
         counts = per_type.setdefault(key, {"files": 0, "dnfs_files": 0})
         number = _number(row.get("FILES")) or 0
         counts["files"] += number
@@ -355,7 +461,7 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
             counts["dnfs_files"] += number
         located_types[key] = (t, identity)
     for key, counts in per_type.items():
-        coverage: Dict[str, rates.Gauge] = dict(counts)
+        coverage: dict[str, rates.Gauge] = dict(counts)
         pct = rates.percent(counts["dnfs_files"], counts["files"])
         if pct is not None:
             coverage["dnfs_pct"] = pct
@@ -367,22 +473,28 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
 # --- points ---
 
 
-def _instance_tags(sample: Sample) -> Tuple[Tuple[str, str], ...]:
+def _instance_tags(sample: Sample) -> tuple[tuple[str, str], ...]:
     return tuple(pair for pair in sample.key if pair[0] != "pnum")
 
 
-def io_fields(summed: rates.Aggregate, processes: int) -> Dict[str, rates.Gauge]:
+def io_fields(summed: rates.Aggregate, processes: int) -> dict[str, rates.Gauge]:
     d = summed.deltas
     read_bytes, write_bytes = summed.rate("NFS_READBYTES"), summed.rate("NFS_WRITEBYTES")
     other = [name for name in OTHER_OPS if name in d]
-    out: Dict[str, Optional[rates.Gauge]] = {
+    out: dict[str, Optional[rates.Gauge]] = {
         "read_iops": summed.rate("NFS_READ"),
         "write_iops": summed.rate("NFS_WRITE"),
-        "total_iops": None if "NFS_READ" not in d or "NFS_WRITE" not in d else rates.per_second(d["NFS_READ"] + d["NFS_WRITE"], summed.dt),
+        "total_iops": None
+        if "NFS_READ" not in d or "NFS_WRITE" not in d
+        else rates.per_second(d["NFS_READ"] + d["NFS_WRITE"], summed.dt),
         "read_mib_per_s": None if read_bytes is None else read_bytes / 1048576,
         "write_mib_per_s": None if write_bytes is None else write_bytes / 1048576,
-        "avg_read_kib": None if "NFS_READBYTES" not in d else rates.mean_per_event(d["NFS_READBYTES"] / 1024, d.get("NFS_READ")),
-        "avg_write_kib": None if "NFS_WRITEBYTES" not in d else rates.mean_per_event(d["NFS_WRITEBYTES"] / 1024, d.get("NFS_WRITE")),
+        "avg_read_kib": None
+        if "NFS_READBYTES" not in d
+        else rates.mean_per_event(d["NFS_READBYTES"] / 1024, d.get("NFS_READ")),
+        "avg_write_kib": None
+        if "NFS_WRITEBYTES" not in d
+        else rates.mean_per_event(d["NFS_WRITEBYTES"] / 1024, d.get("NFS_WRITE")),
         "other_ops_per_s": rates.per_second(sum(d[name] for name in other), summed.dt) if other else None,
         "getattr_per_s": summed.rate("NFS_GETATTR"),
         "commit_per_s": summed.rate("NFS_COMMIT"),
@@ -400,11 +512,11 @@ def _reconnects(gauges: Mapping[str, rates.Gauge]) -> Optional[int]:
     return sum(present) if present else None
 
 
-def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     """Per-key figures of every measurement but dnfsmon_dnfs_io (summed in aggregate)."""
     sample, d, g = interval.current, interval.deltas, interval.current.gauges
     if sample.measurement == CHANNEL_MEASUREMENT:
-        out: Dict[str, Optional[rates.Gauge]] = {
+        out: dict[str, Optional[rates.Gauge]] = {
             "sends_per_s": None if "interval_sends" not in g else rates.per_second(g["interval_sends"], interval.dt),
             "recvs_per_s": None if "interval_recvs" not in g else rates.per_second(g["interval_recvs"], interval.dt),
             "pings_per_s": None if "interval_pings" not in g else rates.per_second(g["interval_pings"], interval.dt),
@@ -428,22 +540,29 @@ def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def aggregate(result: rates.DiffResult, current: List[Sample]) -> List[Point]:
-    points: List[Point] = []
+def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+    points: list[Point] = []
     for sample in current:
         if sample.measurement == STATUS_MEASUREMENT:  # a state, published every time, not a rate
-            points.append(Point(STATUS_MEASUREMENT, sample.key, dict(sample.gauges), int(round(sample.wall_time * 1e9))))
+            points.append(Point(STATUS_MEASUREMENT, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
     io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT]
-    processes: Dict[tuple, int] = {}
+    processes: dict[tuple, int] = {}
     for sample in current:
         if sample.measurement == IO_MEASUREMENT:
             processes[_instance_tags(sample)] = processes.get(_instance_tags(sample), 0) + 1
     for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
         values = io_fields(summed, processes.get(tags, 0))
-        points.append(Point(IO_MEASUREMENT, tags, values, int(round(summed.members[0].current.wall_time * 1e9))))
+        points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
     for interval in result.intervals:
         if interval.current.measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT):
             values = fields(interval)
             if values:
-                points.append(Point(interval.current.measurement, interval.current.key, values, int(round(interval.current.wall_time * 1e9))))
+                points.append(
+                    Point(
+                        interval.current.measurement,
+                        interval.current.key,
+                        values,
+                        round(interval.current.wall_time * 1e9),
+                    )
+                )
     return points

@@ -19,8 +19,6 @@ without them this source has nothing to measure, which is not a failure.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
-
 from .. import rates
 from ..rates import Sample
 from . import HostInputs, ParseError, Raw, boot_identity, is_unsigned, read_host_files
@@ -41,9 +39,9 @@ LINE_COUNTERS = {
 COUNTER_WIDTH_BITS = 32  # unsigned int in struct rpc_stat
 
 
-def parse_rpc_nfs(text: str, path: str = RPC_NFS) -> Dict[str, int]:
+def parse_rpc_nfs(text: str, path: str = RPC_NFS) -> dict[str, int]:
     """The net and rpc counters by name; ParseError names a malformed line."""
-    counters: Dict[str, int] = {}
+    counters: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         words = line.split()
         if not words or words[0] not in LINE_COUNTERS:
@@ -58,24 +56,28 @@ def parse_rpc_nfs(text: str, path: str = RPC_NFS) -> Dict[str, int]:
 
 
 def read(inputs: HostInputs) -> Raw:
-    return read_host_files(inputs, [RPC_NFS] + list(TUNABLES.values()))
+    return read_host_files(inputs, [RPC_NFS, *list(TUNABLES.values())])
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     text = raw.files.get(RPC_NFS)
     if text is None:
         return [], []  # no kernel NFS client loaded
     counters = parse_rpc_nfs(text)
-    gauges: Dict[str, rates.Gauge] = {}
+    gauges: dict[str, rates.Gauge] = {}
     for name, path in TUNABLES.items():
         value = (raw.files.get(path) or "").strip()
         if is_unsigned(value):
             gauges[name] = int(value)
-    widths = {name: COUNTER_WIDTH_BITS for name in counters}
-    return [Sample(MEASUREMENT, (("host", host),), raw.time, raw.wall_time, counters, gauges, boot_identity(raw), None, widths)], []
+    widths = dict.fromkeys(counters, COUNTER_WIDTH_BITS)
+    return [
+        Sample(
+            MEASUREMENT, (("host", host),), raw.time, raw.wall_time, counters, gauges, boot_identity(raw), None, widths
+        )
+    ], []
 
 
-def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     out = {
         "calls_per_s": interval.rate("rpc_calls"),

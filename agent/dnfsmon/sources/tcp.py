@@ -11,11 +11,9 @@ name, so kernels that add columns are read as they are.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
-
 from .. import rates
 from ..rates import Sample
-from . import ParseError, Raw, HostInputs, boot_identity, read_host_files
+from . import HostInputs, ParseError, Raw, boot_identity, read_host_files
 
 NAME = "tcp"
 MEASUREMENT = "dnfsmon_tcp"
@@ -23,18 +21,28 @@ MEASUREMENTS = (MEASUREMENT,)
 NET_SNMP = "proc/net/snmp"
 
 # Counters this source diffs (cumulative since boot) and the gauge it keeps.
-TCP_COUNTERS = ("ActiveOpens", "PassiveOpens", "AttemptFails", "EstabResets", "InSegs", "OutSegs", "RetransSegs", "InErrs", "OutRsts")
+TCP_COUNTERS = (
+    "ActiveOpens",
+    "PassiveOpens",
+    "AttemptFails",
+    "EstabResets",
+    "InSegs",
+    "OutSegs",
+    "RetransSegs",
+    "InErrs",
+    "OutRsts",
+)
 TCP_GAUGES = ("CurrEstab",)
 
 
-def parse_snmp(text: str, path: str = NET_SNMP) -> Dict[str, Dict[str, int]]:
+def parse_snmp(text: str, path: str = NET_SNMP) -> dict[str, dict[str, int]]:
     """Values per protocol and column name, e.g. result["Tcp"]["OutSegs"]."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if len(lines) % 2:
         n, line = lines[-1]
         raise ParseError(path, "names line without a values line", n, line)
-    tables: Dict[str, Dict[str, int]] = {}
-    for (n1, names_line), (n2, values_line) in zip(lines[0::2], lines[1::2]):
+    tables: dict[str, dict[str, int]] = {}
+    for (_n1, names_line), (n2, values_line) in zip(lines[0::2], lines[1::2]):
         proto, _, names = names_line.partition(":")
         proto2, _, values = values_line.partition(":")
         if proto != proto2 or not proto:
@@ -53,7 +61,7 @@ def read(inputs: HostInputs) -> Raw:
     return read_host_files(inputs, [NET_SNMP])
 
 
-def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     tables = parse_snmp(raw.text(NET_SNMP))
     tcp = tables.get("Tcp")
     if tcp is None:
@@ -73,7 +81,7 @@ def samples(raw: Raw, host: str) -> Tuple[List[Sample], List[ParseError]]:
     return [sample], []
 
 
-def fields(interval: rates.Interval) -> Dict[str, rates.Gauge]:
+def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     out = {
         "in_segs_per_s": interval.rate("InSegs"),
