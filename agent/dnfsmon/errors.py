@@ -1,0 +1,22 @@
+"""Errors that are the user's environment, not a bug in dnfsmon.
+
+A problem with a file, a directory, the disk or a server's configuration is
+raised as `EnvironmentProblem` with a message that names the path or setting
+and says how to fix it. The command line prints that message on one line and
+exits with `exit_code` (2: configuration or environment, see `dnfsmon --help`);
+it never prints a traceback for these. Exit 1 stays for bugs.
+"""
+
+from __future__ import annotations
+
+EXIT_ENVIRONMENT = 2
+
+
+class EnvironmentProblem(Exception):
+    """The environment stops dnfsmon: the message names what and the fix."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+    def __init__(self, message: str, exit_code: int = EXIT_ENVIRONMENT):
+        super().__init__(message)
+        self.exit_code = exit_code
