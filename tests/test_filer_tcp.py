@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import HostInputs, ParseError, Raw, filer_tcp
+from dnfsmon.sources import filer_tcp
+from dnfsmon.sources.base import HostInputs, ParseError, Raw
 
 
 class LoopbackFiler:

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import ParseError, Raw
 from dnfsmon.sources import mountstats as ms
+from dnfsmon.sources.base import ParseError, Raw
 
 # Real captures, read in place from shared/ beside the checkout (CI clones there too).
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "mountstats"))

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import HostInputs, ParseError, Raw, nic
+from dnfsmon.sources import nic
+from dnfsmon.sources.base import HostInputs, ParseError, Raw
 
 HEADER = (
     "Inter-|   Receive                                                |  Transmit\n"

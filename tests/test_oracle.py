@@ -17,7 +17,8 @@ from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
-from dnfsmon.sources import Raw, oracle
+from dnfsmon.sources import oracle
+from dnfsmon.sources.base import Raw
 from sqlcheck import violations
 
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -378,7 +379,7 @@ def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
 
 
 def test_results_document_errors_are_parse_errors_naming_the_file():
-    from dnfsmon.sources import ParseError
+    from dnfsmon.sources.base import ParseError
 
     with pytest.raises(ParseError, match=r"oracle/results\.json"):
         oracle.samples(Raw({oracle.RESULTS: "[1, 2"}, 0.0, 0.0), "h")
@@ -418,7 +419,7 @@ def test_mutated_recorded_rows_give_only_documented_errors(data):
             row = result["rows"][data.draw(st.integers(min_value=0, max_value=len(result["rows"]) - 1))]
             row[data.draw(st.integers(min_value=0, max_value=len(row) - 1))] = data.draw(cell)
     text = json.dumps(document)
-    from dnfsmon.sources import ParseError
+    from dnfsmon.sources.base import ParseError
 
     try:
         _samples, _problems = oracle.samples(Raw({oracle.RESULTS: text}, T0, T0), "h")
@@ -432,7 +433,7 @@ def test_mutated_recorded_rows_give_only_documented_errors(data):
     "document", [{"results": []}, {"database": "x"}, {"errors": [1]}, {"results": {"q": [1]}}, [], "text"]
 )
 def test_malformed_documents_are_parse_errors(document):
-    from dnfsmon.sources import ParseError
+    from dnfsmon.sources.base import ParseError
 
     with pytest.raises(ParseError, match=r"oracle/results\.json"):
         oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, 0.0, 0.0), "h")

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dnfsmon.sources import ParseError, Raw, rpc
+from dnfsmon.sources import rpc
+from dnfsmon.sources.base import ParseError, Raw
 
 
 def test_counters_by_name_and_per_op_lines_ignored():

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
-from dnfsmon.sources import ParseError, Raw, tcp
+from dnfsmon.sources import tcp
+from dnfsmon.sources.base import ParseError, Raw
 
 NAMES = "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors"
 

@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from typing import Optional
 
-from .sources import ALL_SOURCES, Raw
+from .sources import ALL_SOURCES
+from .sources.base import Raw
 
 FORMAT_VERSION = 1
 MANIFEST = "capture.json"
@@ -90,7 +92,7 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
             listed = [str(p) for p in entry["files"]]
         except (KeyError, TypeError, ValueError):
             raise CaptureError(f'{where} needs numeric "time" and "wall_time" and a "files" list') from None
-        files = {}
+        files: dict[str, Optional[str]] = {}
         for relative in listed:
             try:
                 with open(_safe_join(directory, relative), encoding="utf-8", errors="replace") as f:

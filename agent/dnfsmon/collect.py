@@ -18,7 +18,8 @@ from .config import Config
 from .files import remove_stale_temps
 from .points import Point
 from .rates import Sample
-from .sources import ALL_SOURCES, HOST_SOURCES, HostInputs, ParseError, Raw, oracle
+from .sources import ALL_SOURCES, HOST_SOURCES, oracle
+from .sources.base import HostInputs, ParseError, Raw
 from .state import StateFile
 from .store import Store, StoreCounts
 
@@ -37,45 +38,33 @@ class Outcome:
     sources_ok: int = 0
 
 
-def to_point(interval: rates.Interval, values: Mapping[str, rates.Gauge]) -> Point:
-    sample = interval.current
-    return Point(sample.measurement, sample.key, dict(values), round(sample.wall_time * 1e9))
-
-
 def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, previous: Mapping[str, Sample]) -> Outcome:
     """Points from one reading of every source, given the previous samples."""
     outcome = Outcome(samples=dict(previous), failures=dict(failures))
     for name, raw in raws.items():
-        module = ALL_SOURCES[name]
+        source = ALL_SOURCES[name]
         try:
-            samples, problems = module.samples(raw, host)
-            # A source that reads a remote system reports what it could not read (and still
-            # publishes what it could, e.g. the database's status point).
-            reason = module.failure(samples) if hasattr(module, "failure") else None
+            parsed = source.parse(raw, host)
         except ParseError as error:
             outcome.failures[name] = str(error)
             continue
-        if reason:
-            outcome.failures[name] = reason
+        # A source that reads another system says what it could not read, and
+        # still publishes what it could (e.g. the database's status point).
+        if parsed.failure:
+            outcome.failures[name] = parsed.failure
         else:
             outcome.sources_ok += 1
-        outcome.problems.extend(problems)
-        result = rates.diff_all(previous, samples)
+        outcome.problems.extend(parsed.problems)
+        result = rates.diff_all(previous, parsed.samples)
         outcome.skips.extend(result.skips)
-        if hasattr(module, "aggregate"):
-            outcome.points.extend(module.aggregate(result, samples))
-        else:
-            for interval in result.intervals:
-                values = module.fields(interval)
-                if values:
-                    outcome.points.append(to_point(interval, values))
+        outcome.points.extend(source.publish(result, parsed.samples))
         # Keys gone from a measurement this read produced (an interface
         # removed) leave the state; measurements a failed source or query did
         # not produce keep their previous samples for the next read.
-        produced = {s.measurement for s in samples}
+        produced = {s.measurement for s in parsed.samples}
         for key in [k for k, s in outcome.samples.items() if s.measurement in produced]:
             del outcome.samples[key]
-        outcome.samples.update((s.state_key, s) for s in samples)
+        outcome.samples.update((s.state_key, s) for s in parsed.samples)
     return outcome
 
 

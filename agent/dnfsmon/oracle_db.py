@@ -23,7 +23,7 @@ import json
 import logging
 
 from .config import OracleSettings, read_secret
-from .sources import Raw
+from .sources.base import Raw
 from .sources.oracle import RESULTS, build_queries
 
 log = logging.getLogger(__name__)

@@ -42,6 +42,11 @@ class Point:
         return cls(data["m"], tuple((str(k), str(v)) for k, v in data["t"]), dict(data["f"]), int(data["ns"]))
 
 
+def epoch_ns(wall_time: float) -> int:
+    """A point's timestamp from seconds since the Unix epoch."""
+    return round(wall_time * 1e9)
+
+
 def _escape(text: str, specials: str) -> str:
     if "\n" in text or "\r" in text:
         raise ValueError(f"line protocol cannot carry a newline in {text!r}")

@@ -28,6 +28,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
+from .points import FieldValue, Point, epoch_ns
+
 # Counters at or above 2^63 cannot come from a real workload: a 64-bit
 # counter of bytes would need 292 years at 1 GB/s to get there. procfs's
 # mountstats fixture has an ACCESS rtt of 18446743919241604546 (2^64 - 1.5e8).
@@ -242,6 +244,19 @@ def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hash
         deltas = {name: sum(m.deltas[name] for m in members) for name in sorted(names)}
         result[group] = Aggregate(dts[0], deltas, members)
     return result
+
+
+def per_key_points(result: DiffResult, fields: Callable[[Interval], Mapping[str, FieldValue]]) -> list[Point]:
+    """One point per key with an interval: the publish step of a source whose
+    keys are its published series (an interface, a mount). `fields` gives the
+    published fields of one interval; a key with no fields has no point."""
+    points = []
+    for interval in result.intervals:
+        values = fields(interval)
+        if values:
+            sample = interval.current
+            points.append(Point(sample.measurement, sample.key, dict(values), epoch_ns(sample.wall_time)))
+    return points
 
 
 # --- Derived figures. Every published division goes through one of these. ---

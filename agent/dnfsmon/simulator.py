@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import oracle_facts
-from .sources import Raw
+from .sources.base import Raw
 from .sources.oracle import IO_EVENTS, RESULTS, build_queries
 
 VERSIONS = {

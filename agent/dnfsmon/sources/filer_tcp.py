@@ -30,9 +30,9 @@ import socket
 from typing import Optional
 
 from .. import rates
-from ..points import Point
+from ..points import Point, epoch_ns
 from ..rates import Sample
-from . import HostInputs, ParseError, Raw, boot_identity, read_host_files
+from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
 
 NAME = "filer_tcp"
 MEASUREMENT = "dnfsmon_filer_tcp"
@@ -190,7 +190,14 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
             "retransmits_max": max(values("tcpi_retransmits")) if values("tcpi_retransmits") else None,
         }
         wall_time = summed.members[0].current.wall_time
-        points.append(
-            Point(MEASUREMENT, tags, {k: v for k, v in fields.items() if v is not None}, round(wall_time * 1e9))
-        )
+        points.append(Point(MEASUREMENT, tags, {k: v for k, v in fields.items() if v is not None}, epoch_ns(wall_time)))
     return points
+
+
+def parse(raw: Raw, host: str) -> Parsed:
+    """The contract's parse step (dnfsmon.sources.base): samples() and its problems."""
+    found, problems = samples(raw, host)
+    return Parsed(found, problems)
+
+
+SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=aggregate, read=read)

@@ -41,7 +41,7 @@ from typing import Optional
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
-from . import ParseError, Raw
+from .base import Parsed, ParseError, Raw, Source
 
 NAME = "oracle"
 RESULTS = "oracle/results.json"
@@ -566,3 +566,13 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
                     )
                 )
     return points
+
+
+def parse(raw: Raw, host: str) -> Parsed:
+    """The contract's parse step (dnfsmon.sources.base): the samples, their problems
+    and what could not be read this time (the status sample carries it)."""
+    found, problems = samples(raw, host)
+    return Parsed(found, problems, failure(found))
+
+
+SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=aggregate)

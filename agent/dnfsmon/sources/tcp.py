@@ -12,8 +12,9 @@ name, so kernels that add columns are read as they are.
 from __future__ import annotations
 
 from .. import rates
+from ..points import Point
 from ..rates import Sample
-from . import HostInputs, ParseError, Raw, boot_identity, read_host_files
+from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
 
 NAME = "tcp"
 MEASUREMENT = "dnfsmon_tcp"
@@ -97,3 +98,17 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
         "established": interval.current.gauges.get("established"),
     }
     return {name: value for name, value in out.items() if value is not None}
+
+
+def parse(raw: Raw, host: str) -> Parsed:
+    """The contract's parse step (dnfsmon.sources.base): samples() and its problems."""
+    found, problems = samples(raw, host)
+    return Parsed(found, problems)
+
+
+def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+    """One point per key: the fields() of its interval."""
+    return rates.per_key_points(result, fields)
+
+
+SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish, read=read)

@@ -1,0 +1,168 @@
+"""The contract every source keeps, and the types sources share.
+
+A source is one module in this package (nic, tcp, mountstats, ...). It turns
+the raw text of one reading into samples, and samples into published points.
+Each module ends with one `SOURCE` (or `HOST_SOURCE`) value that names the
+functions it provides; dnfsmon.sources registers it, and nothing else looks
+inside the module. A new source provides:
+
+- NAME: its name in config, captures and logs;
+- MEASUREMENTS: the measurements of its samples (its keys in the state);
+- parse(raw, host) -> Parsed: the pure part, text to samples. Malformed parts
+  go to `problems` (the rest is still used); input that cannot be read at all
+  raises ParseError naming the file; `failure` says what a source reading
+  another system could not read this time, while its samples still publish
+  what it could;
+- publish(result, current) -> points: the published fields from the diffed
+  samples, computed only with the helpers in dnfsmon.rates. Most sources
+  publish one point per key: `rates.per_key_points(result, fields)`, with
+  fields(interval) giving one key's published fields. A source whose keys are
+  finer than its series (TCP sockets summed per filer) diffs per key first
+  and then sums with `rates.aggregate`;
+- for a host source (a HostSource): read(inputs) -> Raw, the thin I/O part,
+  reading the files it needs from /proc and /sys; usually
+  `read_host_files(inputs, [paths])`. A source of another system (the
+  database) is read by its target instead (dnfsmon.targets).
+
+Every field a source publishes has a row in dnfsmon/catalogue.csv (the tests
+check both ways), and the source needs a golden case under tests/cases/diff.
+
+A `Raw` is exactly what a capture directory stores (see dnfsmon.capture), so
+`dnfsmon diff` runs the same code on captured text as `collect` runs on
+live files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..points import Point
+from ..rates import DiffResult, Sample
+
+# Path (relative to the capture root) holding the kernel's boot id. Host
+# sources put it in every sample's identity: a reboot resets all counters,
+# and CLOCK_BOOTTIME (their clock) restarts with it.
+BOOT_ID_PATH = "proc/sys/kernel/random/boot_id"
+
+
+class ParseError(ValueError):
+    """Input that does not have the documented shape.
+
+    Names the file and, when there is one, the line (1-based) and its text,
+    so a user can find the offending input at once.
+    """
+
+    def __init__(self, path: str, message: str, line_no: Optional[int] = None, line: Optional[str] = None):
+        self.path = path
+        self.message = message
+        self.line_no = line_no
+        self.line = line
+        where = path if line_no is None else f"{path}:{line_no}"
+        text = "" if line is None else f": {line.strip()!r}"
+        super().__init__(f"{where}: {message}{text}")
+
+
+def is_unsigned(text: str) -> bool:
+    """True for ASCII digits only: str.isdigit() also accepts '¹' or '٣', which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
+@dataclass
+class Raw:
+    """The raw inputs of one source at one moment."""
+
+    # Relative path ("proc/net/dev") -> file text; None when the file could
+    # not be read (e.g. /sys/class/net/lo/speed answers EINVAL).
+    files: dict[str, Optional[str]]
+    # Seconds on the source's clock (CLOCK_BOOTTIME for host sources).
+    time: float
+    # Seconds since the Unix epoch when the files were read.
+    wall_time: float
+
+    def text(self, path: str) -> str:
+        """The text of a file that must be present, or ParseError naming it."""
+        value = self.files.get(path)
+        if value is None:
+            raise ParseError(path, "file missing or unreadable")
+        return value
+
+
+@dataclass(frozen=True)
+class HostInputs:
+    """What host sources read: where /proc and /sys are (configurable so tests
+    use fixture trees) and which server ports are NFS filers."""
+
+    proc: str = "/proc"
+    sys: str = "/sys"
+    nfs_ports: tuple[int, ...] = (2049,)
+
+    def path(self, relative: str) -> str:
+        top, _, rest = relative.partition("/")
+        if top == "proc":
+            return os.path.join(self.proc, rest)
+        if top == "sys":
+            return os.path.join(self.sys, rest)
+        raise ValueError(f"path {relative!r} is neither under proc/ nor sys/")
+
+    def read(self, relative: str) -> Optional[str]:
+        """File text, or None when it does not exist or cannot be read."""
+        try:
+            with open(self.path(relative), encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def listdir(self, relative: str) -> list:
+        try:
+            return sorted(os.listdir(self.path(relative)))
+        except OSError:
+            return []
+
+
+def host_clock() -> float:
+    """Seconds since boot, counting suspend: immune to NTP steps of the wall clock."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def read_host_files(inputs: HostInputs, paths: Iterable[str]) -> Raw:
+    """Read host files with the clocks taken right after, plus the boot id."""
+    files = {p: inputs.read(p) for p in [*list(paths), BOOT_ID_PATH]}
+    return Raw(files=files, time=host_clock(), wall_time=time.time())
+
+
+def boot_identity(raw: Raw) -> tuple:
+    """The identity every host sample carries: the boot id (empty if unknown)."""
+    return ((raw.files.get(BOOT_ID_PATH) or "").strip(),)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a source made of one reading."""
+
+    samples: list[Sample]
+    # Malformed parts that were skipped; the rest of the reading was used.
+    problems: list[ParseError] = field(default_factory=list)
+    # Why part of the source could not be read this time (e.g. the database
+    # is down, or a view needs a grant); None when everything was read.
+    failure: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source, as collection sees it (see the module docstring)."""
+
+    name: str
+    measurements: tuple[str, ...]
+    parse: Callable[[Raw, str], Parsed]
+    publish: Callable[[DiffResult, list[Sample]], list[Point]]
+
+
+@dataclass(frozen=True)
+class HostSource(Source):
+    """A source the host target reads from /proc and /sys itself."""
+
+    read: Callable[[HostInputs], Raw]
