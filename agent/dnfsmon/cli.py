@@ -13,10 +13,11 @@ from typing import Optional
 
 from . import __version__, capture, catalogue, summary
 from . import config as configuration
-from .collect import DatabaseTarget, collect, compute, read_all, report
+from .collect import collect, diff_captures, read_targets, report
 from .points import Point, to_line
 from .state import LockHeld, RunLock
 from .store import Store
+from .targets import targets_from
 
 # Exit codes, also listed in README.md ("Exit codes").
 EXIT_OK = 0
@@ -171,10 +172,7 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
 
 
 def cmd_diff(old: str, new: str, output: str) -> int:
-    _, old_raws, old_failures = capture.read(old)
-    host, new_raws, new_failures = capture.read(new)
-    baseline = compute(old_raws, old_failures, host, {})
-    outcome = compute(new_raws, new_failures, host, baseline.samples)
+    baseline, outcome = diff_captures(old, new)
     report(baseline)
     report(outcome)
     if output == "json":
@@ -188,17 +186,18 @@ def cmd_diff(old: str, new: str, output: str) -> int:
 
 
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
-    database = DatabaseTarget(cfg) if (cfg.oracle or cfg.simulator) else None
+    # A capture only reads: it writes no state (the run lock is not taken).
+    targets = targets_from(cfg)
     try:
-        raws, failures = read_all(cfg, database)
+        reading = read_targets(targets)
     finally:
-        if database is not None:
-            database.close()
-    capture.write(directory, cfg.host, raws, failures)
-    for name, reason in sorted(failures.items()):
+        for target in targets:
+            target.close()
+    capture.write(directory, cfg.host, reading.raws, reading.failures)
+    for name, reason in sorted(reading.failures.items()):
         log.error("source %s failed: %s", name, reason)
-    print(f"captured {len(raws)} sources to {directory}")
-    return EXIT_SOURCE_FAILED if failures else EXIT_OK
+    print(f"captured {len(reading.raws)} sources to {directory}")
+    return EXIT_SOURCE_FAILED if reading.failures else EXIT_OK
 
 
 def ship_stored(cfg: configuration.Config) -> bool:

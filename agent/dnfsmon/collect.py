@@ -1,4 +1,4 @@
-"""The agent's main job: read sources, diff against the previous sample, store points.
+"""The agent's main job: read each target, diff against its previous samples, store points.
 
 `compute` is pure (raw inputs + previous samples -> points + new samples); it
 is what both `dnfsmon collect` (live files) and `dnfsmon diff` (captures)
@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Optional
 
-from . import rates
+from . import capture, rates
 from .config import Config
 from .files import remove_stale_temps
 from .points import Point
 from .rates import Sample
-from .sources import ALL_SOURCES, HOST_SOURCES, oracle
-from .sources.base import HostInputs, ParseError, Raw
+from .sources import ALL_SOURCES
+from .sources.base import ParseError, Raw
 from .state import StateFile
 from .store import Store, StoreCounts
+from .targets import Reading, Target, read_or_fail, targets_from
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +68,23 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
     return outcome
 
 
-def read_live(config: Config) -> tuple:
-    """(raws, failures) of every configured source, read from the live system."""
-    inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
-    raws: dict[str, Raw] = {}
-    failures: dict[str, str] = {}
-    for name in config.host_sources:
-        try:
-            raws[name] = HOST_SOURCES[name].read(inputs)
-        except Exception as error:  # one broken source must not stop the others
-            failures[name] = f"{error.__class__.__name__}: {error}"
-    return raws, failures
+def diff_captures(old_dir: str, new_dir: str) -> tuple[Outcome, Outcome]:
+    """(baseline, outcome) of two captures: what collection would have published
+    at the second, had the first been its previous sample."""
+    _, old_raws, old_failures = capture.read(old_dir)
+    host, new_raws, new_failures = capture.read(new_dir)
+    baseline = compute(old_raws, old_failures, host, {})
+    return baseline, compute(new_raws, new_failures, host, baseline.samples)
+
+
+def read_targets(targets: Iterable[Target]) -> Reading:
+    """One reading of every target's sources together (what a capture holds)."""
+    union = Reading()
+    for target in targets:
+        reading = read_or_fail(target)
+        union.raws.update(reading.raws)
+        union.failures.update(reading.failures)
+    return union
 
 
 def report(outcome: Outcome) -> None:
@@ -89,67 +95,6 @@ def report(outcome: Outcome) -> None:
         log.warning("skipped malformed input: %s", problem)
     for skip in outcome.skips:
         (log.debug if skip.baseline else log.info)("%s: no point: %s", skip.current.state_key, skip.reason)
-
-
-class DatabaseTarget:
-    """The database a run reads: a live session (python-oracledb) or the simulator.
-
-    Its samples live in a state file of their own (target "oracle:<name>" or
-    "simulator:<db_name>"), apart from the host's.
-    """
-
-    def __init__(self, config: Config):
-        self.config = config
-        if config.oracle is not None:
-            from .oracle_db import Database  # python-oracledb is imported only with [oracle]
-
-            self.target = f"oracle:{config.oracle.target}"
-            self.database = Database(config.oracle)
-        else:
-            from . import simulator
-
-            assert config.simulator is not None
-            s = config.simulator
-            self.target = f"simulator:{s.db_name}"
-            self.workload = simulator.Workload(
-                release=s.release,
-                db_name=s.db_name,
-                instances=s.instances,
-                read_iops=s.read_iops,
-                write_iops=s.write_iops,
-                processes=s.processes,
-                process_lifetime_s=s.process_lifetime_s,
-                path_imbalance=s.path_imbalance,
-                latency_us=s.latency_us,
-                client_slots=s.client_slots,
-            )
-            self.memory_file = StateFile(config.state_dir, f"{self.target}:memory")
-            self.memory = simulator.Memory()
-
-    def read(self) -> Raw:
-        if self.config.oracle is not None:
-            from .oracle_db import read_once
-
-            return read_once(self.database, time.time())
-        from . import simulator
-
-        remembered = self.memory_file.load_json()
-        self.memory.last_channel_select.update({int(k): float(v) for k, v in remembered.items()})
-        raw = simulator.read(self.workload, time.time(), self.memory)
-        self.memory_file.save_json({str(k): v for k, v in self.memory.last_channel_select.items()})
-        return raw
-
-    def close(self) -> None:
-        if self.config.oracle is not None:
-            self.database.close()
-
-
-def read_all(config: Config, database: Optional[DatabaseTarget]) -> tuple:
-    """(raws, failures) of the host sources and, when configured, the database."""
-    raws, failures = read_live(config)
-    if database is not None:
-        raws[oracle.NAME] = database.read()
-    return raws, failures
 
 
 def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, seconds: float) -> Point:
@@ -167,55 +112,58 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
 
 
 def collect(config: Config, count: int, interval_s: float) -> bool:
-    """Take `count` samples `interval_s` apart; True when any source failed.
+    """Take `count` samples `interval_s` apart of every target; True when any source failed.
 
-    The caller holds the run lock (state.RunLock). One database session
-    serves all the samples of a run.
+    The caller holds the run lock (state.RunLock). A target's reader serves
+    all the samples of a run (one database session).
     """
+    targets = targets_from(config)
+    try:
+        return collect_targets(config, targets, count, interval_s)
+    finally:
+        for target in targets:
+            target.close()
+
+
+def collect_targets(config: Config, targets: list[Target], count: int, interval_s: float) -> bool:
+    """collect() over the given targets, in their order; True when any source failed."""
     store = Store(config.store_dir, config.store_max_bytes)
     for directory in (config.state_dir, config.store_dir):
         remove_stale_temps(directory)
-    database = DatabaseTarget(config) if (config.oracle or config.simulator) else None
-    targets = {"host": StateFile(config.state_dir, f"host:{config.host}")}
-    if database is not None:
-        targets[oracle.NAME] = StateFile(config.state_dir, database.target)
-    previous = {name: state.load() for name, state in targets.items()}
+    states = {target.id: StateFile(config.state_dir, target.id) for target in targets}
+    previous = {target.id: states[target.id].load() for target in targets}
     any_failure = False
-    try:
-        for number in range(1, count + 1):
-            started = time.monotonic()
-            raws, failures = read_all(config, database)
-            host_raws = {k: v for k, v in raws.items() if k != oracle.NAME}
-            outcomes = {"host": compute(host_raws, failures, config.host, previous["host"])}
-            if database is not None:
-                outcomes[oracle.NAME] = compute(
-                    {oracle.NAME: raws[oracle.NAME]}, {}, config.host, previous[oracle.NAME]
-                )
-            for outcome in outcomes.values():
-                report(outcome)
-                store.append(outcome.points)
-            counts = store.pending_counts()
-            store.append([agent_point(config, list(outcomes.values()), counts, time.monotonic() - started)])
-            store.acknowledge_counts(counts)
-            # State last: a crash just before this line makes the next run diff
-            # against the older sample: one point then covers a longer interval
-            # that overlaps the point already stored - exact, never negative.
-            for name, outcome in outcomes.items():
-                targets[name].save(outcome.samples.values())
-                previous[name] = outcome.samples
-            failed = sum(len(o.failures) for o in outcomes.values())
-            any_failure = any_failure or bool(failed)
-            log.info(
-                "sample %d/%d: %d points, %d series without a point, %d sources failed",
-                number,
-                count,
-                sum(len(o.points) for o in outcomes.values()),
-                sum(len(o.skips) for o in outcomes.values()),
-                failed,
-            )
-            if number < count:
-                time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
-    finally:
-        if database is not None:
-            database.close()
+    for number in range(1, count + 1):
+        started = time.monotonic()
+        outcomes = []
+        # Target by target: each is read, diffed, stored and saved before the
+        # next is read, so a slow or failing target never costs another's points.
+        for target in targets:
+            reading = read_or_fail(target)
+            outcome = compute(reading.raws, reading.failures, config.host, previous[target.id])
+            report(outcome)
+            store.append(outcome.points)
+            # State after the points: a crash just before this line makes the
+            # next run diff against the older sample: one point then covers a
+            # longer interval that overlaps the point already stored - exact,
+            # never negative.
+            states[target.id].save(outcome.samples.values())
+            target.remember()
+            previous[target.id] = outcome.samples
+            outcomes.append(outcome)
+        counts = store.pending_counts()
+        store.append([agent_point(config, outcomes, counts, time.monotonic() - started)])
+        store.acknowledge_counts(counts)
+        failed = sum(len(o.failures) for o in outcomes)
+        any_failure = any_failure or bool(failed)
+        log.info(
+            "sample %d/%d: %d points, %d series without a point, %d sources failed",
+            number,
+            count,
+            sum(len(o.points) for o in outcomes),
+            sum(len(o.skips) for o in outcomes),
+            failed,
+        )
+        if number < count:
+            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
     return any_failure

@@ -1,0 +1,153 @@
+"""Targets: the systems one run reads, each with its own reader and state.
+
+A target is one system whose sources are read together at one moment: the
+host itself (/proc and /sys), a live Oracle database (python-oracledb) or
+the simulated database. `dnfsmon collect` takes each sample target by target,
+host first: it reads a target, diffs the reading against that target's
+previous samples, stores the points and saves the target's state, then goes
+on to the next. A slow or failing database therefore never costs the host's
+points. `dnfsmon capture` writes the union of the targets' readings.
+
+A new target is a subclass of Target that provides:
+
+- id: names its state file (dnfsmon.state.StateFile); "host:<name>",
+  "oracle:<target>" or "simulator:<db_name>" so far. Two targets of one
+  config never share an id;
+- sources: the names of the sources it reads, each registered in
+  dnfsmon.sources (the parse and publish steps are the sources' own);
+- read() -> Reading: the raw inputs of its sources, read now, and why any
+  source could not be read. It never raises for trouble with what it reads
+  (a file missing, a database down): that is a failure of the source, and
+  the other sources and targets go on. It writes nothing: captures read
+  targets without the run lock;
+- remember(): saves what the reader itself keeps between runs (the
+  simulator's memory of its last V$DNFS_CHANNELS select). collect calls it
+  right after saving the target's state, under the run lock; the default
+  keeps nothing;
+- close(): releases what the reader holds (a database session).
+
+and a line in targets_from(config) that creates it from its config section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .config import Config, OracleSettings, SimulatorSettings
+from .errors import EnvironmentProblem
+from .sources import HOST_SOURCES, oracle
+from .sources.base import HostInputs, Raw
+from .state import StateFile
+
+if TYPE_CHECKING:  # python-oracledb is imported only with [oracle]
+    from .oracle_db import Database
+
+
+@dataclass
+class Reading:
+    """One reading of a target's sources."""
+
+    # Source name -> what it read.
+    raws: dict[str, Raw] = field(default_factory=dict)
+    # Source name -> why it could not be read this time.
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+class Target:
+    """One system whose sources are read together (see the module docstring)."""
+
+    id: str
+    sources: tuple[str, ...]
+
+    def read(self) -> Reading:
+        raise NotImplementedError
+
+    def remember(self) -> None:
+        """Save what the reader keeps between runs; most readers keep nothing."""
+
+    def close(self) -> None:
+        """Release what the reader holds; most readers hold nothing."""
+
+
+class HostTarget(Target):
+    """The host: the configured [host] sources, read from /proc and /sys."""
+
+    def __init__(self, config: Config):
+        self.id = f"host:{config.host}"
+        self.sources = tuple(config.host_sources)
+        self.inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
+
+    def read(self) -> Reading:
+        reading = Reading()
+        for name in self.sources:
+            try:
+                reading.raws[name] = HOST_SOURCES[name].read(self.inputs)
+            except Exception as error:  # one broken source must not stop the others
+                reading.failures[name] = f"{error.__class__.__name__}: {error}"
+        return reading
+
+
+class OracleTarget(Target):
+    """A live database through one python-oracledb session, kept for the whole run."""
+
+    def __init__(self, settings: OracleSettings):
+        from .oracle_db import Database
+
+        self.id = f"oracle:{settings.target}"
+        self.sources = (oracle.NAME,)
+        self.database: Database = Database(settings)
+
+    def read(self) -> Reading:
+        from .oracle_db import read_once
+
+        return Reading(raws={oracle.NAME: read_once(self.database, time.time())})
+
+    def close(self) -> None:
+        self.database.close()
+
+
+class SimulatedTarget(Target):
+    """The simulated database (dnfsmon.simulator), with its memory kept beside its state."""
+
+    def __init__(self, settings: SimulatorSettings, state_dir: str):
+        from . import simulator
+
+        self.id = f"simulator:{settings.db_name}"
+        self.sources = (oracle.NAME,)
+        # SimulatorSettings holds exactly the Workload fields a config may set.
+        self.workload = simulator.Workload(**dataclasses.asdict(settings))
+        self.memory_file = StateFile(state_dir, f"{self.id}:memory")
+        remembered = self.memory_file.load_json()
+        self.memory = simulator.Memory({int(k): float(v) for k, v in remembered.items()})
+
+    def read(self) -> Reading:
+        from . import simulator
+
+        return Reading(raws={oracle.NAME: simulator.read(self.workload, time.time(), self.memory)})
+
+    def remember(self) -> None:
+        self.memory_file.save_json({str(k): v for k, v in self.memory.last_channel_select.items()})
+
+
+def targets_from(config: Config) -> list[Target]:
+    """The targets a config names, the host first (its points never wait on a database)."""
+    targets: list[Target] = [HostTarget(config)]
+    if config.oracle is not None:
+        targets.append(OracleTarget(config.oracle))
+    elif config.simulator is not None:
+        targets.append(SimulatedTarget(config.simulator, config.state_dir))
+    return targets
+
+
+def read_or_fail(target: Target) -> Reading:
+    """A target's reading; a reader that raises anyway fails its sources, not the run."""
+    try:
+        return target.read()
+    except EnvironmentProblem:
+        raise  # the user's environment: one line and exit 2
+    except Exception as error:
+        reason = f"{error.__class__.__name__}: {error}"
+        return Reading(failures=dict.fromkeys(target.sources, reason))
