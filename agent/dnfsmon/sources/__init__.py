@@ -10,7 +10,8 @@ from __future__ import annotations
 from . import filer_tcp, mountstats, nic, oracle, rpc, tcp
 from .base import HostSource, Source
 
-# Sources the host target reads (config [host] sources), in reading order.
+# Sources the host target can read; all of them, in this order, unless
+# config [host] sources names fewer.
 HOST_SOURCES: dict[str, HostSource] = {
     s.name: s for s in (nic.SOURCE, tcp.SOURCE, mountstats.SOURCE, filer_tcp.SOURCE, rpc.SOURCE)
 }

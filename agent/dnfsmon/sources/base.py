@@ -2,9 +2,10 @@
 
 A source is one module in this package (nic, tcp, mountstats, ...). It turns
 the raw text of one reading into samples, and samples into published points.
-Each module ends with one `SOURCE` (or `HOST_SOURCE`) value that names the
-functions it provides; dnfsmon.sources registers it, and nothing else looks
-inside the module. A new source provides:
+Each module ends with `SOURCE = Source(...)` (a HostSource for a source the
+host target reads), which names the functions it provides; the registry in
+dnfsmon.sources lists it, and collection uses nothing else of the module. A
+new source provides:
 
 - NAME: its name in config, captures and logs;
 - MEASUREMENTS: the measurements of its samples (its keys in the state);
