@@ -14,6 +14,7 @@ from typing import Optional
 from . import __version__, capture, catalogue, summary
 from . import config as configuration
 from .collect import collect, diff_captures, read_targets, report
+from .errors import EnvironmentProblem
 from .points import Point, to_line
 from .state import LockHeld, RunLock
 from .store import Store
@@ -96,6 +97,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--measurement", default=None, help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
+
+    p = sub.add_parser(
+        "top",
+        help="live full-screen view of dNFS, the paths, the NICs and the mounts",
+        formatter_class=defaults,
+        description="Refresh a full-screen view every interval, computed with collect's code, "
+        "without the agent's state or store (docs/top.md). Keys: i p n m views, q quit.",
+    )
+    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--batch", type=_positive_int, metavar="N", help="print N refreshes as plain text, then exit")
+    group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
+    p.add_argument("--record", metavar="DIR", help="write each refresh's raw inputs to DIR/NNNN (capture format)")
 
     sub.add_parser("metrics", help="print the metric catalogue", description="Print every measurement, tag and field.")
     return parser
@@ -200,6 +214,21 @@ def cmd_capture(cfg: configuration.Config, directory: str) -> int:
     return EXIT_SOURCE_FAILED if reading.failures else EXIT_OK
 
 
+def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], record_dir: Optional[str]) -> int:
+    from . import top  # curses is imported only for top
+
+    sampler = top.Sampler(cfg, record_dir)
+    try:
+        if batch is not None:
+            return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
+        return top.run_screen(sampler, interval_s)
+    except EnvironmentProblem as problem:
+        print(f"dnfsmon: {problem}", file=sys.stderr)
+        return problem.exit_code
+    finally:
+        sampler.close()
+
+
 def ship_stored(cfg: configuration.Config) -> bool:
     """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept)."""
     from .influx import ShipError, ship  # influxdb-client is imported only when shipping
@@ -233,6 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_show(cfg, args.measurement, args.everything)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
+        if args.command == "top":
+            return cmd_top(cfg, args.interval, args.batch, args.record)
         os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
         if args.command == "ship" and cfg.influxdb is None:
             print(

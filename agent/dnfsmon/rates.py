@@ -288,3 +288,25 @@ def percent(part: Optional[float], whole: Optional[float]) -> Optional[float]:
     if part is None or not whole:
         return None
     return 100.0 * part / whole
+
+
+def histogram_quantile(buckets: Iterable[tuple[float, float]], quantile: float) -> Optional[float]:
+    """The quantile (0 < q < 1) of a histogram of (upper bound, count per second) buckets.
+
+    Oracle's wait histograms count waits shorter than each bucket's bound and at
+    least half of it (GV$EVENT_HISTOGRAM: "less than WAIT_TIME_MILLI, at least
+    half of it"), so a bucket covers [bound/2, bound). The result interpolates
+    linearly inside the bucket where the cumulative count crosses the quantile,
+    as Prometheus' histogram_quantile does; None without any count.
+    """
+    ordered = sorted((bound, count) for bound, count in buckets if count > 0)
+    total = sum(count for _, count in ordered)
+    if not ordered or total <= 0:
+        return None
+    wanted = quantile * total
+    below = 0.0
+    for bound, count in ordered:
+        if below + count >= wanted:
+            return bound / 2 + (bound - bound / 2) * (wanted - below) / count
+        below += count
+    return ordered[-1][0]

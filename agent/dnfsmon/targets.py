@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem
@@ -110,17 +110,21 @@ class OracleTarget(Target):
 
 
 class SimulatedTarget(Target):
-    """The simulated database (dnfsmon.simulator), with its memory kept beside its state."""
+    """The simulated database (dnfsmon.simulator), with its memory kept beside its state.
 
-    def __init__(self, settings: SimulatorSettings, state_dir: str):
+    Without a state directory (`dnfsmon top`) the memory lives in this process
+    only: nothing in the agent's state directory is read or written.
+    """
+
+    def __init__(self, settings: SimulatorSettings, state_dir: Optional[str]):
         from . import simulator
 
         self.id = f"simulator:{settings.db_name}"
         self.sources = (oracle.NAME,)
         # SimulatorSettings holds exactly the Workload fields a config may set.
         self.workload = simulator.Workload(**dataclasses.asdict(settings))
-        self.memory_file = StateFile(state_dir, f"{self.id}:memory")
-        remembered = self.memory_file.load_json()
+        self.memory_file = None if state_dir is None else StateFile(state_dir, f"{self.id}:memory")
+        remembered = {} if self.memory_file is None else self.memory_file.load_json()
         self.memory = simulator.Memory({int(k): float(v) for k, v in remembered.items()})
 
     def read(self) -> Reading:
@@ -129,16 +133,21 @@ class SimulatedTarget(Target):
         return Reading(raws={oracle.NAME: simulator.read(self.workload, time.time(), self.memory)})
 
     def remember(self) -> None:
-        self.memory_file.save_json({str(k): v for k, v in self.memory.last_channel_select.items()})
+        if self.memory_file is not None:
+            self.memory_file.save_json({str(k): v for k, v in self.memory.last_channel_select.items()})
 
 
-def targets_from(config: Config) -> list[Target]:
-    """The targets a config names, the host first (its points never wait on a database)."""
+def targets_from(config: Config, keep_memory: bool = True) -> list[Target]:
+    """The targets a config names, the host first (its points never wait on a database).
+
+    keep_memory=False: readers keep what they remember in this process only,
+    never in the state directory (`dnfsmon top` runs beside the agent).
+    """
     targets: list[Target] = [HostTarget(config)]
     if config.oracle is not None:
         targets.append(OracleTarget(config.oracle))
     elif config.simulator is not None:
-        targets.append(SimulatedTarget(config.simulator, config.state_dir))
+        targets.append(SimulatedTarget(config.simulator, config.state_dir if keep_memory else None))
     return targets
 
 
