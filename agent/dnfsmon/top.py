@@ -540,6 +540,11 @@ class Screen:
     """curses, set up and always restored; colour only when the terminal has it and NO_COLOR is unset."""
 
     def __init__(self) -> None:
+        # The terminal's own size (TIOCGWINSZ), not LINES/COLUMNS: ncurses
+        # prefers those when they are set (use_env(3X)), and an exported value
+        # goes stale as soon as the window is resized.
+        for name in ("LINES", "COLUMNS"):
+            os.environ.pop(name, None)
         try:
             self.window = curses.initscr()
         except curses.error as error:

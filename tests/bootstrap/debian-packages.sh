@@ -8,6 +8,7 @@ set -euo pipefail
 declare -A needed=(
   [nicstat]=nicstat          # tests/test_nic.py compares our NIC rates with nicstat -p
   [mountstats]=nfs-common    # tests/test_mountstats.py compares per-op figures with mountstats iostat
+  [tmux]=tmux                # tests/test_top.py runs dnfsmon top in a real terminal
 )
 
 missing=()
