@@ -347,7 +347,7 @@ def test_batch_prints_plain_text_blocks_that_match_diff(tmp_path, inputs):
 def test_once_is_one_block(tmp_path, inputs):
     config, _, _ = inputs
     result = subprocess.run(
-        [*DNFSMON, "--config", str(config), "top", "--once", "--interval", "0.2"],
+        [*DNFSMON, "top", "--once", "--interval", "0.2", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=120,

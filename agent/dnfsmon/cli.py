@@ -101,11 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "top",
         help="live full-screen view of dNFS, the paths, the NICs and the mounts",
-        formatter_class=defaults,
         description="Refresh a full-screen view every interval, computed with collect's code, "
         "without the agent's state or store (docs/top.md). Keys: i p n m views, q quit.",
     )
-    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes")
+    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes (default 5)")
+    # Also after the subcommand (`dnfsmon top --config F`); absent, the global -c stands.
+    p.add_argument("-c", "--config", default=argparse.SUPPRESS, help="TOML config file (as dnfsmon --config)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--batch", type=_positive_int, metavar="N", help="print N refreshes as plain text, then exit")
     group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
