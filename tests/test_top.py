@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -285,15 +286,21 @@ def test_ctrl_c_exits_cleanly(tmp_path, inputs):
         terminal.kill()
 
 
-def test_killed_pane_exits_cleanly(tmp_path, inputs):
+@pytest.mark.parametrize("how, status", [("kill-pane", 129), ("SIGTERM", 143)])
+def test_lost_terminal_or_sigterm_exits_cleanly(tmp_path, inputs, how, status):
     config, _, _ = inputs
     terminal = Terminal(tmp_path, 80, 24)
     try:
         terminal.start(["--config", config, "top", "--interval", "1"], env="TERM=xterm")
         terminal.wait_for("the first refresh", lambda s: refresh_number(s) >= 1)
-        terminal.tmux("kill-pane")
-        # SIGHUP on the lost terminal: exit 128 + 1, no traceback.
-        assert terminal.exit_status() == 129
+        if how == "kill-pane":
+            terminal.tmux("kill-pane")  # the terminal is gone: SIGHUP
+        else:
+            shell = terminal.value("pane_pid")
+            (top_pid,) = open(f"/proc/{shell}/task/{shell}/children").read().split()
+            os.kill(int(top_pid), signal.SIGTERM)
+        # 128 + the signal, no traceback.
+        assert terminal.exit_status() == status
         assert "Traceback" not in terminal.err_file.read_text()
     finally:
         terminal.kill()

@@ -525,7 +525,7 @@ class TerminalLost(BaseException):
 
 
 def _hang_up(signum: int, frame: Optional[FrameType]) -> None:
-    raise TerminalLost(signal.Signals(signum).name)
+    raise TerminalLost(signum)
 
 
 def _terminal_alive(fd: int) -> bool:
@@ -648,8 +648,9 @@ def run_screen(sampler: Sampler, interval_s: float) -> int:
                 break  # redraw: a view key, a resize (KEY_RESIZE) or anything else
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except TerminalLost:
-        return EXIT_TERMINAL_LOST
+    except TerminalLost as lost:
+        # The shell's convention: 128 + the signal (SIGHUP 129, SIGTERM 143); EIO counts as a hang-up.
+        return 128 + lost.args[0] if isinstance(lost.args[0], int) else EXIT_TERMINAL_LOST
     finally:
         if screen is not None:
             screen.restore()
