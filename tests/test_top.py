@@ -416,3 +416,24 @@ def test_histogram_quantile():
     assert rates.histogram_quantile([(1.0, 10.0), (2.0, 80.0), (4.0, 10.0)], 0.95) == 3.0
     assert rates.histogram_quantile([(1.0, 10.0), (2.0, 80.0), (4.0, 10.0)], 0.5) == pytest.approx(1.5)
     assert rates.histogram_quantile([(1.0, 0.0)], 0.95) is None
+
+
+def test_once_names_malformed_input_and_failed_sources(tmp_path, inputs):
+    """A malformed /proc/net/dev line is skipped and named; a source that cannot read says why (exit 3)."""
+    config, _, net_dev = inputs
+    with open(net_dev, "a") as f:
+        f.write("  bad0: not numbers\n")
+    os.makedirs(os.path.join(os.path.dirname(net_dev), "rpc"))
+    with open(os.path.join(os.path.dirname(net_dev), "rpc", "nfs"), "w") as f:
+        f.write("net 0 0 0 0\n")  # no 'rpc' line
+    config.write_text(config.read_text().replace('sources = ["nic"]', 'sources = ["nic", "rpc"]'))
+    result = subprocess.run(
+        [*DNFSMON, "top", "--once", "--interval", "0.2", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 3, result.stderr
+    assert "malformed input part(s) skipped, first: proc/net/dev:" in result.stdout
+    assert "bad0" in result.stdout
+    assert "source rpc failed: proc/net/rpc/nfs: no 'rpc' line" in result.stdout

@@ -218,16 +218,17 @@ def cmd_capture(cfg: configuration.Config, directory: str) -> int:
 def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], record_dir: Optional[str]) -> int:
     from . import top  # curses is imported only for top
 
-    sampler = top.Sampler(cfg, record_dir)
     try:
-        if batch is not None:
-            return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
-        return top.run_screen(sampler, interval_s)
+        sampler = top.Sampler(cfg, record_dir)
+        try:
+            if batch is not None:
+                return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
+            return top.run_screen(sampler, interval_s)
+        finally:
+            sampler.close()
     except EnvironmentProblem as problem:
         print(f"dnfsmon: {problem}", file=sys.stderr)
         return problem.exit_code
-    finally:
-        sampler.close()
 
 
 def ship_stored(cfg: configuration.Config) -> bool:

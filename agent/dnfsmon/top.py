@@ -63,6 +63,8 @@ class Frame:
     points: list[Point] = field(default_factory=list)
     # Source name -> why it gave nothing (or not everything) this time.
     failures: dict[str, str] = field(default_factory=dict)
+    # Malformed input lines the sources skipped (the rest was used).
+    problems: list[str] = field(default_factory=list)
     # Seconds between this reading and the previous one (monotonic clock).
     interval_s: Optional[float] = None
     wall_time: float = 0.0
@@ -96,6 +98,7 @@ class Sampler:
             raws.update(reading.raws)
             failures.update(reading.failures)
             frame.failures.update(outcome.failures)
+            frame.problems.extend(str(problem) for problem in outcome.problems)
             frame.points.extend(outcome.points)
         if self.record_dir is not None:
             # The raw inputs of this refresh, as `dnfsmon capture` writes them:
@@ -414,6 +417,9 @@ def header_lines(frame: Optional[Frame], host: str, interval_s: float, view: Vie
     lines.append((layers_summary(points), NORMAL))
     for name, reason in sorted((frame.failures if frame else {}).items()):
         lines.append((printable(f"source {name} failed: {reason}"), ALERT))
+    if frame and frame.problems:
+        count = len(frame.problems)
+        lines.append((printable(f"{count} malformed input part(s) skipped, first: {frame.problems[0]}"), ALERT))
     if keys:
         names = "  ".join(f"{v.key}:{v.name.upper() if v is view else v.name}" for v in VIEWS)
         lines.append((f"keys: {names}  q:quit", HEADING))
