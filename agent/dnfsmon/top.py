@@ -122,6 +122,8 @@ class Column:
     decimals: int = 1
     # Shown only when the terminal is wide enough (or in plain text).
     optional: bool = False
+    # A long text keeps its end ("~" + tail): it tells mount points apart.
+    keep_tail: bool = False
 
 
 @dataclass
@@ -188,7 +190,7 @@ def instances_table(points: Sequence[Point]) -> Table:
             }
         )
     columns = (
-        Column("instance", "INSTANCE", 12),
+        Column("instance", "INSTANCE", 12, keep_tail=True),
         Column("read_iops", "READ/s", 8, 0),
         Column("write_iops", "WRITE/s", 8, 0),
         Column("read_mib_per_s", "RD MiB/s", 9, 2),
@@ -306,7 +308,7 @@ def mounts_table(points: Sequence[Point]) -> Table:
         if tag(p, "op") in DATA_OPS
     ]
     columns = (
-        Column("mountpoint", "MOUNT", 18),
+        Column("mountpoint", "MOUNT", 18, keep_tail=True),
         Column("op", "OP", 5),
         Column("ops_per_s", "OPS/s", 8, 1),
         Column("kib_per_s", "KiB/s", 9, 1),
@@ -376,35 +378,34 @@ def fitting_columns(columns: Sequence[Column], width: Optional[int]) -> list[Col
 
 
 def table_lines(table: Table, width: Optional[int], max_rows: Optional[int]) -> list[Line]:
+    """A table's lines; width None (plain text) shows every column with its cells in full."""
     columns = fitting_columns(table.columns, width)
+    rows = table.rows if max_rows is None else table.rows[:max_rows]
+    cells = [[cell_text(row.get(c.key), c) for c in columns] for row in rows]
+    widths = [c.width for c in columns]
+    if width is None:
+        widths = [max([w, len(c.title)] + [len(r[i]) for r in cells]) for i, (w, c) in enumerate(zip(widths, columns))]
 
-    def line(cells: list[str]) -> str:
+    # Numbers to the right, names to the left.
+    numeric = [not any(isinstance(row.get(c.key), str) for row in rows) for c in columns]
+
+    def line(texts: list[str]) -> str:
         parts = []
-        for text, column in zip(cells, columns):
-            if len(text) > column.width:  # keep the tail: it tells mount points and instances apart
-                text = "~" + text[-(column.width - 1) :]
-            parts.append(_align(text, column))
+        for text, column, room, right in zip(texts, columns, widths, numeric):
+            if len(text) > room:
+                text = "~" + text[-(room - 1) :] if column.keep_tail else text[:room]
+            parts.append(text.rjust(room) if right else text.ljust(room))
         return " ".join(parts).rstrip()
 
     out: list[Line] = [(table.title, TITLE)]
     if not table.rows:
         return [*out, ("  " + table.empty, NORMAL)]
     out.append((line([c.title for c in columns]), HEADING))
-    rows = table.rows if max_rows is None else table.rows[:max_rows]
-    out.extend((line([cell_text(row.get(c.key), c) for c in columns]), NORMAL) for row in rows)
+    out.extend((line(texts), NORMAL) for texts in cells)
     hidden = len(table.rows) - len(rows)
     if hidden:
         out.append((f"  ... {hidden} more", NORMAL))
     return out
-
-
-def _align(text: str, column: Column) -> str:
-    numeric = text == "-" or text.replace(".", "", 1).lstrip("-").isdigit()
-    return (
-        text.rjust(column.width)
-        if numeric and column.key not in ("instance", "interface")
-        else text.ljust(column.width)
-    )
 
 
 def header_lines(frame: Optional[Frame], host: str, interval_s: float, view: View, keys: bool) -> list[Line]:
