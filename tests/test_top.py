@@ -437,3 +437,16 @@ def test_once_names_malformed_input_and_failed_sources(tmp_path, inputs):
     assert "malformed input part(s) skipped, first: proc/net/dev:" in result.stdout
     assert "bad0" in result.stdout
     assert "source rpc failed: proc/net/rpc/nfs: no 'rpc' line" in result.stdout
+
+
+def test_unknown_terminal_type_is_one_line(tmp_path, inputs):
+    config, _, _ = inputs
+    terminal = Terminal(tmp_path, 80, 24)
+    try:
+        terminal.start(["--config", config, "top"], env="TERM=no-such-terminal")
+        assert terminal.exit_status() == 2
+        (line,) = terminal.err_file.read_text().splitlines()
+        assert line.startswith("dnfsmon: dnfsmon top cannot drive the terminal TERM='no-such-terminal'")
+        assert "TERM=vt100" in line and "--once" in line
+    finally:
+        terminal.kill()
