@@ -450,3 +450,10 @@ def test_unknown_terminal_type_is_one_line(tmp_path, inputs):
         assert "TERM=vt100" in line and "--once" in line
     finally:
         terminal.kill()
+
+
+def test_tables_share_the_screen():
+    # Tables needing less than a fair share get it; the others split the rest.
+    assert top.share_lines([7, 11, 3], 15) == [6, 6, 3]
+    assert top.share_lines([4, 4], 20) == [4, 4]
+    assert top.share_lines([10, 10], 5) == [2, 2]

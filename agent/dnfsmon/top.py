@@ -472,16 +472,40 @@ def screen_lines(
     if frame is None or frame.number == 0:
         lines.append((f"reading the baseline; the first figures come after {interval_s:g} s", NORMAL))
         return [(text[:width], style) for text, style in lines[:height]]
-    for index, table in enumerate(view.tables(frame.points)):
-        room = height - len(lines) - 1  # a blank line before each table
-        # The main table takes what it needs; the others need a heading, a row and a "more" line.
-        if room < (3 if index == 0 else 4):
-            break
+    tables = view.tables(frame.points)
+    needs = [needs_of(table) for table in tables]
+    main = min(needs[0], height - len(lines))
+    for table, room in zip(tables, [main, *share_lines(needs[1:], height - len(lines) - main)]):
+        if room < min(needs_of(table), 4):  # not even one row: leave it out rather than show only its title
+            continue
         lines.append(("", NORMAL))
-        rows_room = room - 3  # title, column heading, a possible "... more" line
-        max_rows = len(table.rows) if len(table.rows) <= rows_room + 1 else max(rows_room, 1)
-        lines.extend(table_lines(table, width, max_rows))
+        # Rows that fit; when some do not, the last line says how many more.
+        max_rows = len(table.rows) if len(table.rows) <= room - 3 else room - 4
+        lines.extend(table_lines(table, width, max(max_rows, 1)))
     return [(text[:width], style) for text, style in lines[:height]]
+
+
+def needs_of(table: Table) -> int:
+    """Lines a table takes in full: a blank line, its title, its heading and rows, or the line saying it is empty."""
+    return 3 + len(table.rows) if table.rows else 3
+
+
+def share_lines(needs: Sequence[int], room: int) -> list[int]:
+    """Lines for each table: those needing less than a fair share get what they need, the rest share what is left."""
+    given = [0] * len(needs)
+    waiting = list(range(len(needs)))
+    while waiting:
+        share = room // len(waiting)
+        small = [i for i in waiting if needs[i] <= share]
+        if not small:
+            for i in waiting:
+                given[i] = share
+            break
+        for i in small:
+            given[i] = needs[i]
+            room -= needs[i]
+            waiting.remove(i)
+    return given
 
 
 def text_block(frame: Frame, host: str, interval_s: float) -> str:
