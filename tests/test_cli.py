@@ -168,8 +168,9 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     measurements = {p.measurement for p in stored(tmp_path)}
     assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}  # the fake proc has no mountstats: no NFS mounts
     agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
-    # nic (bad header) and mountstats (no file) failed; tcp, filer_tcp and rpc (no NFS client: nothing to read) ran.
-    assert agent.fields["sources_failed"] == 2 and agent.fields["sources_ok"] == 3
+    # nic (bad header), mountstats, routes (no proc/net/route) and pressure (no proc/stat) failed;
+    # tcp, filer_tcp and rpc (no NFS client: nothing to read) ran.
+    assert agent.fields["sources_failed"] == 4 and agent.fields["sources_ok"] == 3
 
 
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):

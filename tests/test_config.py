@@ -57,7 +57,7 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
     path.write_text(text)
     cfg = config.load(str(path))
     assert cfg.state_dir == "/var/lib/dnfsmon/state"
-    assert cfg.host_sources == ["nic", "tcp", "mountstats", "filer_tcp", "rpc"]
+    assert cfg.host_sources == ["nic", "tcp", "mountstats", "filer_tcp", "rpc", "routes", "pressure"]
     assert cfg.nfs_ports == [2049]
     assert cfg.host  # system host name
 

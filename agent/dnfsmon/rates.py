@@ -288,3 +288,57 @@ def percent(part: Optional[float], whole: Optional[float]) -> Optional[float]:
     if part is None or not whole:
         return None
     return 100.0 * part / whole
+
+
+def ratio(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    """part / whole of two point-in-time values (e.g. runnable tasks per CPU); None when whole is 0 or unknown."""
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def histogram_quantile(buckets: Iterable[tuple[float, float]], quantile: float) -> Optional[float]:
+    """The quantile (0 < q < 1) of a histogram of (upper bound, count per second) buckets.
+
+    Oracle's wait histograms count waits shorter than each bucket's bound and at
+    least half of it (GV$EVENT_HISTOGRAM: "less than WAIT_TIME_MILLI, at least
+    half of it"), so a bucket covers [bound/2, bound). The result interpolates
+    linearly inside the bucket where the cumulative count crosses the quantile,
+    as Prometheus' histogram_quantile does; None without any count.
+    """
+    ordered = sorted((bound, count) for bound, count in buckets if count > 0)
+    total = sum(count for _, count in ordered)
+    if not ordered or total <= 0:
+        return None
+    wanted = quantile * total
+    below = 0.0
+    for bound, count in ordered:
+        if below + count >= wanted:
+            return bound / 2 + (bound - bound / 2) * (wanted - below) / count
+        below += count
+    return ordered[-1][0]
+
+
+def difference(minuend: Optional[float], subtrahend: Optional[float]) -> Optional[float]:
+    """minuend - subtrahend when both are known and the result is not negative, else None.
+
+    For "the part of a latency another one does not explain": a negative
+    result means the two were not measured over the same operations, so no
+    number is published rather than a doubtful one.
+    """
+    if minuend is None or subtrahend is None or minuend < subtrahend:
+        return None
+    return minuend - subtrahend
+
+
+def weighted_mean(pairs: Iterable[tuple[Optional[float], Optional[float]]]) -> Optional[float]:
+    """Σ value*weight / Σ weight over (value, weight) pairs with both known; None without weight.
+
+    E.g. the average latency of several instances from each one's average and
+    its waits per second: the average over all their waits.
+    """
+    known = [(value, weight) for value, weight in pairs if value is not None and weight]
+    total = sum(weight for _, weight in known)
+    if not total:
+        return None
+    return sum(value * weight for value, weight in known) / total
