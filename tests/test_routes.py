@@ -80,6 +80,7 @@ def test_interface_for_prefers_the_local_address_then_the_longest_prefix():
     assert routes.interface_for("", "10.9.9.9", addresses, table) == "eth3"
     assert routes.interface_for("", "8.8.8.8", addresses, table) == "eth0"
     assert routes.interface_for("", "fd00::5", addresses, table) is None
+    assert routes.interface_for("10.0.9.9", "10.0.2.5", addresses, table) is None  # not an address of this host
 
 
 def test_live_read_on_this_machine_names_the_loopback():

@@ -11,9 +11,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from . import __version__, capture, catalogue, summary
+from . import __version__, capture, catalogue, diagnosis, summary
 from . import config as configuration
-from .collect import collect, diff_captures, read_targets, report
+from .collect import collect, compute, diff_captures, read_targets, report
 from .points import Point, to_line
 from .state import LockHeld, RunLock
 from .store import Store
@@ -26,6 +26,8 @@ EXIT_USAGE = 2  # bad arguments, bad config, bad capture
 EXIT_SOURCE_FAILED = 3  # the run completed, but at least one source failed (logged)
 EXIT_SHIP_FAILED = 4  # points stored, but InfluxDB could not take them now (a later run sends them)
 EXIT_LOCKED = 75  # another run holds the lock (EX_TEMPFAIL): nothing was touched
+EXIT_FINDINGS_WARNING = 10  # dnfsmon doctor: warnings only
+EXIT_FINDINGS_CRITICAL = 11  # dnfsmon doctor: at least one critical finding
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_ERROR: "unexpected error (a bug; the traceback is logged)",
@@ -33,6 +35,8 @@ EXIT_CODES = {
     EXIT_SOURCE_FAILED: "completed, but at least one source failed (logged); other sources' points were stored",
     EXIT_SHIP_FAILED: "points are in the local store, but InfluxDB could not take them now; a later run sends them",
     EXIT_LOCKED: "another dnfsmon run holds the lock; nothing was touched",
+    EXIT_FINDINGS_WARNING: "dnfsmon doctor: warning findings, none critical (docs/doctor.md)",
+    EXIT_FINDINGS_CRITICAL: "dnfsmon doctor: at least one critical finding (docs/doctor.md)",
 }
 
 log = logging.getLogger("dnfsmon")
@@ -96,6 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--measurement", default=None, help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
+
+    p = sub.add_parser(
+        "doctor",
+        help="name the layer to blame: latency ladder and findings",
+        formatter_class=defaults,
+        description="Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
+        "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
+        "collect stores the same ladder and findings on every run.",
+    )
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
+    p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between the two live samples")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
 
     sub.add_parser("metrics", help="print the metric catalogue", description="Print every measurement, tag and field.")
     return parser
@@ -185,6 +201,87 @@ def cmd_diff(old: str, new: str, output: str) -> int:
     return EXIT_SOURCE_FAILED if outcome.failures else EXIT_OK
 
 
+def doctor_exit_code(found: diagnosis.Diagnosis, failures: Iterable[str]) -> int:
+    severities = {f.severity for f in found.findings}
+    if diagnosis.CRITICAL in severities:
+        return EXIT_FINDINGS_CRITICAL
+    if severities:
+        return EXIT_FINDINGS_WARNING
+    return EXIT_SOURCE_FAILED if list(failures) else EXIT_OK
+
+
+def format_diagnosis(found: diagnosis.Diagnosis) -> str:
+    entries = catalogue.load()
+    database = " (database figures simulated)" if found.simulated_database else ""
+    lines = [f"Latency ladder of {found.host}{database}:"]
+    for name, label in diagnosis.ladder.RUNGS.items():
+        value = found.ladder.get(name)
+        entry = entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))
+        text = "-" if value is None else format_value(value, entry.unit if entry else "")
+        lines.append(f"    {label:<44} {text}")
+    lines.append("Paths to the filers:")
+    for path in found.paths:
+        d = diagnosis.join.describe(path)
+        figures = ", ".join(
+            f"{label} {d[key]:g}"
+            for key, label in (
+                ("tcp_connections", "connections"),
+                ("tcp_srtt_ms", "srtt ms"),
+                ("nic_util_pct", "NIC %"),
+            )
+            if d[key] is not None
+        )
+        lines.append(
+            f"    {d['local_address'] or '?'} -> {d['server']} on {d['interface'] or '?'}"
+            f" [{', '.join(d['users']) or 'unused'}] {figures}"
+        )
+    if not found.paths:
+        lines.append("    none seen")
+    if not found.findings:
+        lines.append("Verdict: healthy, no rule fired.")
+    else:
+        lines.append(f"Verdict: {len(found.findings)} finding(s):")
+    for f in found.findings:
+        simulated = " (simulated database)" if f.simulated else ""
+        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{simulated}: {f.summary}")
+        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
+        lines.append(f"      remedy: {f.remedy}")
+    return "\n".join(lines)
+
+
+def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: float, output: str) -> int:
+    if len(captures) not in (0, 2):
+        print("dnfsmon: doctor takes two capture directories (OLD NEW) or none (live)", file=sys.stderr)
+        return EXIT_USAGE
+    if captures:
+        setup_logging("warning")
+        _, old_raws, old_failures = capture.read(captures[0])
+        host, raws, failures = capture.read(captures[1])
+    else:
+        cfg = load_config(config_path)
+        setup_logging("warning")
+        host = cfg.host
+        # Like a capture, the doctor only reads: no target remembers anything (no state written).
+        targets = targets_from(cfg)
+        try:
+            old = read_targets(targets)
+            time.sleep(interval_s)
+            new = read_targets(targets)
+        finally:
+            for target in targets:
+                target.close()
+        old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
+    baseline = compute(old_raws, old_failures, host, {})
+    outcome = compute(raws, failures, host, baseline.samples)
+    report(outcome)
+    found = diagnosis.diagnose(outcome.points, host)
+    if output == "json":
+        print(json.dumps(found.to_json(), indent=1, sort_keys=True))
+    else:
+        print(format_diagnosis(found))
+    return doctor_exit_code(found, outcome.failures)
+
+
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
     # A capture only reads: it writes no state (the run lock is not taken).
     targets = targets_from(cfg)
@@ -227,6 +324,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "diff":
             setup_logging("info")
             return cmd_diff(args.old, args.new, args.format)
+        if args.command == "doctor":
+            return cmd_doctor(args.config, args.captures, args.interval, args.format)
         cfg = load_config(args.config)
         setup_logging(cfg.log_level)
         if args.command == "show":

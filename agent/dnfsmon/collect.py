@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from . import capture, rates
+from . import capture, diagnosis, rates
 from .config import Config
 from .files import remove_stale_temps
 from .points import Point
@@ -151,6 +151,9 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             target.remember()
             previous[target.id] = outcome.samples
             outcomes.append(outcome)
+        # The ladder and the findings of this interval, from every target's points.
+        interval_points = [p for o in outcomes for p in o.points]
+        store.append(diagnosis.to_points(diagnosis.diagnose(interval_points, config.host), time.time_ns()))
         counts = store.pending_counts()
         store.append([agent_point(config, outcomes, counts, time.monotonic() - started)])
         store.acknowledge_counts(counts)

@@ -174,13 +174,15 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
 def interface_for(
     local_address: str, remote_address: str, addresses: dict[str, str], routes: list[tuple[str, str, int]]
 ) -> Optional[str]:
-    """The interface carrying a connection: the one holding its local address, else the
-    longest-prefix route to the remote address (lowest metric among equals), else None.
+    """The interface carrying a connection: the one holding its local address; without a
+    local address (dNFS before 11.2.0.3 has no LOCAL), the longest-prefix route to the
+    remote address (lowest metric among equals); else None. A local address no
+    interface holds gives None: the path cannot start on this host.
 
     addresses: address -> interface; routes: (destination network, interface, metric).
     """
-    if local_address in addresses:
-        return addresses[local_address]
+    if local_address:
+        return addresses.get(local_address)
     try:
         remote = ipaddress.ip_address(remote_address)
     except ValueError:
