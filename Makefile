@@ -20,12 +20,15 @@ $(TOOLS): $(AGENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-## make demo: the agent's main job on the embedded default, about 30 s.
+## make demo: the agent's main job on the embedded default, then dnfsmon doctor; about 40 s.
 demo: $(AGENT)
 	rm -rf demo-data
 	$(DEMO) collect --count 7 --interval 5
 	@echo
 	$(DEMO) show
+	@echo
+	@# The doctor's verdict on the same host and (simulated) database; exit 10/11 only report findings.
+	$(DEMO) doctor --interval 5 || [ $$? -ge 10 ]
 
 ## make test: every check the project has.
 test: $(TOOLS)

@@ -173,3 +173,16 @@ def test_rates_helpers_of_the_ladder():
     assert rates.weighted_mean([(1.0, 3.0), (5.0, 1.0), (None, 9.0), (7.0, 0.0)]) == 2.0
     assert rates.weighted_mean([]) is None
     assert rates.ratio(3, 2) == 1.5 and rates.ratio(3, 0) is None
+
+
+def test_paths_join_dnfs_channels_tcp_and_kernel_mounts_to_their_interface():
+    case = os.path.join(CASES, "healthy")
+    got = json.loads(doctor(os.path.join(case, "old"), os.path.join(case, "new"), "--format", "json").stdout)
+    by_server = {p["server"]: p for p in got["paths"]}
+    assert by_server["10.0.1.5"]["interface"] == "eth1" and by_server["10.0.2.5"]["interface"] == "eth2"
+    assert by_server["10.0.1.5"]["users"] == ["dnfs:simdb1", "nfs:/u02/oradata1"]
+    assert by_server["10.0.2.5"]["users"] == ["dnfs:simdb1"]
+    # TCP 8000 KiB/s received + 400 acknowledged, of eth1's 5 % of 10 Gbit/s received
+    # (61035.156 KiB/s) + a tenth of that sent: 8400 / 67138.672 = 12.511 %.
+    assert by_server["10.0.1.5"]["share_of_interface_pct"] == pytest.approx(12.511, abs=1e-3)
+    assert by_server["10.0.1.5"]["mtu_bytes"] == 9000

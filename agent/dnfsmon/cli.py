@@ -223,17 +223,18 @@ def format_diagnosis(found: diagnosis.Diagnosis) -> str:
     for path in found.paths:
         d = diagnosis.join.describe(path)
         figures = ", ".join(
-            f"{label} {d[key]:g}"
+            f"{label} {d[key]:.4g}"
             for key, label in (
                 ("tcp_connections", "connections"),
                 ("tcp_srtt_ms", "srtt ms"),
                 ("nic_util_pct", "NIC %"),
+                ("share_of_interface_pct", "% of the NIC's traffic"),
             )
             if d[key] is not None
         )
         lines.append(
             f"    {d['local_address'] or '?'} -> {d['server']} on {d['interface'] or '?'}"
-            f" [{', '.join(d['users']) or 'unused'}] {figures}"
+            f" [{', '.join(d['users']) or 'unused'}]" + (f" {figures}" if figures else "")
         )
     if not found.paths:
         lines.append("    none seen")

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .. import rates
 from ..points import Point
 from ..sources.filer_tcp import normalise_address
 from ..sources.routes import interface_for
@@ -95,9 +96,20 @@ def paths(points: list[Point]) -> list[Path]:
     return sorted(found.values(), key=lambda p: (p.server, p.local_address))
 
 
+def share_of_interface_pct(path: Path) -> Optional[float]:
+    """The path's TCP traffic (received + acknowledged KiB/s) as a share of its interface's
+    traffic: how much of what the NIC carries is this path's NFS."""
+    tcp = [number(path.tcp, name) for name in ("rx_kib_per_s", "tx_kib_per_s")]
+    nic = [number(path.nic, name) for name in ("rx_kib_per_s", "tx_kib_per_s")]
+    if None in tcp or None in nic:
+        return None
+    return rates.percent(sum(tcp), sum(nic))  # type: ignore[arg-type]
+
+
 def describe(path: Path) -> dict:
     """A path as the doctor prints it (--format json "paths")."""
     return {
+        "share_of_interface_pct": share_of_interface_pct(path),
         "server": path.server,
         "local_address": path.local_address,
         "interface": path.interface,
