@@ -101,9 +101,13 @@ def share_of_interface_pct(path: Path) -> Optional[float]:
     traffic: how much of what the NIC carries is this path's NFS."""
     tcp = [number(path.tcp, name) for name in ("rx_kib_per_s", "tx_kib_per_s")]
     nic = [number(path.nic, name) for name in ("rx_kib_per_s", "tx_kib_per_s")]
-    if None in tcp or None in nic:
-        return None
-    return rates.percent(sum(tcp), sum(nic))  # type: ignore[arg-type]
+    return rates.percent(total(tcp), total(nic))
+
+
+def total(values: list[Optional[float]]) -> Optional[float]:
+    """The sum of values that must all be known; None when one is not (a partial sum would mislead)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if len(known) == len(values) else None
 
 
 def describe(path: Path) -> dict:

@@ -17,7 +17,7 @@ from typing import Optional
 
 from .. import rates
 from ..points import Point
-from .join import Path, number, of, tag
+from .join import Path, number, of, tag, total
 
 SINGLE_BLOCK_READ = "db file sequential read"
 # The kernel NFS operations that carry Oracle's data (mountstats names, v3 and v4 alike).
@@ -75,7 +75,7 @@ def ladder(points: list[Point], paths: list[Path]) -> dict[str, Optional[float]]
         "tcp_srtt_ms": srtt,
         "tcp_min_rtt_ms": min(min_rtts) if min_rtts else None,
         "nic_util_pct": max(utils) if utils else None,
-        "retrans_pct": None if None in retrans or None in sent else rates.percent(sum(retrans), sum(sent)),  # type: ignore[arg-type]
+        "retrans_pct": rates.percent(total(retrans), total(sent)),
         "unexplained_ms": rates.difference(oracle_avg_ms, srtt),
     }
     return out

@@ -138,7 +138,7 @@ def client_rpc_slots(ctx: Context) -> list[Finding]:
         worst = max(ops, key=lambda p: number(p, "avg_queue_ms") or 0.0)
         queue, rtt = number(worst, "avg_queue_ms"), number(worst, "avg_rtt_ms")
         backlog = number(mount, "avg_backlog")
-        queued = _is(queue, QUEUE_MIN_MS) and rtt is not None and queue >= QUEUE_OVER_RTT * rtt  # type: ignore[operator]
+        queued = queue is not None and rtt is not None and queue >= max(QUEUE_MIN_MS, QUEUE_OVER_RTT * rtt)
         if queued or _is(backlog, BACKLOG_MIN):
             slots = number(rpc, "tcp_slot_table_entries")
             found.append(
@@ -168,7 +168,7 @@ def filer_latency(ctx: Context) -> list[Finding]:
     """dNFS and kernel NFS: Oracle slow, the round trip slow too, the wire idle: the filer answers late."""
     ld = ctx.ladder
     oracle, srtt, util, retrans = ld["oracle_read_avg_ms"], ld["tcp_srtt_ms"], ld["nic_util_pct"], ld["retrans_pct"]
-    if not _is(oracle, ORACLE_SLOW_MS) or srtt is None or srtt < EXPLAINED_SHARE * oracle:  # type: ignore[operator]
+    if oracle is None or srtt is None or oracle < ORACLE_SLOW_MS or srtt < EXPLAINED_SHARE * oracle:
         return []
     if _is(util, NIC_BUSY_PCT) or _is(retrans, RETRANS_NOISE_PCT):
         return []
@@ -452,7 +452,7 @@ def nfs_mount_options(ctx: Context) -> list[Finding]:
 def host_pressure(ctx: Context) -> list[Finding]:
     """dNFS and kernel NFS: Oracle far slower than the round trip while the host runs out of CPU or memory."""
     oracle, srtt = ctx.ladder["oracle_read_avg_ms"], ctx.ladder["tcp_srtt_ms"]
-    if not _is(oracle, ORACLE_SLOW_MS) or srtt is None or oracle < HOST_OVER_RTT * srtt:  # type: ignore[operator]
+    if oracle is None or srtt is None or oracle < max(ORACLE_SLOW_MS, HOST_OVER_RTT * srtt):
         return []
     found = []
     for point in ctx.of("dnfsmon_host_pressure"):

@@ -145,6 +145,10 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     return [sample], problems
 
 
+def _number(value: Optional[rates.Gauge]) -> Optional[float]:
+    return None if isinstance(value, (str, bool)) or value is None else float(value)
+
+
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d, g = interval.deltas, interval.current.gauges
     out: dict[str, Optional[rates.Gauge]] = {}
@@ -157,10 +161,9 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     for name in ("procs_running", "procs_blocked", "cpus"):
         if name in g:
             out[name] = g[name]
-    if "procs_running" in g and g.get("cpus"):
-        out["run_queue_per_cpu"] = rates.ratio(g["procs_running"], g["cpus"])  # type: ignore[arg-type]
+    out["run_queue_per_cpu"] = rates.ratio(_number(g.get("procs_running")), _number(g.get("cpus")))
     out["mem_available_bytes"] = g.get("mem_available_bytes")
-    out["mem_available_pct"] = rates.percent(g.get("mem_available_bytes"), g.get("mem_total_bytes"))  # type: ignore[arg-type]
+    out["mem_available_pct"] = rates.percent(_number(g.get("mem_available_bytes")), _number(g.get("mem_total_bytes")))
     out["swap_in_pages_per_s"] = interval.rate("pswpin")
     out["swap_out_pages_per_s"] = interval.rate("pswpout")
     out["major_faults_per_s"] = interval.rate("pgmajfault")
