@@ -18,9 +18,11 @@ import sys
 
 import pytest
 
+from configs import write_config
 from dnfsmon import capture, catalogue, diagnosis, rates
 from dnfsmon.collect import compute
 from dnfsmon.diagnosis import rules
+from dnfsmon.store import Store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases", "doctor")
@@ -109,10 +111,7 @@ def test_usage_errors_exit_2_with_one_line():
 
 
 def test_live_doctor_on_the_simulator(tmp_path):
-    config = tmp_path / "dnfsmon.toml"
-    config.write_text(
-        f'[agent]\nstate_dir = "{tmp_path}/state"\n[store]\ndir = "{tmp_path}/store"\n[simulator]\nenabled = true\n'
-    )
+    config = write_config(tmp_path, simulator={"enabled": True})
     result = subprocess.run(
         [*DNFSMON, "--config", str(config), "doctor", "--interval", "0.5", "--format", "json"],
         capture_output=True,
@@ -124,6 +123,25 @@ def test_live_doctor_on_the_simulator(tmp_path):
     assert got["simulated_database"] is True
     assert got["ladder"]["oracle_read_avg_ms"] > 0
     assert not os.path.exists(tmp_path / "store")  # the doctor stores nothing
+
+
+def test_collect_stores_the_ladder_and_findings_of_every_interval(tmp_path):
+    # The simulated database with one path carrying twice its share: a finding to store.
+    config = write_config(tmp_path, simulator={"enabled": True, "path_imbalance": 1.0})
+    result = subprocess.run(
+        [*DNFSMON, "--config", str(config), "collect", "--count", "2", "--interval", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode in (0, 3), result.stderr
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    ladders = [p for p in points if p.measurement == diagnosis.LADDER_MEASUREMENT]
+    assert len(ladders) == 1 and dict(ladders[0].tags)["simulated"] == "true"
+    assert ladders[0].fields["oracle_read_avg_ms"] > 0
+    findings = [dict(p.tags) for p in points if p.measurement == diagnosis.FINDING_MEASUREMENT]
+    assert {f["id"] for f in findings} == {"dnfs-path-imbalance"}
+    assert all(f["simulated"] == "true" for f in findings)
 
 
 def diagnosis_points(name: str) -> list:
