@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -14,9 +13,10 @@ from typing import Optional
 from . import __version__, capture, catalogue, summary
 from . import config as configuration
 from .collect import collect, diff_captures, read_targets, report
+from .errors import EnvironmentProblem
 from .points import Point, to_line
 from .state import LockHeld, RunLock
-from .store import Store
+from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
 
 # Exit codes, also listed in README.md ("Exit codes").
@@ -200,17 +200,35 @@ def cmd_capture(cfg: configuration.Config, directory: str) -> int:
     return EXIT_SOURCE_FAILED if reading.failures else EXIT_OK
 
 
-def ship_stored(cfg: configuration.Config) -> bool:
-    """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept)."""
+def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
+    """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept).
+
+    Shipping holds the store's own ship.lock, not the run lock: a slow
+    InfluxDB never delays the next run's samples. After a collect, a ship
+    already under way (an earlier run's) is left to finish its work.
+    """
     from .influx import ShipError, ship  # influxdb-client is imported only when shipping
 
     assert cfg.influxdb is not None
+    store = Store(cfg.store_dir, cfg.store_max_bytes)
     try:
-        report = ship(Store(cfg.store_dir, cfg.store_max_bytes), cfg.influxdb)
+        with RunLock(cfg.store_dir, SHIP_LOCK):
+            report = ship(store, cfg.influxdb)
+    except LockHeld as error:
+        if not after_collect:
+            raise
+        log.info("%s: it ships this run's points too", error)
+        return True
     except ShipError as error:
         log.error("%s; the points stay in %s for the next run", error, cfg.store_dir)
         return False
-    log.info("shipped %d points to %s (%d quarantined)", report.sent, cfg.influxdb.url, report.quarantined)
+    log.info(
+        "shipped %d points to %s (%d quarantined)%s",
+        report.sent,
+        cfg.influxdb.url,
+        report.quarantined,
+        "; deadline_s reached, a later run sends the rest" if report.unfinished else "",
+    )
     return True
 
 
@@ -233,22 +251,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_show(cfg, args.measurement, args.everything)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
-        os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
         if args.command == "ship" and cfg.influxdb is None:
             print(
                 f"dnfsmon: [influxdb] enabled = true is needed to ship (config: {cfg.path or 'built-in defaults'})",
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        with RunLock(cfg.state_dir):
-            any_failure = collect(cfg, args.count, args.interval) if args.command == "collect" else False
-            if cfg.influxdb is not None and not ship_stored(cfg):
-                return EXIT_SHIP_FAILED
+        any_failure = False
+        if args.command == "collect":
+            with RunLock(cfg.state_dir):
+                any_failure = collect(cfg, args.count, args.interval)
+        if cfg.influxdb is not None and not ship_stored(cfg, after_collect=args.command == "collect"):
+            return EXIT_SHIP_FAILED
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:
         print(f"dnfsmon: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except LockHeld as error:
+    except EnvironmentProblem as error:
+        print(f"dnfsmon: {error}", file=sys.stderr)
+        return error.exit_code
+    except (LockHeld, StoreLocked) as error:
         print(f"dnfsmon: {error}; this run exits without touching state", file=sys.stderr)
         return EXIT_LOCKED
     except KeyboardInterrupt:

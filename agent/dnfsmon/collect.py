@@ -107,6 +107,7 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
         "sample_seconds": seconds,
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
+        "store_unwritten_points": counts.unwritten_points,
     }
     return Point("dnfsmon_agent", (("host", config.host),), values, time.time_ns())
 
@@ -128,8 +129,7 @@ def collect(config: Config, count: int, interval_s: float) -> bool:
 def collect_targets(config: Config, targets: list[Target], count: int, interval_s: float) -> bool:
     """collect() over the given targets, in their order; True when any source failed."""
     store = Store(config.store_dir, config.store_max_bytes)
-    for directory in (config.state_dir, config.store_dir):
-        remove_stale_temps(directory)
+    remove_stale_temps(config.state_dir)  # the store cleans its own, under its lock
     states = {target.id: StateFile(config.state_dir, target.id) for target in targets}
     previous = {target.id: states[target.id].load() for target in targets}
     any_failure = False
@@ -151,9 +151,8 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             target.remember()
             previous[target.id] = outcome.samples
             outcomes.append(outcome)
-        counts = store.pending_counts()
-        store.append([agent_point(config, outcomes, counts, time.monotonic() - started)])
-        store.acknowledge_counts(counts)
+        # The store's counters are totals: every agent point carries them (store.py).
+        store.append([agent_point(config, outcomes, store.counts(), time.monotonic() - started)])
         failed = sum(len(o.failures) for o in outcomes)
         any_failure = any_failure or bool(failed)
         log.info(
