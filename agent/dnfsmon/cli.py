@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -101,17 +102,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Bounds of --count and --interval: a typo must not make a run sleep for years holding the lock.
+MAX_COUNT = 10000
+MAX_INTERVAL_S = 3600.0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    if not 0 < value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_COUNT}, got {text}")
     return value
 
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    if not 0 < value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, at most {MAX_INTERVAL_S:g}, got {text}")
     return value
 
 
@@ -133,14 +139,15 @@ def format_value(value: object, unit: str) -> str:
     return f"{text} {unit}".rstrip() if unit and not isinstance(value, bool) else text
 
 
-def format_points(points: Iterable[Point], header: str = "") -> str:
-    """Points as text for people: one block per series, fields with units."""
+def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[int] = None) -> str:
+    """Points as text for people: one block per series, fields with units (and the age, given now)."""
     entries = catalogue.load()
     lines = [header] if header else []
     for point in points:
         tags = " ".join(f"{k}={v}" for k, v in point.tags)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time_ns / 1e9))
-        lines.append(f"{point.measurement} {tags}  @ {stamp}")
+        age = f" ({summary.age(now_ns - point.time_ns)} ago)" if now_ns is not None else ""
+        lines.append(f"{point.measurement} {tags}  @ {stamp}{age}")
         for name, value in sorted(point.fields.items()):
             entry = entries.get((point.measurement, "field", name))
             lines.append(f"    {name:<24} {format_value(value, entry.unit if entry else '')}")
@@ -148,22 +155,44 @@ def format_points(points: Iterable[Point], header: str = "") -> str:
 
 
 def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
-    store = Store(cfg.store_dir, cfg.store_max_bytes)
-    latest, total = summary.latest_per_series(p for p in store.points() if measurement in (None, p.measurement))
+    """Read-only: creates, locks and writes nothing, so any user who can read the store can run it."""
+    entries = catalogue.load()
+    known = sorted({e.measurement for e in entries.values()})
+    if measurement is not None and measurement not in known:
+        print(
+            f"dnfsmon: show --measurement {measurement}: no such measurement; known: {', '.join(known)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not os.path.isdir(cfg.store_dir):
+        print(
+            f"The local store {cfg.store_dir} holds no points yet (it does not exist): run `dnfsmon collect` "
+            f"(config: {cfg.path or 'built-in defaults'})."
+        )
+        return EXIT_OK
+    store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
+    try:
+        latest = summary.latest_of(store)
+    except PermissionError as error:
+        raise EnvironmentProblem(
+            f"cannot read the store {cfg.store_dir} ({error.strerror}): run show as the agent's user or a member of its group"
+        ) from None
+    latest = {key: p for key, p in latest.items() if measurement in (None, p.measurement)}
     if not latest:
         print(
             f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
             "run `dnfsmon collect` at least twice (the first sample of anything is a baseline)."
         )
         return EXIT_OK
-    print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series; the latest of each:\n")
+    now_ns = time.time_ns()
+    print(f"Local store {cfg.store_dir}: {len(latest)} series; the latest point of each, and its age:\n")
     if everything or measurement:
-        print(format_points(p for _, p in sorted(latest.items(), key=lambda item: item[0])))
+        print(format_points((p for _, p in sorted(latest.items(), key=lambda item: item[0])), now_ns=now_ns))
     else:
-        print(summary.render(latest))
+        print(summary.render(latest, now_ns))
     if measurement is None:
         seen = {m for m, _ in latest}
-        absent = sorted({(e.measurement, e.source) for e in catalogue.load().values() if e.measurement not in seen})
+        absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
         if absent:
             print("\nNo points (nothing of this kind on this host, or the source is not configured):")
             for name, source in absent:

@@ -207,6 +207,10 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
 }
 
 
+# Keys whose rejected value is not echoed in the error (it may hold a password).
+MAY_HOLD_A_PASSWORD = {("influxdb", "url"), ("oracle", "dsn")}
+
+
 @dataclass(frozen=True)
 class InfluxSettings:
     """Where and how to ship (see example.toml [influxdb]); the token is read at ship time."""
@@ -295,7 +299,10 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 raise ConfigError(f"{where}: unknown key [{section}] {key}; known: {known}")
             problem = OPTIONS[(section, key)][1](value)
             if problem:
-                raise ConfigError(f"{where}: [{section}] {key} = {value!r}: {problem}")
+                # Never echo a value that may hold a password.
+                secret = (section, key) in MAY_HOLD_A_PASSWORD and "@" in str(value)
+                shown = "(value not shown: it may hold a password)" if secret else repr(value)
+                raise ConfigError(f"{where}: [{section}] {key} = {shown}: {problem}")
             values[(section, key)] = value
 
     def get(section: str, key: str) -> Any:

@@ -84,6 +84,8 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise EnvironmentProblem(f"{path} is a symbolic link; dnfsmon never follows one there: remove it") from None
+        if error.errno == errno.EISDIR:
+            raise EnvironmentProblem(f"{path} is not a regular file but a directory; remove it") from None
         raise EnvironmentProblem(f"{path}: {error.strerror}; check its owner and mode") from None
     try:
         info = os.fstat(fd)
