@@ -575,3 +575,20 @@ def test_d19_show_of_an_unknown_measurement_is_a_usage_error(tmp_path):
 
 def test_unshipped_position_order_is_store_order():
     assert Position(1, 500) < Position(2, 0) < Position(2, 10)
+
+
+def test_l3_a_full_disk_when_saving_state_or_the_cursor_is_an_environment_problem(tmp_path, monkeypatch):
+    import dnfsmon.files
+
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(2))
+    position, _ = list(store.unshipped())[-1]
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(dnfsmon.files.tempfile, "mkstemp", no_space)
+    with pytest.raises(EnvironmentProblem, match=r"cannot record what InfluxDB took \(No space left on device\)"):
+        store.acknowledge(position)
+    with pytest.raises(EnvironmentProblem, match=r"cannot save state file .* \(No space left on device\)"):
+        StateFile(str(tmp_path), "host:h").save([])

@@ -105,7 +105,7 @@ class StateFile:
 
     def save_json(self, data: dict) -> None:
         document = {"schema": SCHEMA_VERSION, "target": self.target_id, "data": data}
-        write_atomically(self.path, json.dumps(document).encode(), mode=0o600)
+        self._write(json.dumps(document).encode())
 
     def _load_document(self) -> Optional[dict]:
         raw = self._read()
@@ -131,7 +131,17 @@ class StateFile:
             "target": self.target_id,
             "samples": [s.to_json() for s in sorted(samples, key=lambda s: s.state_key)],
         }
-        write_atomically(self.path, json.dumps(data, separators=(",", ":")).encode(), mode=0o600)
+        self._write(json.dumps(data, separators=(",", ":")).encode())
+
+    def _write(self, data: bytes) -> None:
+        try:
+            write_atomically(self.path, data, mode=0o600)
+        except OSError as error:
+            # The points are stored already; the next run diffs against the older sample.
+            raise EnvironmentProblem(
+                f"cannot save state file {self.path} ({error.strerror}): free space on its file system "
+                "or make the directory writable by the agent's user"
+            ) from None
 
 
 class LockHeld(RuntimeError):

@@ -431,7 +431,13 @@ class Store:
     def acknowledge(self, position: Position) -> None:
         """Everything up to `position` reached InfluxDB: move the cursor, delete shipped segments."""
         with self.locked():
-            write_atomically(self._path(CURSOR_FILE), json.dumps(position.__dict__).encode())
+            try:
+                write_atomically(self._path(CURSOR_FILE), json.dumps(position.__dict__).encode())
+            except OSError as error:
+                raise EnvironmentProblem(
+                    f"store {self.directory}: cannot record what InfluxDB took ({error.strerror}); free space "
+                    "there: until then those points are sent again (InfluxDB overwrites them, no duplicates)"
+                ) from None
             passed = {p for p in self._bad_seen if p <= position}
             if passed:
                 self._bad_seen -= passed
