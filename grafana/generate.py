@@ -335,7 +335,7 @@ def host_dashboard() -> dict:
         ),
         panel(
             "sunrpc slot table",
-            "sunrpc.tcp_slot_table_entries: RPC slots a kernel NFS TCP transport starts with (the seed case: 16 capped the database; 128 fixed it).",
+            "sunrpc.tcp_slot_table_entries: RPC slots a kernel NFS TCP transport starts with (a client capped at 16 throttles the database; 128 lifts the cap).",
             "short",
             series("dnfsmon_rpc", [("tcp_slot_table_entries", "slots")], HOST, []),
         ),

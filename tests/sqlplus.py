@@ -6,7 +6,7 @@ findings point at the script's own lines - and replaces substitution variables (
 &1) with what the scripts' release switches give for a release.
 `statements` then yields each SQL statement and each SELECT inside a PL/SQL
 block. sqlfluff's `oracle` dialect parses the SQL but not the client
-commands (see ../shared/reference/test-infrastructure.md).
+commands, hence the rendering.
 """
 
 from __future__ import annotations

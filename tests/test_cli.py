@@ -19,6 +19,7 @@ from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.store import Store
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
@@ -161,7 +162,7 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     proc = tmp_path / "fakeproc"
     (proc / "net").mkdir(parents=True)
     (proc / "net" / "dev").write_text("this is not /proc/net/dev\n")
-    shutil.copy("/proc/net/snmp", proc / "net" / "snmp")
+    shutil.copy(os.path.join(FIXTURES, "proc", "net", "snmp"), proc / "net" / "snmp")
     config = host_config(tmp_path, proc_root=str(proc))
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr

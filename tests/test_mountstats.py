@@ -14,8 +14,8 @@ from dnfsmon import rates
 from dnfsmon.sources import mountstats as ms
 from dnfsmon.sources.base import ParseError, Raw
 
-# Real captures, read in place from shared/ beside the checkout (CI clones there too).
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "mountstats"))
+# Real captures from other projects' test data (origin and licence: tests/fixtures/SOURCES.md).
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "mountstats")
 TELEGRAF = os.path.join(FIXTURES, "telegraf-testdata.mountstats")
 PROCFS = os.path.join(FIXTURES, "procfs-26231.mountstats")
 

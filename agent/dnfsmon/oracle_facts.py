@@ -1,7 +1,11 @@
 """Which columns each Oracle view has, by release: the column facts.
 
-Transcribed from the Oracle Database Reference of each release, as
-summarised in ../shared/reference/oracle-views.md. Tests check every SQL
+Transcribed from the Oracle Database Reference of each release (the
+"Dynamic Performance Views" part: V$DNFS_STATS, V$DNFS_CHANNELS, ...).
+This module is the one place for every Oracle list dnfsmon uses: the views
+the agent reads (and so the grants it needs), the wait events dNFS I/O is
+timed under, the NFS operation counters, and the version string each
+release reports. Tests check every SQL
 text the agent (and the SQL pack) sends against these facts for every
 release it claims, so a misspelt column or one newer than a release fails
 before it reaches a database. At run time the agent still discovers the

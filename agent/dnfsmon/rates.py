@@ -6,7 +6,7 @@ and the measured Δt) or the reason why that key has no interval this time.
 Sources then compute their published fields from an `Interval` with the small
 helpers at the end of this module, so every division happens here.
 
-Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
+Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case for each):
 - diff per natural key before any aggregation;
 - a key seen for the first time is a baseline: no point, not even a zero;
 - a declared identity change (instance restart, process replaced under the

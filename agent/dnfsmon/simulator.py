@@ -18,7 +18,7 @@ exactly those columns, from a workload model:
   mean, bucketed into power-of-two histograms consistent with the totals;
 - a client slot limit: while the outstanding I/O (Little's law: IOPS x
   unloaded latency) exceeds `client_slots`, every latency grows in
-  proportion - the seed case of a Linux client capped at 16 RPC slots.
+  proportion, as on a Linux client capped at 16 RPC slots.
 
 Every cumulative value is a closed-form integral of the model from the
 instance's startup, so the same instant gives the same rows in any process

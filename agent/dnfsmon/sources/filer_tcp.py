@@ -2,7 +2,7 @@
 
 dNFS channels are ordinary TCP sockets owned by Oracle processes, and the
 kernel NFS client's transports are TCP sockets too: tcp_info is the Linux
-answer to the DTrace tcp:::send/receive probes the seed articles used (srtt,
+answer to Solaris' DTrace tcp:::send/receive probes (srtt,
 cwnd, unacked bytes, retransmissions), and what `ss -ti` prints.
 
 Read through netlink sock_diag (include/uapi/linux/inet_diag.h, the

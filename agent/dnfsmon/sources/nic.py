@@ -2,8 +2,8 @@
 
 Source of truth for the counters: the kernel's dev_seq_printf_stats()
 (net/core/net-procfs.c), which prints 16 counters per interface after a
-two-line header. nicstat's Linux columns (see
-../shared/reference/linux-sources.md) over a measured interval t:
+two-line header. nicstat's Linux columns (nicstat.c; tests/test_nic.py
+runs Debian's nicstat as the reference) over a measured interval t:
   rKB/s = Δrx_bytes/t/1024, rPk/s = Δrx_packets/t, rAvs = Δrx_bytes/Δrx_packets
   (tx likewise), %Util = max(rx, tx) bits/s * 100 / speed (full duplex) or
   (rx + tx) bits/s * 100 / speed (half duplex), capped at 100,

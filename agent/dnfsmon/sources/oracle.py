@@ -1,6 +1,6 @@
 """Oracle Direct NFS: IOPS, bytes, channels, servers, I/O latency, histograms.
 
-Facts and traps: ../shared/reference/oracle-views.md. This module is pure:
+Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
 (dnfsmon.oracle_facts names them per release) and turns result rows into
 samples and points. The I/O happens in dnfsmon.oracle_db (a live database
