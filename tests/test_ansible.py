@@ -51,6 +51,7 @@ def playbook(name, extra_vars, *flags, env=None):
     return result.returncode, int(recap.group(1)) if recap else -1, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_ansible_lint_production_profile_passes():
     result = subprocess.run(
         [os.path.join(BIN, "ansible-lint"), "--profile", "production", "--nocolor"],
@@ -62,6 +63,7 @@ def test_ansible_lint_production_profile_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     [os.path.join(ANSIBLE, "site.yml")]
@@ -154,6 +156,8 @@ def deployment(wheelhouse):
     shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_agent_role_applied_to_this_machine(deployment):
     base, variables = deployment
     rc, changed, output = playbook("apply_agent.yml", variables)
@@ -203,6 +207,7 @@ def test_agent_role_applied_to_this_machine(deployment):
 # --- the Oracle user role, against a stand-in sqlplus ---
 
 
+@pytest.mark.slow
 def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_stdin(tmp_path):
     record = tmp_path / "sqlplus"
     record.mkdir()
@@ -239,6 +244,8 @@ def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_
 # --- the Grafana role, to local directories ---
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_grafana_role_installs_the_repository_files(tmp_path):
     variables = {
         "dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"),

@@ -203,6 +203,8 @@ def paced_loopback_traffic(seconds: float, chunk: int = 16384, period: float = 0
     return threads, (server, peer)
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_rates_agree_with_nicstat_over_the_same_intervals():
     threads, sockets = paced_loopback_traffic(seconds=9.0)
     time.sleep(0.5)  # let the pace settle before the first interval starts
@@ -241,6 +243,7 @@ def loopback_sample(raw):
 # --- fuzzing: mutated real files never raise anything but ParseError ---
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_mutated_net_dev_gives_only_documented_errors(data):

@@ -52,6 +52,7 @@ def linter():
     return Linter(config=FluffConfig.from_path(ROOT))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
 @pytest.mark.parametrize("path", SCRIPTS, ids=name)
 def test_sqlfluff_finds_nothing(linter, path, release):

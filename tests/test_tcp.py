@@ -77,6 +77,7 @@ def test_missing_tcp_columns_are_named():
         tcp.samples(raw, "h")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(min_value=0, max_value=10**4), st.text(max_size=10)), min_size=1, max_size=6))
 def test_mutated_snmp_gives_only_documented_errors(edits):
