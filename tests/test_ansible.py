@@ -17,7 +17,7 @@ import tempfile
 import pytest
 import yaml
 
-from dnfsmon import config
+from dnfsmon import __version__, config
 from dnfsmon.store import Store
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -119,7 +119,7 @@ def wheelhouse():
     rc, _, output = playbook("site.yml", {"dnfsmon_wheelhouse_python_versions": [version]})
     assert rc == 0, output
     path = os.path.join(ROOT, "build", "wheelhouse")
-    assert any(name.startswith("dnfsmon-0.1.0-") for name in os.listdir(path))
+    assert any(name.startswith(f"dnfsmon-{__version__}-") for name in os.listdir(path))
     return path
 
 
