@@ -173,8 +173,14 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     assert agent.fields["sources_failed"] == 2 and agent.fields["sources_ok"] == 3
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
     config = host_config(tmp_path)
+    # One completed run first: from here on a previous sample exists, so every kill
+    # below lands after the baseline however slow the machine is (a killed run may
+    # or may not have saved newer state; either way the next run has one to diff).
+    run("--config", config, "collect", "--count", 1, check_rc=0)
+    assert stored(tmp_path)[-1].fields["intervals"] == 0  # a baseline publishes no rates
     rng = random.Random(20261122)
     for _ in range(25):
         process = subprocess.Popen(
