@@ -32,10 +32,11 @@ demo: $(AGENT)
 	@echo
 	$(DEMO) show
 
-## make lint: the Python's lint rules and layout (configured in pyproject.toml).
+## make lint: the Python's lint rules, layout and types (configured in pyproject.toml).
 lint: $(TOOLS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 ## make check: lint and the fast tests; no root, apt, Go or network once .venv exists.
 check: lint

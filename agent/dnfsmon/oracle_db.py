@@ -21,10 +21,14 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+from typing import TYPE_CHECKING, Optional
 
 from .config import OracleSettings, read_secret
 from .sources.base import Raw
 from .sources.oracle import RESULTS, build_queries
+
+if TYPE_CHECKING:  # imported at run time only when [oracle] is enabled (in connect)
+    import oracledb
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +105,7 @@ class Database:
 
     def __init__(self, settings: OracleSettings):
         self.settings = settings
-        self.connection = None
+        self.connection: Optional[oracledb.Connection] = None
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
 
@@ -127,6 +131,7 @@ class Database:
         self.discover()
 
     def discover(self) -> None:
+        assert self.connection is not None, "connect() first"
         with self.connection.cursor() as cursor:
             cursor.execute(discovery_sql())
             found: dict[str, set[str]] = {}
@@ -150,6 +155,7 @@ class Database:
         """The results document of one sample (see dnfsmon.sources.oracle)."""
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
+        assert self.connection is not None, "connect() first"
         for query in build_queries(self.available):
             try:
                 with self.connection.cursor() as cursor:

@@ -62,7 +62,7 @@ _NFS3_OPS = [
 
 VIEWS: dict[str, list[Column]] = {
     # One row per Oracle process (PNUM); counters die with the process.
-    "V$DNFS_STATS": [("PNUM", "11.2.0.4", None)]
+    "V$DNFS_STATS": list[Column]([("PNUM", "11.2.0.4", None)])
     + [(op, "11.2.0.4", None) for op in _NFS3_OPS]
     + [
         ("NFS_READBYTES", "11.2.0.4", None),

@@ -24,9 +24,9 @@ Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case fo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, TypeVar, Union
 
 from .points import FieldValue, Point, epoch_ns
 
@@ -225,17 +225,20 @@ class Aggregate:
 # interval lengths agree; allow for float rounding only.
 AGGREGATE_DT_TOLERANCE_S = 1e-6
 
+# The key a caller groups intervals by (a tuple of tags); aggregate() gives it back as it came.
+GroupKey = TypeVar("GroupKey", bound=Hashable)
 
-def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hashable]) -> dict[Hashable, Aggregate]:
+
+def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], GroupKey]) -> dict[GroupKey, Aggregate]:
     """Sum per-key deltas into groups: diff per key first, then aggregate.
 
     Keys that are new this time (baselines) or were reset are not among the
     intervals, so they add nothing - never a negative or a since-start count.
     """
-    groups: dict[Hashable, list[Interval]] = {}
+    groups: dict[GroupKey, list[Interval]] = {}
     for interval in intervals:
         groups.setdefault(group_of(interval), []).append(interval)
-    result: dict[Hashable, Aggregate] = {}
+    result: dict[GroupKey, Aggregate] = {}
     for group, members in groups.items():
         dts = [m.dt for m in members]
         if max(dts) - min(dts) > AGGREGATE_DT_TOLERANCE_S:
@@ -278,7 +281,7 @@ def mean_per_event(total_delta: Optional[float], events_delta: Optional[float]) 
     return total_delta / events_delta
 
 
-def mean(values: list[float]) -> float:
+def mean(values: Sequence[float]) -> float:
     """Arithmetic mean of point-in-time values (callers pass a non-empty list)."""
     return sum(values) / len(values)
 

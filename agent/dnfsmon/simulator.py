@@ -497,9 +497,10 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     )
     latencies = {}
     for event in IO_EVENTS:
-        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)
+        # mypy cannot infer a lambda whose default argument binds the loop variable.
+        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)  # type: ignore[misc]
         micros = model.integral(
-            lambda m, e=event: (
+            lambda m, e=event: (  # type: ignore[misc]
                 model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0))
             ),
             t0,

@@ -365,7 +365,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         """
         result = results.get(name)
         t = result.time() if result else None
-        if t is None:
+        if result is None or t is None:
             return
         for row in result.rows:
             where = instance_of(row)
@@ -413,7 +413,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     # Servers with their open files.
     files = {(r["INST_ID"], r["SVR_ID"]): r for r in results["dnfs_files"].rows} if "dnfs_files" in results else {}
     for t, row, tags, identity in located("dnfs_servers"):
-        server_gauges = {
+        server_gauges: dict[str, Optional[rates.Gauge]] = {
             "wtmax_bytes": _number(row.get("WTMAX")),
             "rtmax_bytes": _number(row.get("RTMAX")),
             "nfs_port": _number(row.get("NFSPORT")),
@@ -517,9 +517,15 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     sample, d, g = interval.current, interval.deltas, interval.current.gauges
     if sample.measurement == CHANNEL_MEASUREMENT:
         out: dict[str, Optional[rates.Gauge]] = {
-            "sends_per_s": None if "interval_sends" not in g else rates.per_second(g["interval_sends"], interval.dt),
-            "recvs_per_s": None if "interval_recvs" not in g else rates.per_second(g["interval_recvs"], interval.dt),
-            "pings_per_s": None if "interval_pings" not in g else rates.per_second(g["interval_pings"], interval.dt),
+            "sends_per_s": None
+            if "interval_sends" not in g
+            else rates.per_second(float(g["interval_sends"]), interval.dt),
+            "recvs_per_s": None
+            if "interval_recvs" not in g
+            else rates.per_second(float(g["interval_recvs"]), interval.dt),
+            "pings_per_s": None
+            if "interval_pings" not in g
+            else rates.per_second(float(g["interval_pings"]), interval.dt),
             "reconnects": _reconnects(g),
             "sends": g.get("interval_sends"),
             "share_pct": g.get("share_pct"),

@@ -19,6 +19,8 @@ without them this source has nothing to measure, which is not a failure.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import rates
 from ..points import Point
 from ..rates import Sample
@@ -80,7 +82,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
 
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
-    out = {
+    out: dict[str, Optional[rates.Gauge]] = {
         "calls_per_s": interval.rate("rpc_calls"),
         "retrans_per_s": interval.rate("rpc_retrans"),
         "retrans_pct": rates.percent(d.get("rpc_retrans"), d.get("rpc_calls")),
