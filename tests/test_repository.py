@@ -49,8 +49,15 @@ def offending_lines(text: str) -> list[tuple[int, str, str]]:
     ]
 
 
+# A Markdown note named without a directory, in lowercase words joined by hyphens
+# (the way private notes are named), must be a file of this repository. (Other projects' documents are cited with
+# their project's name: "Telegraf's STATE_PERSISTENCE.md".)
+BARE_MARKDOWN_NAME = re.compile(r"(?<![\w./-])([a-z0-9]+(?:-[a-z0-9]+)+\.md)\b")
+
+
 def test_no_tracked_file_points_outside_the_repository_or_uses_private_jargon():
     problems = []
+    ours = {os.path.basename(name) for name in tracked_files()}
     for name in tracked_files():
         path = os.path.join(ROOT, name)
         if not os.path.isfile(path):  # deleted in the work tree, not yet committed
@@ -62,6 +69,11 @@ def test_no_tracked_file_points_outside_the_repository_or_uses_private_jargon():
         except UnicodeDecodeError:  # images and other binary files
             continue
         problems += [f"{name}:{number}: {what}: {line}" for number, what, line in offending_lines(text)]
+        problems += [
+            f"{name}: names {md}, which is not in the repository"
+            for md in sorted(set(BARE_MARKDOWN_NAME.findall(text)))
+            if md not in ours
+        ]
     assert problems == [], "\n".join(problems)
 
 

@@ -5,7 +5,7 @@ which prints each protocol as a pair of lines, names then values:
     Tcp: RtoAlgorithm RtoMin ... RetransSegs InErrs OutRsts InCsumErrors
     Tcp: 1 200 ... 0 0 10 0
 Retransmit % over an interval = ΔRetransSegs / ΔOutSegs * 100 (nicstat's
-Linux -t columns are broken; see linux-sources.md). Columns are found by
+Linux -t columns do not compute it this way). Columns are found by
 name, so kernels that add columns are read as they are.
 """
 
