@@ -54,4 +54,4 @@ bench: $(TOOLS)
 	$(BIN)/python bench/collect_cost.py
 
 clean:
-	rm -rf $(VENV) demo-data .pytest_cache .hypothesis
+	rm -rf $(VENV) demo-data .pytest_cache .hypothesis .mypy_cache .ruff_cache
