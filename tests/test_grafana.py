@@ -310,6 +310,23 @@ def test_every_panel_query_returns_data(filled, name, p):
         assert values, f"{p['title']}: {t['query']} returned no data"
 
 
+def test_plots_of_the_panel_queries_draw_every_row(filled, tmp_path):
+    """grafana/plot.py: the pictures in docs/dashboards/ are these queries' results, drawn."""
+    server, db = filled
+    spec = importlib.util.spec_from_file_location("grafana_plot", os.path.join(GRAFANA, "plot.py"))
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    out = os.environ.get("DNFSMON_WRITE_DASHBOARD_PLOTS") or str(tmp_path)  # set to docs/dashboards to refresh them
+    for name, board in dashboards().items():
+        drawn = plot.plot_dashboard(board, server.url, db, out)
+        rows = [p for p in board["panels"] if p["type"] == "row"]
+        assert len(drawn) == len(rows), name
+        assert all(count > 0 for count in drawn.values()), (name, drawn)
+        for png in drawn:
+            with open(os.path.join(out, png), "rb") as f:
+                assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
 def test_every_variable_query_returns_values(filled):
     server, db = filled
     for name, d in dashboards().items():
