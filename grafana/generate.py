@@ -231,7 +231,13 @@ def layout(items: list[dict]) -> list[dict]:
 
 
 def dashboard(
-    uid: str, title: str, description: str, panels: list[dict], variables: list[dict], links: list[dict]
+    uid: str,
+    title: str,
+    description: str,
+    panels: list[dict],
+    variables: list[dict],
+    links: list[dict],
+    annotations: Sequence[dict] = (),
 ) -> dict:
     return {
         "uid": uid,
@@ -246,7 +252,7 @@ def dashboard(
         "time": {"from": "now-6h", "to": "now"},
         "graphTooltip": 1,
         "templating": {"list": [datasource_variable(), *variables]},
-        "annotations": {"list": []},
+        "annotations": {"list": list(annotations)},
         "links": links,
         "panels": layout(panels),
     }
@@ -565,6 +571,24 @@ def agent_row() -> list[dict]:
     )
 
 
+def agent_events() -> dict:
+    """Annotations from the agent's events: re-baselines (reboot, instance restart, remount) and counter resets.
+
+    query, textColumn and tagsColumn are the InfluxDB data source's annotation
+    keys (Grafana's InfluxDB data source documentation, "Annotations"); the
+    published dashboard schema does not list data-source keys.
+    """
+    return {
+        "name": "Agent events",
+        "datasource": DATASOURCE,
+        "enable": True,
+        "iconColor": "orange",
+        "query": 'SELECT "reason", "kind" FROM "dnfsmon_event" WHERE "host" =~ /^$host$/ AND $timeFilter',
+        "textColumn": "reason",
+        "tagsColumn": "kind",
+    }
+
+
 def host_dashboard() -> dict:
     panels = [
         *health_row(),
@@ -618,6 +642,7 @@ def host_dashboard() -> dict:
         panels,
         variables,
         links,
+        annotations=[agent_events()],
     )
 
 

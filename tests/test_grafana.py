@@ -275,7 +275,7 @@ def filled(influx_server, tmp_path_factory):
     assert result.returncode == 0, result.stderr
     # Host sources this machine lacks (NFS mounts, filers, kernel NFS client, a NIC with a known speed): the golden captures.
     points = []
-    for case in ("nfs", "filer", "rpc", "basic"):
+    for case in ("nfs", "filer", "rpc", "basic", "reset"):
         _, old_raws, old_failures = capture.read(os.path.join(CASES, case, "old"))
         host, raws, failures = capture.read(os.path.join(CASES, case, "new"))
         points += compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples).points
@@ -325,6 +325,14 @@ def test_plots_of_the_panel_queries_draw_every_row(filled, tmp_path):
         for png in drawn:
             with open(os.path.join(out, png), "rb") as f:
                 assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_agent_events_annotation_returns_events(filled):
+    server, db = filled
+    (annotation,) = dashboards()["dnfsmon-host.json"]["annotations"]["list"]
+    rows = server.rows(concrete(annotation["query"]), db)
+    assert rows and all(annotation["textColumn"] in row and annotation["tagsColumn"] in row for row in rows)
+    assert {row["kind"] for row in rows} == {"counter-reset"}  # the reset golden case
 
 
 def test_every_variable_query_returns_values(filled):
@@ -382,8 +390,16 @@ def typescript_for(dashboard: dict) -> str:
         lines.append(
             f'import type {{ Options as {kind}Options }} from "@grafana/schema/dist/esm/raw/composable/{module}";'
         )
+    lines.append('import type { AnnotationQuery } from "@grafana/schema";')
     lines.append(LOOSE)
-    lines.append(f"export const dashboard: Loose<Dashboard> = {json.dumps(dashboard, ensure_ascii=False)};")
+    # The InfluxDB data source's own annotation keys, which the dashboard schema leaves to data sources.
+    lines.append(
+        "type InfluxAnnotation = Loose<AnnotationQuery> & { query?: string; textColumn?: string; tagsColumn?: string };"
+    )
+    lines.append(
+        'type Board = Loose<Omit<Dashboard, "annotations">> & { annotations?: { list?: InfluxAnnotation[] } };'
+    )
+    lines.append(f"export const dashboard: Board = {json.dumps(dashboard, ensure_ascii=False)};")
     for p in panels_of(dashboard):
         lines.append(f"export const options_{p['id']}: Loose<{p['type']}Options> = {json.dumps(p['options'])};")
     return "\n".join(lines) + "\n"

@@ -134,6 +134,16 @@ class Skip:
     reason: str
     # True for the expected first sample of a key (logged at debug only).
     baseline: bool = False
+    # What happened, for the agent's events (EVENT_KINDS): "" for the first
+    # sample of a key and for a non-positive interval, which are no events.
+    event: str = ""
+
+
+# Skips that are events a viewer wants marked on a graph (dnfsmon_event.kind):
+# the series started again from a new baseline, or a counter went backwards.
+REBASELINE = "re-baseline"
+COUNTER_RESET = "counter-reset"
+EVENT_KINDS = (REBASELINE, COUNTER_RESET)
 
 
 def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
@@ -145,6 +155,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             current,
             f"identity changed {list(previous.identity)} -> {list(current.identity)} (re-baseline)",
             baseline=True,
+            event=REBASELINE,
         )
     if (previous.started is None) != (current.started is None) or (
         previous.started is not None
@@ -155,6 +166,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             current,
             f"counters restarted (start {previous.started} -> {current.started}; re-baseline)",
             baseline=True,
+            event=REBASELINE,
         )
     dt = current.time - previous.time
     if not dt > 0:
@@ -181,6 +193,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             return Skip(
                 current,
                 f"counter {name} went backwards {before} -> {now} (reset; interval dropped)",
+                event=COUNTER_RESET,
             )
         deltas[name] = delta
     return Interval(previous, current, dt, deltas, dropped)
