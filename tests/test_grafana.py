@@ -418,12 +418,14 @@ def run_tsc(tsc: str, sources: dict) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
 def test_dashboards_type_check_against_grafanas_published_schema(tsc):
     sources = {name.replace(".json", ".ts"): typescript_for(d) for name, d in dashboards().items()}
     result = run_tsc(tsc, sources)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
 def test_the_schema_check_catches_an_unknown_key_and_a_wrong_type(tsc):
     board = dashboards()["dnfsmon-host.json"]
     bad_key = json.loads(json.dumps(board))

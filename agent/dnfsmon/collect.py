@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import capture, rates
 from .config import Config
 from .files import remove_stale_temps
-from .points import Point, epoch_ns
+from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import ALL_SOURCES
 from .sources.base import ParseError, Raw
@@ -84,7 +84,7 @@ def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
     for (measurement, kind), found in sorted(groups.items()):
         first = found[0]
         tags = (("host", host), ("kind", kind), ("source_measurement", measurement))
-        fields = {"series": len(found), "reason": f"{first.current.state_key}: {first.reason}"}
+        fields: dict[str, FieldValue] = {"series": len(found), "reason": f"{first.current.state_key}: {first.reason}"}
         points.append(Point("dnfsmon_event", tags, fields, epoch_ns(first.current.wall_time)))
     return points
 
