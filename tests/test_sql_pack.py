@@ -120,6 +120,17 @@ def test_the_checker_catches_each_rule(tmp_path, rule):
     assert rule in found, [str(f) for f in result.findings]
 
 
+def test_new_value_with_no_rows_keeps_a_given_argument_and_defines_a_missing_one(tmp_path):
+    """The optional-argument idiom: `@x 7` keeps &1 = 7; `@x` gets &1 defined and empty, never a prompt."""
+    (tmp_path / "x.sql").write_text(
+        'column 1 new_value 1 noprint\nselect null as "1" from dual where 1 = 0;\nprompt [&1]\n'
+    )
+    given = sqlplus_rules.start(str(tmp_path), "x.sql", "7")
+    missing = sqlplus_rules.start(str(tmp_path), "x.sql")
+    assert given.prompts == ["[7]"] and missing.prompts == ["[]"]
+    assert given.findings == [] and missing.findings == []
+
+
 def test_the_checker_finds_the_reviewed_failures_in_the_old_pack(tmp_path):
     """A1, A3, A5, A7 as shipped at 15dd30b: each finding is one the fixed pack no longer has."""
     old = {
