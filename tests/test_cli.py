@@ -121,7 +121,7 @@ def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
 def test_count_and_interval_take_samples_in_one_process(tmp_path):
     config = host_config(tmp_path)
     started = time.monotonic()
-    result = run("--config", config, "collect", "--count", 3, "--interval", 0.5, check_rc=0)
+    result = run("--config", config, "collect", "--verbose", "--count", 3, "--interval", 0.5, check_rc=0)
     assert time.monotonic() - started >= 1.0
     assert "sample 3/3" in result.stderr
     agents = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"]
@@ -133,7 +133,7 @@ def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path)
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
     holder = subprocess.Popen(
-        [*DNFSMON, "--config", str(config), "collect", "--count", "100", "--interval", "0.2"],
+        [*DNFSMON, "--config", str(config), "collect", "--verbose", "--count", "100", "--interval", "0.2"],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -204,7 +204,7 @@ def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
 
 
 def test_help_shows_defaults_and_exit_codes():
-    assert "(default: 10.0)" in run("collect", "--help", check_rc=0).stdout
+    assert "(default: 10)" in run("collect", "--help", check_rc=0).stdout
     top = run("--help", check_rc=0).stdout
     assert "75" in top and "another dnfsmon run holds the lock" in top
 
@@ -213,7 +213,7 @@ def test_bad_config_is_a_usage_error(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[store]\nmax_bytes = 0\n")
     result = run("--config", path, "collect", check_rc=2)
-    assert f"dnfsmon: {path}: [store] max_bytes = 0: must be a positive integer" in result.stderr
+    assert f"ERROR: {path}: [store] max_bytes = 0: must be a positive integer" in result.stderr
 
 
 def test_metrics_lists_the_catalogue():

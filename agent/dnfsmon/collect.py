@@ -154,6 +154,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
     states = {target.id: StateFile(config.state_dir, target.id) for target in targets}
     previous = {target.id: states[target.id].load() for target in targets}
     any_failure = False
+    run_points = run_baselines = 0
     for number in range(1, count + 1):
         started = time.monotonic()
         outcomes = []
@@ -177,7 +178,9 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         store.acknowledge_counts(counts)
         failed = sum(len(o.failures) for o in outcomes)
         any_failure = any_failure or bool(failed)
-        log.info(
+        run_points += sum(len(o.points) for o in outcomes)
+        run_baselines += sum(1 for o in outcomes for skip in o.skips if skip.baseline)
+        log.debug(
             "sample %d/%d: %d points, %d series without a point, %d sources failed",
             number,
             count,
@@ -187,4 +190,12 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         )
         if number < count:
             time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    # One line per run at the default level: cron appends it to the log file.
+    log.info(
+        "%d samples: %d points stored%s%s",
+        count,
+        run_points,
+        f", {run_baselines} series baselined (rates from the next sample)" if run_baselines else "",
+        "; a source failed (logged above)" if any_failure else "",
+    )
     return any_failure

@@ -22,6 +22,8 @@ else:  # pragma: no cover - exercised on Python 3.9/3.10 hosts
 from .sources import HOST_SOURCES
 
 DEFAULT_PATH = "/etc/dnfsmon/dnfsmon.toml"
+# The documented example, installed with the package (`dnfsmon init-config` writes it).
+EXAMPLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "example.toml")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
