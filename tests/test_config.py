@@ -17,7 +17,7 @@ else:
     import tomli as tomllib
 
 EXAMPLE = os.path.join(os.path.dirname(config.__file__), "example.toml")
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+README = os.path.join(os.path.dirname(__file__), "..", "docs", "configuration.md")
 
 
 def example_defaults():

@@ -386,10 +386,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log.error("[influxdb] enabled = true is needed to ship (config: %s)", cfg.path or "built-in defaults")
             return EXIT_USAGE
         os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
-        with RunLock(cfg.state_dir):
+        lock = RunLock(cfg.state_dir)
+        try:
+            lock.acquire()
+        except OSError as error:  # flock on a FIFO or the like names no file: name the lock
+            error.filename = error.filename or lock.path
+            raise
+        try:
             any_failure = collect(cfg, args.count, args.interval) if args.command == "collect" else False
             if cfg.influxdb is not None and not ship_stored(cfg):
                 return EXIT_SHIP_FAILED
+        finally:
+            lock.release()
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:
         log.error("%s", error)
