@@ -334,3 +334,27 @@ def test_a_reader_that_stops_reading_is_not_an_error(installed):
     finally:
         os.close(write_end)
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_check_as_the_service_user_names_a_directory_it_cannot_write(installed):
+    directory = user_dir(installed, "check_root_owned_state")
+    write_case_config(directory)
+    shutil.chown(os.path.join(directory, "state"), "root", "root")
+    result = installed.as_user([installed.dnfsmon, "check", "--config", f"{directory}/dnfsmon.toml"])
+    assert result.returncode == 2, result.stdout
+    [line] = [line for line in result.stdout.splitlines() if "state_dir" in line]
+    assert line.startswith("[FAIL]") and f"chown -R {installed.user} {directory}/state" in line
+
+
+def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(installed):
+    import zipfile
+
+    [wheel] = [n for n in os.listdir(os.path.join(installed.base, "dist")) if n.endswith(".whl")]
+    with zipfile.ZipFile(os.path.join(installed.base, "dist", wheel)) as archive:
+        names = set(archive.namelist())
+        [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        headers = archive.read(metadata).decode()
+    for name in ("example.toml", "catalogue.csv", "contrib/dnfsmon.service", "contrib/dnfsmon.timer"):
+        assert f"dnfsmon/{name}" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: Apache-2.0" in headers
