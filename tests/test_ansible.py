@@ -17,6 +17,11 @@ import tempfile
 import pytest
 import yaml
 
+try:
+    import tomllib
+except ImportError:  # Python 3.9/3.10
+    import tomli as tomllib
+
 from dnfsmon import __version__, config
 from dnfsmon.store import Store
 
@@ -101,14 +106,6 @@ def test_argument_specs_mirror_every_default(role):
         assert f"`{name}" in readme or f"`{name.rsplit('_', 1)[0]}" in readme, f"{role} README lacks {name}"
 
 
-def test_agent_settings_cover_every_config_option_with_its_default():
-    settings = role_defaults("dnfsmon_agent")["dnfsmon_agent_settings"]
-    assert {(s, k) for s, table in settings.items() for k in table} == set(config.OPTIONS)
-    for (section, key), (default, _, _) in config.OPTIONS.items():
-        if (section, key) not in {("agent", "state_dir"), ("store", "dir")}:  # set by the role from its directories
-            assert settings[section][key] == default, (section, key)
-
-
 # --- the agent role, applied for real ---
 
 
@@ -145,7 +142,7 @@ def deployment(wheelhouse):
         "dnfsmon_agent_jitter_max_s": 1,
         "dnfsmon_agent_influxdb_token": "influx-secret-token",
         "dnfsmon_agent_oracle_password": "oracle-secret-pw",
-        "dnfsmon_agent_settings_overrides": {
+        "dnfsmon_agent_config": {
             "agent": {"host": "deployed"},
             "host": {"sources": ["nic", "tcp"]},
             "simulator": {"enabled": True, "instances": 1},
@@ -177,6 +174,18 @@ def test_agent_role_applied_to_this_machine(deployment):
     assert cfg.state_dir == str(base / "lib" / "state") and cfg.store_dir == str(base / "lib" / "store")
     assert cfg.simulator is not None and cfg.host == "deployed"
     assert "influx-secret-token" not in (base / "etc" / "dnfsmon.toml").read_text()
+    # Only the keys the role manages and the ones the user set: the rest keep the agent's defaults.
+    written = tomllib.loads((base / "etc" / "dnfsmon.toml").read_text())
+    assert {(section, key) for section, table in written.items() for key in table} == {
+        ("agent", "state_dir"),
+        ("agent", "host"),
+        ("store", "dir"),
+        ("host", "sources"),
+        ("simulator", "enabled"),
+        ("simulator", "instances"),
+        ("influxdb", "token_file"),
+        ("oracle", "password_file"),
+    }
 
     # The deployed cron command, run by hand as the service user.
     line = next(entry for entry in open(f"/etc/cron.d/{CRON_FILE}") if entry.startswith("* * * * * "))
@@ -188,7 +197,7 @@ def test_agent_role_applied_to_this_machine(deployment):
         )
         assert result.returncode == 0, result.stderr
     log = (base / "log" / "collect.log").read_text()
-    assert "sample 1/1" in log and "Traceback" not in log
+    assert log.count("INFO: 1 samples: ") == 2 and "Traceback" not in log  # one line per run
     points = list(Store(str(base / "lib" / "store"), 10**9).points())
     assert any(p.measurement == "dnfsmon_dnfs_io" and dict(p.tags).get("simulated") == "true" for p in points)
     assert (base / "logrotate").read_text().count("collect.log") == 1
@@ -202,6 +211,16 @@ def test_agent_role_applied_to_this_machine(deployment):
         pwd.getpwnam(USER)
     with pytest.raises(KeyError):
         grp.getgrnam(USER)
+
+
+def test_agent_role_names_the_python_package_when_the_targets_python_is_too_old(tmp_path):
+    """OL8's python3 is 3.6: the role says which version it found and what to install."""
+    old_python = tmp_path / "python3"
+    old_python.write_text("#!/bin/sh\necho 3.6\n")
+    old_python.chmod(0o755)
+    rc, _, output = playbook("apply_agent.yml", {"dnfsmon_agent_python": str(old_python)})
+    assert rc != 0
+    assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output
 
 
 # --- the Oracle user role, against a stand-in sqlplus ---
