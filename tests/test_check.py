@@ -200,6 +200,7 @@ def influx_with_auth(tmp_path_factory):
     server.stop()
 
 
+@pytest.mark.influx  # its own server, with authentication on
 def test_influxdb_token_accepted_and_refused(influx_with_auth, tmp_path):
     tokens = {}
     for name, token in (("right", "admin:right"), ("wrong", "admin:wrong")):

@@ -20,6 +20,7 @@ def run(*args):
     return subprocess.run([*DNFSMON, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # runs collect
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_config_is_accepted_before_or_after_the_command(tmp_path, where):
     config = write_config(tmp_path, agent={"host": "testhost"}, host={"sources": ["tcp"]})
@@ -49,6 +50,7 @@ def test_a_bad_number_says_what_is_wanted():
     assert "_positive_float" not in result.stderr
 
 
+@pytest.mark.slow  # runs collect three times
 def test_verbose_and_quiet(tmp_path):
     config = write_config(tmp_path, agent={"host": "testhost"}, host={"sources": ["tcp"]})
     quiet = run("collect", "-c", config, "--quiet", "--count", 2, "--interval", 0.1)
