@@ -447,3 +447,103 @@ def test_status_names_the_release_and_refuses_an_unsupported_one():
     (status, *_), problems = oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, T0, T0), "h")
     assert "release" not in status.gauges
     assert "Oracle 11.2.0.3.0 is older than 11.2.0.4" in str(problems[0])
+
+
+# --- a hung database: real sockets, the real python-oracledb thin client ---
+
+
+class HungListener:
+    """A TCP listener on 127.0.0.1 that accepts and then never completes the TNS handshake.
+
+    "silent" never sends a byte; "trickle" sends a TNS packet header that
+    announces a large packet, then one byte of it every 0.2 s, for ever.
+    """
+
+    def __init__(self, behaviour):
+        import socket
+        import threading
+
+        self.behaviour = behaviour
+        self.accepted = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.stopping = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import threading
+
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection):
+        # Packet length 0x4000, type 2 (ACCEPT): the client waits for the rest.
+        header = b"\x40\x00\x00\x00\x02\x00\x00\x00"
+        with connection:
+            sent = 0
+            while not self.stopping.wait(0.2):
+                if self.behaviour == "trickle":
+                    try:
+                        connection.sendall(header[sent : sent + 1] if sent < len(header) else b"\x00")
+                    except OSError:
+                        return
+                    sent += 1
+
+    def close(self):
+        self.stopping.set()
+        self.server.close()
+
+
+@pytest.mark.parametrize("behaviour", ["silent", "trickle"])
+def test_a_hung_listener_costs_one_bounded_wait_per_run_and_every_host_sample(tmp_path, behaviour):
+    """The reliability review's H1: before, `collect` hung for ever here, holding the lock."""
+    import time
+
+    from dnfsmon.store import Store
+
+    listener = HungListener(behaviour)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(
+        tmp_path,
+        agent={"host": "dbhost"},
+        host={"sources": ["nic"]},
+        oracle={
+            "enabled": True,
+            "target": "ORCL",
+            "dsn": f"127.0.0.1:{listener.port}/ORCL",
+            "user": "dnfsmon",
+            "password_file": "pw",
+            "call_timeout_s": 1,
+        },
+    )
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "3", "--interval", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,  # the bug this guards against is an endless hang
+        )
+    finally:
+        listener.close()
+    elapsed = time.monotonic() - started
+    assert result.returncode == 3, result.stderr
+    assert "no answer from the database within 2 s (connect); not asked again in this run" in result.stderr
+    assert "secret-pw" not in result.stderr
+    # One connection attempt for the whole run: the later samples do not wait again.
+    assert listener.accepted == 1
+    # Documented bound: count x interval plus one deadline (call_timeout_s + 1 s); generous
+    # slack for a loaded machine, far below "for ever".
+    assert elapsed < 3 * 2 + 2 + 30
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    agent = [p for p in points if p.measurement == "dnfsmon_agent"]
+    assert len(agent) == 3  # every sample of the run was taken
+    assert len({p.time_ns for p in points if p.measurement == "dnfsmon_nic"}) == 2  # samples 2 and 3 (1 = baseline)
+    status = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
+    assert len(status) == 3 and all(p.fields["up"] is False and "no answer" in p.fields["error"] for p in status)

@@ -2,7 +2,17 @@
 
 One session per `dnfsmon collect` run (kept across its --count samples).
 Thin mode by default (no Oracle Client libraries); thick mode where a site
-needs OS authentication or a wallet. Every call is bounded by call_timeout_s.
+needs OS authentication, a wallet, or a release-11 database.
+
+Time bounds (docs/oracle.md, "Time bounds"): python-oracledb's
+tcp_connect_timeout bounds only the TCP connect, and a listener (or a proxy
+in front of a dead database) that accepts and never answers the TNS
+handshake holds oracledb.connect() forever; call_timeout is set on a
+connection only once it exists. So every step that talks to the database
+(connect with discovery, then each sample's read) runs in a worker thread
+with a hard deadline; a step past its deadline is abandoned with its
+session, and the database is not asked again in that run: a hung database
+costs one deadline per run, and the host sources' points are already stored.
 
 At connect time the columns of every view dnfsmon reads are discovered in one
 round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
@@ -21,12 +31,53 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import threading
+from typing import Callable, TypeVar
 
 from .config import OracleSettings, read_secret
 from .sources.base import Raw
 from .sources.oracle import RESULTS, build_queries
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Added to a step's deadline so that the driver's own timeouts (which give the
+# more precise error: DPY-6005, DPY-4024) fire first when they work at all.
+DEADLINE_GRACE_S = 1.0
+
+
+class Hung(Exception):
+    """A step with the database did not return within its deadline."""
+
+
+def within(seconds: float, step: str, call: Callable[[], T]) -> T:
+    """call() in a worker thread; Hung when it has not returned after `seconds`.
+
+    The worker is a daemon thread: if it is abandoned (blocked in a socket
+    read the driver does not bound), it dies with the process at the end of
+    the run, and the session it holds is never used again.
+    """
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller's thread below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name=f"dnfsmon-oracle-{step}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise Hung(
+            f"no answer from the database within {seconds:g} s ({step}); not asked again in this run "
+            "(is the listener or a proxy in front of the database hung? raise oracle.call_timeout_s if it is only slow)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
 
 # Views dnfsmon reads, as granted (SYS.<name with V_$/GV_$>) and as queried.
 VIEWS = (
@@ -79,6 +130,8 @@ def rows_of(cursor) -> dict[str, list]:
 
 def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
     """One clear line for an oracledb error: the code, the message, and what to do."""
+    if isinstance(error, Hung):
+        return str(error)
     detail = error.args[0] if error.args else error
     code = getattr(detail, "full_code", "") or error.__class__.__name__
     message = str(getattr(detail, "message", detail)).strip().splitlines()[0]
@@ -104,8 +157,15 @@ class Database:
         self.connection = None
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
+        # Why the database is not asked again in this run (a step hung), or "".
+        self.given_up = ""
 
     def connect(self) -> None:
+        """Connect and discover, bounded as a whole by call_timeout_s (plus a grace second)."""
+        self.connection = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "connect", self._connect)
+        self.discover()
+
+    def _connect(self):
         import oracledb
 
         s = self.settings
@@ -122,17 +182,16 @@ class Database:
                 config_dir=(s.config_dir or None) if s.mode == "thin" else None,
                 tcp_connect_timeout=s.call_timeout_s,
             )
+        # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
         connection.call_timeout = int(s.call_timeout_s * 1000)
-        self.connection = connection
-        self.discover()
+        return connection
 
     def discover(self) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(discovery_sql())
-            found: dict[str, set[str]] = {}
-            for table, column in cursor.fetchall():
-                view = table.replace("_$", "$", 1)
-                found.setdefault(view, set()).add(column.upper())
+        rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        found: dict[str, set[str]] = {}
+        for table, column in rows:
+            view = table.replace("_$", "$", 1)
+            found.setdefault(view, set()).add(column.upper())
         self.available = found
         user = self.settings.user.upper() or "<user>"
         optional = {"GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM"}  # either one will do
@@ -145,6 +204,16 @@ class Database:
             self.missing["GV$EVENT_HISTOGRAM"] = (
                 f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
             )
+
+    def _discovery_rows(self) -> list:
+        with self.connection.cursor() as cursor:
+            cursor.execute(discovery_sql())
+            return cursor.fetchall()
+
+    def read_bounded(self) -> dict:
+        """read(), abandoned after call_timeout_s per round trip (plus a grace second)."""
+        round_trips = len(build_queries(self.available))
+        return within(self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S, "read", self.read)
 
     def read(self) -> dict:
         """The results document of one sample (see dnfsmon.sources.oracle)."""
@@ -202,12 +271,22 @@ def to_raw(document: dict, clock: float) -> Raw:
 
 
 def read_once(database: Database, clock: float) -> Raw:
-    """One sample from a session, connecting (again) when needed; never raises for database trouble."""
+    """One sample from a session, connecting (again) when needed; never raises for database trouble.
+
+    After a step hung, the rest of the run reports the database down at once
+    with the same reason instead of waiting again.
+    """
+    if database.given_up:
+        return to_raw(down_document(database.given_up), clock)
     try:
         if database.connection is None:
             database.connect()
-        return to_raw(database.read(), clock)
+        return to_raw(database.read_bounded(), clock)
     except Exception as error:
-        database.close()
         reason = describe(error, user=database.settings.user.upper())
+        if isinstance(error, Hung):
+            database.given_up = reason
+            database.connection = None  # abandoned with its worker: never closed from here, never used again
+        else:
+            database.close()
         return to_raw(down_document(reason), clock)
