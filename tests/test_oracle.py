@@ -547,3 +547,23 @@ def test_a_hung_listener_costs_one_bounded_wait_per_run_and_every_host_sample(tm
     assert len({p.time_ns for p in points if p.measurement == "dnfsmon_nic"}) == 2  # samples 2 and 3 (1 = baseline)
     status = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
     assert len(status) == 3 and all(p.fields["up"] is False and "no answer" in p.fields["error"] for p in status)
+
+
+def test_the_oracle_lists_have_one_source_of_truth():
+    # The op names are the view's own columns; the agent reads every one of them.
+    op_columns = [c for c in oracle_facts.columns("V$DNFS_STATS", "19c") if c.startswith("NFS_") and "BYTES" not in c]
+    assert list(oracle_facts.NFS_OPS) == op_columns
+    stats = next(q for q in oracle.build_queries(facts_available("19c")) if q.name == "dnfs_stats")
+    assert set(oracle_facts.NFS_OPS) <= set(stats.columns)
+    # Every event the agent asks for is one the simulator models, and the other way round.
+    assert set(simulator.EVENTS) == set(oracle_facts.IO_EVENTS)
+    for query in oracle.build_queries(facts_available("19c")):
+        if "event" in query.sql:
+            assert all(f"'{event}'" in query.sql for event in oracle_facts.IO_EVENTS)
+    # The views the agent may query are exactly the views read (and so granted).
+    assert {v for q in oracle.build_queries(facts_available("19c")) for v in q.views} | {"GV$EVENT_HISTOGRAM"} == set(
+        oracle_facts.VIEWS_READ
+    )
+    # Each release's version string maps back to that release.
+    assert all(oracle_facts.release_of_version(v) == r for r, v in oracle_facts.VERSION_STRINGS.items())
+    assert list(oracle_facts.VERSION_STRINGS) == list(oracle_facts.RELEASES)

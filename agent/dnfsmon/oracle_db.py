@@ -35,6 +35,7 @@ import threading
 from typing import Callable, TypeVar
 
 from .config import OracleSettings, read_secret
+from .oracle_facts import VIEWS_READ, grant_name
 from .sources.base import Raw
 from .sources.oracle import RESULTS, build_queries
 
@@ -79,25 +80,8 @@ def within(seconds: float, step: str, call: Callable[[], T]) -> T:
     return outcome["value"]  # type: ignore[return-value]
 
 
-# Views dnfsmon reads, as granted (SYS.<name with V_$/GV_$>) and as queried.
-VIEWS = (
-    "GV$INSTANCE",
-    "V$DATABASE",
-    "GV$DNFS_STATS",
-    "GV$PROCESS",
-    "GV$DNFS_CHANNELS",
-    "GV$DNFS_SERVERS",
-    "GV$DNFS_FILES",
-    "GV$SYSTEM_EVENT",
-    "GV$EVENT_HISTOGRAM",
-    "GV$EVENT_HISTOGRAM_MICRO",
-    "GV$IOSTAT_FILE",
-)
-
-
-def grant_name(view: str) -> str:
-    """The object a GRANT names for a V$/GV$ view: GV$DNFS_STATS -> SYS.GV_$DNFS_STATS."""
-    return "SYS." + view.replace("$", "_$", 1)
+# The views read and their GRANT names: one list, in dnfsmon.oracle_facts.
+VIEWS = VIEWS_READ
 
 
 def discovery_sql() -> str:

@@ -38,19 +38,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import oracle_facts
+from .oracle_facts import IO_EVENTS, OTHER_OPS
 from .sources.base import Raw
-from .sources.oracle import IO_EVENTS, RESULTS, build_queries
+from .sources.oracle import RESULTS, build_queries
 
-VERSIONS = {
-    "11.2.0.4": "11.2.0.4.0",
-    "12.1.0.1": "12.1.0.1.0",
-    "12.1.0.2": "12.1.0.2.0",
-    "12.2": "12.2.0.1.0",
-    "18c": "18.0.0.0.0",
-    "19c": "19.0.0.0.0",
-    "21c": "21.0.0.0.0",
-    "23ai": "23.0.0.0.0",
-}
+VERSIONS = oracle_facts.VERSION_STRINGS
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
 EVENTS: dict[str, tuple[str, float, float, float]] = {
     "db file sequential read": ("read", 0.70, 1.0, 0.95),
@@ -274,21 +266,9 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
     memory = memory if memory is not None else Memory()
     available = {
         view: set(oracle_facts.columns(view, workload.release))
-        for view in (
-            "GV$INSTANCE",
-            "V$DATABASE",
-            "GV$DNFS_STATS",
-            "GV$PROCESS",
-            "GV$DNFS_CHANNELS",
-            "GV$DNFS_SERVERS",
-            "GV$DNFS_FILES",
-            "GV$SYSTEM_EVENT",
-            "GV$EVENT_HISTOGRAM",
-            "GV$IOSTAT_FILE",
-        )
+        for view in oracle_facts.VIEWS_READ
+        if oracle_facts.columns(view, workload.release)
     }
-    if oracle_facts.release_tuple(workload.release) >= oracle_facts.release_tuple("12.1.0.2"):
-        available["GV$EVENT_HISTOGRAM_MICRO"] = set(oracle_facts.columns("GV$EVENT_HISTOGRAM_MICRO", workload.release))
     results = {}
     for query in build_queries(available):
         results[query.name] = {
@@ -337,30 +317,7 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, o
             startup = model.startup(inst, t)
             for slot in range(w.processes):
                 g, _ = model.process(inst, slot, t)
-                row: dict[str, object] = dict.fromkeys(
-                    (
-                        "NFS_NULL",
-                        "NFS_SETATTR",
-                        "NFS_LOOKUP",
-                        "NFS_ACCESS",
-                        "NFS_READLINK",
-                        "NFS_CREATE",
-                        "NFS_MKDIR",
-                        "NFS_SYMLINK",
-                        "NFS_MKNOD",
-                        "NFS_REMOVE",
-                        "NFS_RMDIR",
-                        "NFS_RENAME",
-                        "NFS_LINK",
-                        "NFS_READDIR",
-                        "NFS_READDIRPLUS",
-                        "NFS_FSSTAT",
-                        "NFS_FSINFO",
-                        "NFS_PATHCONF",
-                        "NFS_MOUNT",
-                    ),
-                    0,
-                )
+                row: dict[str, object] = dict.fromkeys(OTHER_OPS, 0)
                 row.update(model.process_counts(inst, slot, t))
                 row.update(
                     {

@@ -1,6 +1,6 @@
 """Oracle Direct NFS: IOPS, bytes, channels, servers, I/O latency, histograms.
 
-Facts and traps: ../shared/reference/oracle-views.md. This module is pure:
+Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
 (dnfsmon.oracle_facts names them per release) and turns result rows into
 samples and points. The I/O happens in dnfsmon.oracle_db (a live database
@@ -63,41 +63,9 @@ MEASUREMENTS = (
     STATUS_MEASUREMENT,
 )
 
-# Wait events dNFS I/O is timed under (there is no dNFS-specific event).
-IO_EVENTS = (
-    "db file sequential read",
-    "db file scattered read",
-    "db file parallel read",
-    "direct path read",
-    "direct path write",
-    "log file parallel write",
-    "db file parallel write",
-    "control file sequential read",
-)
-# V$DNFS_STATS operation counters other than READ/WRITE, summed as "other".
-OTHER_OPS = (
-    "NFS_NULL",
-    "NFS_GETATTR",
-    "NFS_SETATTR",
-    "NFS_LOOKUP",
-    "NFS_ACCESS",
-    "NFS_READLINK",
-    "NFS_CREATE",
-    "NFS_MKDIR",
-    "NFS_SYMLINK",
-    "NFS_MKNOD",
-    "NFS_REMOVE",
-    "NFS_RMDIR",
-    "NFS_RENAME",
-    "NFS_LINK",
-    "NFS_READDIR",
-    "NFS_READDIRPLUS",
-    "NFS_FSSTAT",
-    "NFS_FSINFO",
-    "NFS_PATHCONF",
-    "NFS_COMMIT",
-    "NFS_MOUNT",
-)
+# The Oracle lists live in dnfsmon.oracle_facts (one source of truth).
+IO_EVENTS = oracle_facts.IO_EVENTS
+OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
