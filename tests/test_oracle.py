@@ -140,7 +140,7 @@ class FakeConnection:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
             ]
-        query = next(q for q in oracle.build_queries(self.discovered) if q.sql == sql)
+        query = next(q for scope in oracle.SCOPES for q in oracle.build_queries(self.discovered, scope) if q.sql == sql)
         if query.name in self.failing:
             return self.failing[query.name]
         recorded = self.by_name[query.name]
@@ -164,9 +164,17 @@ def settings(**overrides):
     return parse({"oracle": table}, None).oracle
 
 
-def live_read(document, release="19c", failing=None, drop_views=()):
+def live_read(document, release="19c", failing=None, drop_views=(), **options):
+    """The live reader on recorded rows; its clock reads the recorded database time
+    (the recording is replayed faster than it was made)."""
     discovered = {v: c for v, c in facts_available(release).items() if v not in drop_views}
-    database = oracle_db.Database(settings())
+    database = oracle_db.Database(settings(**options))
+    database.clock = lambda: next(
+        row[data["columns"].index("DB_TIME")]
+        for data in document["results"].values()
+        if "DB_TIME" in data["columns"]
+        for row in data["rows"]
+    )
     database.connection = FakeConnection(document, discovered, failing)
     database.discover()
     return oracle_db.to_raw(database.read(), 0.0), database.connection
@@ -567,3 +575,170 @@ def test_the_oracle_lists_have_one_source_of_truth():
     # Each release's version string maps back to that release.
     assert all(oracle_facts.release_of_version(v) == r for r, v in oracle_facts.VERSION_STRINGS.items())
     assert list(oracle_facts.VERSION_STRINGS) == list(oracle_facts.RELEASES)
+
+
+# --- histograms, releases, RAC, CDB, clock, the status point ---
+
+
+def test_the_first_waits_in_a_bucket_never_seen_before_are_counted():
+    """V$EVENT_HISTOGRAM lists only buckets hit since startup: a new slow bucket counts from zero."""
+    documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
+    documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))
+    histogram = documents[1]["results"]["event_histogram"]
+    columns = histogram["columns"]
+    template = next(r for r in histogram["rows"] if r[columns.index("EVENT")] == "db file sequential read")
+    outliers = list(template)
+    outliers[columns.index("WAIT_TIME_MICRO")] = 2**27  # 134 ms: a filer failover's stall
+    outliers[columns.index("WAIT_COUNT")] = 7
+    histogram["rows"].append(outliers)
+    assert not any(
+        r[columns.index("WAIT_TIME_MICRO")] == 2**27 for r in documents[0]["results"]["event_histogram"]["rows"]
+    )
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    slow = [
+        p
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram"
+        and dict(p.tags)["event"] == "db file sequential read"
+        and dict(p.tags)["le_us"] == str(2**27)
+    ]
+    assert len(slow) == 1 and slow[0].fields["waits_per_s"] == pytest.approx(0.7)
+
+
+def test_a_restart_rebaselines_the_histogram_new_buckets_included():
+    documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
+    documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))
+    instances = documents[1]["results"]["instances"]
+    instances["rows"][0][instances["columns"].index("STARTUP_TIME")] = "2026-11-22T02:00:00"
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    assert not [p for p in points if p.measurement == "dnfsmon_oracle_latency_histogram"]
+
+
+def test_release_11_in_thin_mode_is_refused_at_config_validation():
+    from dnfsmon.config import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"\[oracle\] release = .11\.2\.0\.4.: python-oracledb thin mode cannot connect"
+    ):
+        settings(release="11.2.0.4")
+    with pytest.raises(ConfigError, match=r'set mode = "thick"'):
+        parse({"simulator": {"enabled": True, "release": "11.2.0.4"}}, None)
+    assert settings(release="11.2.0.4", mode="thick").mode == "thick"
+
+
+def test_dpy_3010_from_the_driver_says_to_use_thick_mode():
+    """The simulated 11.2.0.4 database, read in thin mode (as if the release were not configured)."""
+    raw = simulator.read(simulator.Workload(release="11.2.0.4", mode="thin"), T0)
+    (status,), _ = oracle.samples(raw, "h")
+    assert status.gauges["up"] is False
+    assert status.gauges["error"].startswith("DPY-3010: connections to this database server version")
+    assert 'set mode = "thick"' in status.gauges["error"]
+    assert dict(status.key)["database"] == "SIMDB"
+    thick = points_between(
+        simulator.read(simulator.Workload(release="11.2.0.4", mode="thick"), T0),
+        simulator.read(simulator.Workload(release="11.2.0.4", mode="thick"), T0 + 10),
+    )
+    assert any(p.measurement == "dnfsmon_dnfs_io" for p in thick.points)
+
+
+def io_by_instance(points):
+    return {dict(p.tags)["instance"]: dict(p.tags)["host"] for p in points if p.measurement == "dnfsmon_dnfs_io"}
+
+
+@pytest.mark.parametrize("connected", [1, 2])
+def test_rac_instance_scope_reads_only_the_connected_instance_through_the_live_reader(connected):
+    workload = simulator.Workload(instances=2, scope="instance", connected_instance=connected)
+    memory = simulator.Memory()
+    raws = []
+    for t in (T0, T0 + 10):
+        raw, connection = live_read(simulated_document(t, workload, memory), scope="instance")
+        raws.append(raw)
+    assert all(
+        "inst_id = TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))" in sql
+        for sql in connection.executed
+        if "gv$" in sql and "all_tab_columns" not in sql
+    )
+    points = points_between(*raws, host=f"simhost{connected}.example.com").points
+    # The instance's host, spelt as the agent spells its own host.
+    assert io_by_instance(points) == {f"simdb{connected}": f"simhost{connected}.example.com"}
+
+
+def test_rac_no_instance_is_published_twice_in_either_scope():
+    published = []
+    for connected in (1, 2):  # one agent per node, scope "instance" (the default)
+        workload = simulator.Workload(instances=2, scope="instance", connected_instance=connected)
+        memory = simulator.Memory()
+        raws = [simulator.read(workload, t, memory) for t in (T0, T0 + 10)]
+        published += list(io_by_instance(points_between(*raws, host=f"simhost{connected}").points).items())
+    assert sorted(published) == [("simdb1", "simhost1"), ("simdb2", "simhost2")]
+    # One agent for the whole cluster, on node 1: each instance once, with its own host.
+    workload = simulator.Workload(instances=2, scope="cluster")
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in (T0, T0 + 10)]
+    cluster = points_between(*raws, host="simhost1").points
+    assert io_by_instance(cluster) == {"simdb1": "simhost1", "simdb2": "simhost2"}
+    assert len([p for p in cluster if p.measurement == "dnfsmon_dnfs_io"]) == 2
+    status = [p for p in cluster if p.measurement == "dnfsmon_oracle_status"]
+    assert len(status) == 1 and dict(status[0].tags)["host"] == "simhost1"
+
+
+def test_cdb_figures_per_pdb_add_up_to_the_instance():
+    workload = simulator.Workload(instances=1, pdbs=2, processes=20)
+    memory = simulator.Memory()
+    raws = [live_read(simulated_document(t, workload, memory))[0] for t in (T0, T0 + 10)]
+    points = points_between(*raws).points
+    io = {dict(p.tags).get("pdb"): p.fields for p in points if p.measurement == "dnfsmon_dnfs_io"}
+    assert set(io) == {"1", "3", "4"}  # root (background processes) and the two PDBs
+    truth = simulator.truth(workload, 1, T0, T0 + 10)
+    assert sum(f["read_iops"] for f in io.values()) == pytest.approx(truth.observable_read_iops, rel=0.005)
+    coverage = {
+        (dict(p.tags).get("pdb"), dict(p.tags)["file_type"]): p.fields
+        for p in points
+        if p.measurement == "dnfsmon_dnfs_coverage"
+    }
+    assert coverage[("3", "Data File")]["files"] + coverage[("4", "Data File")]["files"] == 20
+    # Wait events are instance-wide (V$SYSTEM_EVENT from the root): no pdb tag.
+    assert all("pdb" not in dict(p.tags) for p in points if p.measurement == "dnfsmon_oracle_event")
+
+
+def test_a_database_clock_step_gives_no_point_for_that_interval():
+    workload = simulator.Workload(instances=1)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10, T0 + 20)]
+    # NTP steps the database host's clock 30 s forward between the 2nd and 3rd reads:
+    # its clock says 40 s passed, the agent's monotonic clock 10 s.
+    for data in documents[2]["results"].values():
+        if "DB_TIME" in data["columns"]:
+            index = data["columns"].index("DB_TIME")
+            for row in data["rows"]:
+                row[index] += 30
+            data["agent_clock"] = T0 + 20
+    raws = [oracle_db.to_raw(d, 0.0) for d in documents]
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    second = compute({"oracle": raws[1]}, {}, "h", first.samples)
+    third = compute({"oracle": raws[2]}, {}, "h", second.samples)
+    assert any(p.measurement == "dnfsmon_dnfs_io" for p in second.points)
+    rated = {"dnfsmon_dnfs_io", "dnfsmon_oracle_event", "dnfsmon_dnfs_channel", "dnfsmon_oracle_latency_histogram"}
+    assert not [p for p in third.points if p.measurement in rated]
+    assert any("clock stepped" in s.reason for s in third.skips)
+
+
+def test_a_reconnect_to_another_instance_rebaselines_its_clock():
+    workload = simulator.Workload(instances=2, scope="cluster")
+    memory = simulator.Memory()
+    before = simulator.read(workload, T0, memory)
+    after = simulator.read(simulator.Workload(instances=2, scope="cluster", connected_instance=2), T0 + 10, memory)
+    outcome = points_between(before, after)
+    assert not [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert any("identity changed" in s.reason for s in outcome.skips)
+
+
+def test_the_status_point_names_the_configured_target_when_the_database_cannot_be_asked(monkeypatch):
+    database = oracle_db.Database(settings(target="ORCL-PROD"))
+
+    def refuse():
+        raise OracleError("ORA-12541", "TNS:no listener")
+
+    monkeypatch.setattr(database, "connect", refuse)
+    (status,), _ = oracle.samples(oracle_db.read_once(database, 1.0), "h")
+    assert dict(status.key) == {"host": "h", "database": "ORCL-PROD"}

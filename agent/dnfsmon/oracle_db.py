@@ -34,9 +34,9 @@ import logging
 import threading
 from typing import Callable, TypeVar
 
-from .config import OracleSettings, read_secret
+from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .oracle_facts import VIEWS_READ, grant_name
-from .sources.base import Raw
+from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, build_queries
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
         return f"{message} (check user and password file; the account may be locked)"
     if code in ("DPY-6005", "DPY-6001", "ORA-12541", "ORA-12514", "ORA-12170"):
         return f"{message} (is the listener up and the DSN right?)"
+    if code == "DPY-3010":
+        return f"{message} ({THIN_MODE_TOO_OLD})"
     if code in ("DPY-4024", "ORA-03156"):
         return f"{message} (call timeout: raise oracle.call_timeout_s, or look at the database's load)"
     return message
@@ -143,6 +145,9 @@ class Database:
         self.missing: dict[str, str] = {}
         # Why the database is not asked again in this run (a step hung), or "".
         self.given_up = ""
+        # The agent's clock the database clock is checked against (tests replay
+        # recorded rows with a clock of their own).
+        self.clock: Callable[[], float] = host_clock
 
     def connect(self) -> None:
         """Connect and discover, bounded as a whole by call_timeout_s (plus a grace second)."""
@@ -196,19 +201,23 @@ class Database:
 
     def read_bounded(self) -> dict:
         """read(), abandoned after call_timeout_s per round trip (plus a grace second)."""
-        round_trips = len(build_queries(self.available))
+        round_trips = len(build_queries(self.available, self.settings.scope))
         return within(self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S, "read", self.read)
 
     def read(self) -> dict:
         """The results document of one sample (see dnfsmon.sources.oracle)."""
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
-        for query in build_queries(self.available):
+        for query in build_queries(self.available, self.settings.scope):
             try:
                 with self.connection.cursor() as cursor:
                     cursor.prefetchrows = cursor.arraysize = 1000
+                    before = self.clock()
                     cursor.execute(query.sql)
                     results[query.name] = rows_of(cursor)
+                    # The agent's clock in the middle of the round trip: the
+                    # parser compares the database clock with it (clock steps).
+                    results[query.name]["agent_clock"] = (before + self.clock()) / 2
             except Exception as error:  # oracledb.Error and anything the driver raises
                 errors[query.name] = describe(error, query.views, self.settings.user.upper())
                 if getattr(error.args[0] if error.args else None, "is_session_dead", False):
@@ -222,6 +231,7 @@ class Database:
             database = dict(zip(results["database"]["columns"], results["database"]["rows"][0]))
         return {
             "kind": "live",
+            "target": self.settings.target,
             "version": version,
             "database": database,
             "results": results,
@@ -238,8 +248,17 @@ class Database:
             self.connection = None
 
 
-def down_document(reason: str) -> dict:
-    return {"kind": "live", "version": "", "database": {}, "results": {}, "errors": {}, "down": reason}
+def down_document(reason: str, target: str = "") -> dict:
+    """The results document of a sample that could not read the database (target: the configured name)."""
+    return {
+        "kind": "live",
+        "target": target,
+        "version": "",
+        "database": {},
+        "results": {},
+        "errors": {},
+        "down": reason,
+    }
 
 
 def to_raw(document: dict, clock: float) -> Raw:
@@ -261,7 +280,7 @@ def read_once(database: Database, clock: float) -> Raw:
     with the same reason instead of waiting again.
     """
     if database.given_up:
-        return to_raw(down_document(database.given_up), clock)
+        return to_raw(down_document(database.given_up, database.settings.target), clock)
     try:
         if database.connection is None:
             database.connect()
@@ -273,4 +292,4 @@ def read_once(database: Database, clock: float) -> Raw:
             database.connection = None  # abandoned with its worker: never closed from here, never used again
         else:
             database.close()
-        return to_raw(down_document(reason), clock)
+        return to_raw(down_document(reason, database.settings.target), clock)
