@@ -50,6 +50,9 @@ def test_every_sql_text_matches_the_column_facts(release):
     }
     for query in queries:
         assert violations(query.sql, release) == [], (release, query.name)
+    for scope in oracle.SCOPES:  # what is sent: the combined statements
+        for combined in oracle.read_groups(oracle.build_queries(facts_available(release), scope), inventory=True):
+            assert violations(combined.sql, release) == [], (release, scope, combined.name)
     assert violations(oracle_db.discovery_sql(), release) == []
 
 
@@ -121,6 +124,18 @@ class FakeCursor:
         return list(self._rows)
 
 
+def to_char(column, value):
+    """What Oracle's TO_CHAR returns for a recorded value (the combined statements' formats)."""
+    if value is None:
+        return None
+    if column == "DB_TIME":  # TO_CHAR(timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.FF6')
+        moment = datetime.datetime.fromtimestamp(value, datetime.timezone.utc)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 class FakeConnection:
     """Answers dnfsmon's SQL from a recorded results document, as python-oracledb would."""
 
@@ -134,25 +149,32 @@ class FakeConnection:
     def cursor(self):
         return FakeCursor(self)
 
+    def statements(self):
+        """Every statement the agent may send: each scope's combined statements and single queries."""
+        for scope in oracle.SCOPES:
+            queries = oracle.build_queries(self.discovered, scope)
+            yield from oracle.read_groups(queries, inventory=True)
+            yield from (oracle.combine(q.name, [q]) for q in queries)
+
     def answer(self, sql):
         self.executed.append(sql)
         if "all_tab_columns" in sql:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
             ]
-        query = next(q for scope in oracle.SCOPES for q in oracle.build_queries(self.discovered, scope) if q.sql == sql)
-        if query.name in self.failing:
-            return self.failing[query.name]
-        recorded = self.by_name[query.name]
+        combined = next(c for c in self.statements() if c.sql == sql)
+        for query in combined.queries:  # Oracle fails the whole statement
+            if query.name in self.failing:
+                return self.failing[query.name]
+        width = max(len(q.columns) for q in combined.queries)
         rows = []
-        for row in recorded["rows"]:
-            values = dict(zip(recorded["columns"], row))
-            if "DB_TIME" in values:  # the driver returns TIMESTAMP values as datetime
-                values["DB_TIME"] = datetime.datetime.fromtimestamp(values["DB_TIME"], datetime.timezone.utc).replace(
-                    tzinfo=None
-                )
-            rows.append([values[c] for c in recorded["columns"]])
-        return recorded["columns"], rows
+        for query in combined.queries:
+            recorded = self.by_name[query.name]
+            for row in recorded["rows"]:
+                values = dict(zip(recorded["columns"], row))
+                texts = [to_char(c, values[c]) for c in query.columns]
+                rows.append([query.name, *texts, *[None] * (width - len(texts))])
+        return ["Q", *(f"C{n}" for n in range(1, width + 1))], rows
 
     def close(self):
         pass
@@ -306,13 +328,16 @@ def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
     )
 
 
-def test_call_timeout_on_one_query():
+def test_a_call_timeout_fails_the_counters_statement_without_a_cascade_of_retries():
     failing = {"event_histogram": OracleError("DPY-4024", "call timeout of 10000 ms exceeded")}
-    raw, _ = live_read(simulated_document(T0), failing=failing)
+    raw, connection = live_read(simulated_document(T0), failing=failing)
     assert (
-        "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s"
+        "counters: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s"
         in oracle.failure(oracle.samples(raw, "h")[0])
     )
+    # Discovery, the counters' statement (timed out: not retried query by query), the inventory's.
+    assert len(connection.executed) == 3
+    assert "dnfs_servers" in json.loads(raw.files[oracle.RESULTS])["results"]
 
 
 @pytest.mark.parametrize(
@@ -742,3 +767,49 @@ def test_the_status_point_names_the_configured_target_when_the_database_cannot_b
     monkeypatch.setattr(database, "connect", refuse)
     (status,), _ = oracle.samples(oracle_db.read_once(database, 1.0), "h")
     assert dict(status.key) == {"host": "h", "database": "ORCL-PROD"}
+
+
+def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
+    """Round trips counted through the fake cursor; figures unchanged (review D1/D2)."""
+    document = simulated_document(T0)
+    database = oracle_db.Database(settings())
+    database.clock = lambda: T0
+    database.connection = FakeConnection(document, facts_available("19c"))
+    database.discover()
+    executed = database.connection.executed
+    before = len(executed)
+    counters_only = database.read(inventory=False)
+    assert len(executed) - before == 1
+    assert set(counters_only["results"]) == {
+        "instances",
+        "database",
+        "dnfs_stats",
+        "dnfs_channels",
+        "system_event",
+        "event_histogram",
+    }
+    before = len(executed)
+    everything = database.read(inventory=True)
+    assert len(executed) - before == 2
+    assert {"dnfs_servers", "dnfs_files", "iostat_file"} <= set(everything["results"])
+    # The rows come back exactly as recorded (numbers as numbers, every digit kept).
+    for name, data in everything["results"].items():
+        assert data["rows"] == document["results"][name]["rows"], name
+
+
+def test_the_inventory_is_read_every_inventory_interval_and_the_counters_every_sample():
+    workload = simulator.Workload(instances=1)
+    memory = simulator.Memory()
+    previous, inventory_reads, io_points = {}, [], 0
+    for step in range(64):  # 10 s apart: 630 s
+        t = T0 + 10 * step
+        due = oracle.inventory_due(previous.values(), t, 600.0)
+        if due:
+            inventory_reads.append(step)
+        outcome = compute({"oracle": simulator.read(workload, t, memory, inventory=due)}, {}, "h", previous)
+        previous = outcome.samples
+        io_points += sum(1 for p in outcome.points if p.measurement == "dnfsmon_dnfs_io")
+        servers = [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_server"]
+        assert bool(servers) == due  # a server point from each inventory read, the first included
+    assert inventory_reads == [0, 60]
+    assert io_points == 63

@@ -17,18 +17,15 @@ costs one deadline per run, and the host sources' points are already stored.
 At connect time the columns of every view dnfsmon reads are discovered in one
 round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
 the user may select; a view missing there is reported with the GRANT that
-would fix it, and the queries that need it are left out. Each query then
-reads the database clock in its own round trip (SYS_EXTRACT_UTC(SYSTIMESTAMP)),
-so every counter has the time it was read at. A failing query is recorded
-and the others still run.
-
-`rows_of(cursor)` turns a cursor's result into the JSON-safe rows that
-dnfsmon.sources.oracle parses; recorded rows in the tests go through it too.
+would fix it, and the queries that need it are left out. Each sample then
+sends one statement for the counters (and one for the inventory when it is
+due: sources.oracle.combine), which reads the database clock
+(SYS_EXTRACT_UTC(SYSTIMESTAMP)) with them. A failing query is recorded and
+the others still run.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
 import threading
@@ -37,7 +34,7 @@ from typing import Callable, TypeVar
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .oracle_facts import VIEWS_READ, grant_name
 from .sources.base import Raw, host_clock
-from .sources.oracle import RESULTS, build_queries
+from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
 
 log = logging.getLogger(__name__)
 
@@ -87,29 +84,6 @@ VIEWS = VIEWS_READ
 def discovery_sql() -> str:
     names = ", ".join("'" + grant_name(v)[4:] + "'" for v in VIEWS)
     return f"SELECT table_name, column_name FROM all_tab_columns WHERE owner = 'SYS' AND table_name IN ({names})"
-
-
-def _json_value(value: object) -> object:
-    """Oracle values as JSON: DATE/TIMESTAMP (UTC) -> epoch seconds for DB_TIME, ISO text otherwise."""
-    if isinstance(value, datetime.datetime):
-        return value.isoformat(timespec="microseconds")
-    if isinstance(value, (int, float, str)) or value is None:
-        return value
-    return str(value)  # Decimal and the like
-
-
-def rows_of(cursor) -> dict[str, list]:
-    """A fetched result as {"columns": [...], "rows": [[...], ...]}; DB_TIME as epoch seconds."""
-    columns = [d[0].upper() for d in cursor.description]
-    rows = []
-    for row in cursor.fetchall():
-        values = []
-        for column, value in zip(columns, row):
-            if column == "DB_TIME" and isinstance(value, datetime.datetime):
-                value = value.replace(tzinfo=datetime.timezone.utc).timestamp()
-            values.append(_json_value(value))
-        rows.append(values)
-    return {"columns": columns, "rows": rows}
 
 
 def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
@@ -199,29 +173,42 @@ class Database:
             cursor.execute(discovery_sql())
             return cursor.fetchall()
 
-    def read_bounded(self) -> dict:
-        """read(), abandoned after call_timeout_s per round trip (plus a grace second)."""
-        round_trips = len(build_queries(self.available, self.settings.scope))
-        return within(self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S, "read", self.read)
+    def read_bounded(self, inventory: bool = True) -> dict:
+        """read(), abandoned past its deadline: call_timeout_s per round trip it may make, plus 1 s.
 
-    def read(self) -> dict:
-        """The results document of one sample (see dnfsmon.sources.oracle)."""
+        The driver's call_timeout normally ends a slow round trip first; the
+        deadline is the backstop for a server that trickles its answer.
+        """
+        queries = build_queries(self.available, self.settings.scope)
+        round_trips = 2 + len(queries)  # the two statements, and one per query if one fails (below)
+        deadline = self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S
+        return within(deadline, "read", lambda: self.read(inventory))
+
+    def read(self, inventory: bool = True) -> dict:
+        """The results document of one sample (see dnfsmon.sources.oracle).
+
+        One round trip for the counters, and one more for the inventory when
+        it is due. When a statement fails with an ORA- error (a view revoked
+        since discovery), its queries are sent one by one, so the failing one
+        is named and the others still count.
+        """
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
-        for query in build_queries(self.available, self.settings.scope):
+        for combined in read_groups(build_queries(self.available, self.settings.scope), inventory):
             try:
-                with self.connection.cursor() as cursor:
-                    cursor.prefetchrows = cursor.arraysize = 1000
-                    before = self.clock()
-                    cursor.execute(query.sql)
-                    results[query.name] = rows_of(cursor)
-                    # The agent's clock in the middle of the round trip: the
-                    # parser compares the database clock with it (clock steps).
-                    results[query.name]["agent_clock"] = (before + self.clock()) / 2
+                rows, clock = self._execute(combined.sql)
             except Exception as error:  # oracledb.Error and anything the driver raises
-                errors[query.name] = describe(error, query.views, self.settings.user.upper())
-                if getattr(error.args[0] if error.args else None, "is_session_dead", False):
+                if _session_dead(error):
                     raise
+                code = describe(error)
+                if not code.startswith("ORA-") or code.startswith("ORA-03156"):
+                    # A timeout: asking again query by query would only cost more timeouts.
+                    errors[combined.name] = describe(error, user=self.settings.user.upper())
+                    continue
+                self._read_one_by_one(combined.queries, results, errors)
+                continue
+            for name, data in split(combined, rows).items():
+                results[name] = dict(data, agent_clock=clock)
         version = ""
         instances = results.get("instances", {}).get("rows", [])
         if instances:
@@ -239,6 +226,27 @@ class Database:
             "down": None,
         }
 
+    def _execute(self, sql: str) -> tuple[list, float]:
+        """(rows, the agent's clock in the middle of the round trip) of one statement."""
+        with self.connection.cursor() as cursor:
+            cursor.prefetchrows = cursor.arraysize = 5000  # every row in the execute's round trip
+            before = self.clock()
+            cursor.execute(sql)
+            rows = cursor.fetchall()
+            return rows, (before + self.clock()) / 2
+
+    def _read_one_by_one(self, queries: tuple[Query, ...], results: dict[str, dict], errors: dict[str, str]) -> None:
+        for query in queries:
+            single = combine(query.name, [query])
+            try:
+                rows, clock = self._execute(single.sql)
+            except Exception as error:
+                if _session_dead(error):
+                    raise
+                errors[query.name] = describe(error, query.views, self.settings.user.upper())
+                continue
+            results[query.name] = dict(split(single, rows)[query.name], agent_clock=clock)
+
     def close(self) -> None:
         if self.connection is not None:
             try:
@@ -246,6 +254,10 @@ class Database:
             except Exception:
                 pass
             self.connection = None
+
+
+def _session_dead(error: Exception) -> bool:
+    return bool(getattr(error.args[0] if error.args else None, "is_session_dead", False))
 
 
 def down_document(reason: str, target: str = "") -> dict:
@@ -273,7 +285,7 @@ def to_raw(document: dict, clock: float) -> Raw:
     return Raw({RESULTS: json.dumps(document)}, t, t)
 
 
-def read_once(database: Database, clock: float) -> Raw:
+def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
     """One sample from a session, connecting (again) when needed; never raises for database trouble.
 
     After a step hung, the rest of the run reports the database down at once
@@ -284,7 +296,7 @@ def read_once(database: Database, clock: float) -> Raw:
     try:
         if database.connection is None:
             database.connect()
-        return to_raw(database.read_bounded(), clock)
+        return to_raw(database.read_bounded(inventory), clock)
     except Exception as error:
         reason = describe(error, user=database.settings.user.upper())
         if isinstance(error, Hung):

@@ -279,8 +279,9 @@ def _row(columns: Sequence[str], values: Mapping[str, object]) -> list[object]:
 DPY_3010 = "DPY-3010: connections to this database server version are not supported by python-oracledb in thin mode"
 
 
-def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
-    """What dnfsmon's queries would return from the simulated database at time t."""
+def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventory: bool = True) -> Raw:
+    """What dnfsmon's queries would return from the simulated database at time t
+    (without the inventory queries when `inventory` is false, as the agent reads them)."""
     from .oracle_db import describe, down_document, to_raw
 
     if workload.mode == "thin" and workload.release.startswith("11."):
@@ -297,6 +298,8 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
     }
     results = {}
     for query in build_queries(available, workload.scope):
+        if query.inventory and not inventory:
+            continue
         instances = [workload.connected_instance] if query.local else list(range(1, workload.instances + 1))
         clock = {"DB_TIME": t, "CLOCK_INSTANCE": workload.connected_instance}
         results[query.name] = {

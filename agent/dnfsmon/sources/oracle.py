@@ -32,9 +32,10 @@ How the traps are handled:
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -186,6 +187,107 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         )
         queries.append(Query("iostat_file", sql, columns, ("GV$IOSTAT_FILE",), local, inventory=True))
     return queries
+
+
+# --- one round trip per sample ---
+
+# Result columns that hold text; every other column is a NUMBER (or the clock).
+TEXT_COLUMNS = frozenset(
+    {
+        "INSTANCE_NAME",
+        "HOST_NAME",
+        "VERSION",
+        "STARTUP_TIME",
+        "NAME",
+        "DB_UNIQUE_NAME",
+        "CDB",
+        "SPID",
+        "SVRNAME",
+        "PATH",
+        "LOCAL",
+        "DIRNAME",
+        "NFSVERSION",
+        "EVENT",
+        "FILETYPE_NAME",
+        "ACCESS_METHOD",
+    }
+)
+# TO_CHAR formats of the two time columns (DB_TIME is a TIMESTAMP in UTC,
+# STARTUP_TIME a DATE); DB_TIME_FORMAT is the same layout for Python.
+ORACLE_FORMATS = {"DB_TIME": 'YYYY-MM-DD"T"HH24:MI:SS.FF6', "STARTUP_TIME": 'YYYY-MM-DD"T"HH24:MI:SS'}
+DB_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Several queries as one statement: one execute and one fetch (review D1/D2).
+
+    A long-format UNION ALL: each branch wraps one query and returns its name
+    and its columns as text (TO_CHAR keeps every digit of a NUMBER), padded
+    with NULLs to the widest query. UNION ALL of CHAR literals of different
+    lengths gives VARCHAR2 (SQL Language Reference, "The UNION [ALL],
+    INTERSECT, MINUS Operators"), so the names come back unpadded. One
+    SYSTIMESTAMP per statement: every query of the statement has the same
+    clock reading, taken with its counters.
+    """
+
+    name: str
+    sql: str
+    queries: tuple[Query, ...]
+
+
+def combine(name: str, queries: Sequence[Query]) -> Combined:
+    width = max(len(q.columns) for q in queries)
+    branches = []
+    for query in queries:
+        values = [
+            f"TO_CHAR(r.{c.lower()}, '{ORACLE_FORMATS[c]}')" if c in ORACLE_FORMATS else f"TO_CHAR(r.{c.lower()})"
+            for c in query.columns
+        ]
+        values += ["NULL"] * (width - len(values))
+        select = ", ".join(f"{value} AS c{number}" for number, value in enumerate(values, start=1))
+        branches.append(f"SELECT '{query.name}' AS q, {select} FROM ({query.sql}) r")
+    return Combined(name, " UNION ALL ".join(branches), tuple(queries))
+
+
+def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
+    """The long-format rows of a combined statement back as each query's {"columns", "rows"}."""
+    by_name = {q.name: q for q in combined.queries}
+    results: dict[str, dict] = {q.name: {"columns": list(q.columns), "rows": []} for q in combined.queries}
+    for row in rows:
+        query = by_name[str(row[0]).strip()]
+        values = [_from_text(column, value) for column, value in zip(query.columns, row[1:])]
+        results[query.name]["rows"].append(values)
+    return results
+
+
+def _from_text(column: str, value: object) -> object:
+    """A TO_CHAR value as the JSON value the parsers read: DB_TIME as epoch seconds, numbers as numbers."""
+    if value is None or column in TEXT_COLUMNS:
+        return value
+    text = str(value).strip()
+    if column == "DB_TIME":
+        moment = datetime.datetime.strptime(text, DB_TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
+        return moment.timestamp()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return float(text)
+
+
+def read_groups(queries: Sequence[Query], inventory: bool) -> list[Combined]:
+    """The statements of one sample: the counters, and the inventory when it is due."""
+    counters = [q for q in queries if not q.inventory]
+    stock = [q for q in queries if q.inventory] if inventory else []
+    return [combine(name, group) for name, group in (("counters", counters), ("inventory", stock)) if group]
+
+
+INVENTORY_MEASUREMENTS = (SERVER_MEASUREMENT, COVERAGE_MEASUREMENT)
+
+
+def inventory_due(previous: Iterable[Sample], now: float, interval_s: float) -> bool:
+    """True when the newest inventory sample (filers, coverage) is older than interval_s (or missing)."""
+    times = [s.wall_time for s in previous if s.measurement in INVENTORY_MEASUREMENTS]
+    return not times or now - max(times) >= interval_s
 
 
 # --- parsing result rows ---
@@ -554,7 +656,7 @@ def _reconnects(gauges: Mapping[str, rates.Gauge]) -> Optional[int]:
 
 
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
-    """Per-key figures of every measurement but dnfsmon_dnfs_io (summed in aggregate)."""
+    """Per-key figures of the channels and events (I/O is summed, histograms split, states published as read)."""
     sample, d, g = interval.current, interval.deltas, interval.current.gauges
     if sample.measurement == CHANNEL_MEASUREMENT:
         out: dict[str, Optional[rates.Gauge]] = {
@@ -574,8 +676,8 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
             "fg_avg_latency_us": rates.mean_per_event(d.get("TIME_WAITED_MICRO_FG"), d.get("TOTAL_WAITS_FG")),
             "wait_time_us_per_s": interval.rate("TIME_WAITED_MICRO"),
         }
-    else:  # servers, coverage: inventory gauges
-        out = dict(g)
+    else:
+        raise ValueError(f"{sample.measurement} is not published per interval")
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -597,8 +699,10 @@ def _histogram_points(interval: rates.Interval) -> list[Point]:
 def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
     points: list[Point] = []
     for sample in current:
-        if sample.measurement == STATUS_MEASUREMENT:  # a state, published every time, not a rate
-            points.append(Point(STATUS_MEASUREMENT, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
+        # States, not rates: published from every read that has them (the
+        # inventory's from its first read on, every inventory_interval_s).
+        if sample.measurement in (STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
+            points.append(Point(sample.measurement, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
     io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT]
     for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
         # Processes that did dNFS I/O in the interval (V$DNFS_STATS has a row,
@@ -610,7 +714,7 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         measurement = interval.current.measurement
         if measurement == HISTOGRAM_MEASUREMENT:
             points.extend(_histogram_points(interval))
-        elif measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT):
+        elif measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
             values = fields(interval)
             if values:
                 points.append(Point(measurement, interval.current.key, values, round(interval.current.wall_time * 1e9)))
