@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .oracle_facts import VIEWS_READ, grant_name
@@ -114,7 +114,7 @@ class Database:
 
     def __init__(self, settings: OracleSettings):
         self.settings = settings
-        self.connection = None
+        self.connection: Any = None  # an oracledb.Connection once connected
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
         # Why the database is not asked again in this run (a step hung), or "".

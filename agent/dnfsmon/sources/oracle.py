@@ -290,6 +290,31 @@ def inventory_due(previous: Iterable[Sample], now: float, interval_s: float) -> 
     return not times or now - max(times) >= interval_s
 
 
+class InventoryCadence:
+    """When a database target reads its inventory next.
+
+    Seeded from the target's stored samples (cron starts a new process every
+    run), then advanced by each read that brought the inventory back.
+    """
+
+    def __init__(self, interval_s: float, stored: Iterable[Sample] = ()):
+        self.interval_s = interval_s
+        self.stored = [s for s in stored if s.measurement in INVENTORY_MEASUREMENTS]
+
+    def due(self, now: float) -> bool:
+        return inventory_due(self.stored, now, self.interval_s)
+
+    def read(self, raw: Raw) -> None:
+        """Note a read: when it holds inventory rows, the next is due interval_s later."""
+        try:
+            found, _ = samples(raw, "")
+        except ParseError:
+            return
+        inventory = [s for s in found if s.measurement in INVENTORY_MEASUREMENTS]
+        if inventory:
+            self.stored = inventory
+
+
 # --- parsing result rows ---
 
 
