@@ -813,3 +813,24 @@ def test_the_inventory_is_read_every_inventory_interval_and_the_counters_every_s
         assert bool(servers) == due  # a server point from each inventory read, the first included
     assert inventory_reads == [0, 60]
     assert io_points == 63
+
+
+def test_the_inventory_cadence_holds_across_cron_runs(tmp_path):
+    """Two cron-style runs a few seconds apart: the inventory is read once, by the first."""
+    from dnfsmon.store import Store
+
+    config = write_config(
+        tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "instances": 1, "scope": "instance"}
+    )
+    for _ in range(2):
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "2", "--interval", "0.5"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    servers = [p for p in points if p.measurement == "dnfsmon_dnfs_server"]
+    assert len(servers) == 2  # the two filers, from the first sample of the first run only
+    assert len({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"}) == 3  # every later sample
