@@ -100,6 +100,8 @@ def _ms(value: Optional[float]) -> str:
 
 def to_text(report: dict[str, Any]) -> str:
     lines: list[str] = []
+    names = [name for capture in report["captures"] for name in capture["operations"]]
+    width = max([12, *map(len, names)])
     for capture in report["captures"]:
         lines.append(
             f"{capture['role']} {capture['path']}: {capture['frames']} frames, {capture['tcp_segments']} TCP segments, "
@@ -107,13 +109,13 @@ def to_text(report: dict[str, Any]) -> str:
         )
         lines.append("  service time, first call segment to first reply segment (ms):")
         lines.append(
-            f"  {'OPERATION':<12} {'COUNT':>8} {'AVG':>9} {'P50':>9} {'P95':>9} {'P99':>9} {'MAX':>9} "
+            f"  {'OPERATION':<{width}} {'COUNT':>8} {'AVG':>9} {'P50':>9} {'P95':>9} {'P99':>9} {'MAX':>9} "
             f"{'CALL BYTES':>12} {'REPLY BYTES':>12} {'ERRORS':>6}"
         )
         for name, entry in capture["operations"].items():
             srt = entry["first_call_to_first_reply_ms"]
             lines.append(
-                f"  {name:<12} {entry['count']:>8} {_ms(srt['avg_ms']):>9} {_ms(srt['p50_ms']):>9} "
+                f"  {name:<{width}} {entry['count']:>8} {_ms(srt['avg_ms']):>9} {_ms(srt['p50_ms']):>9} "
                 f"{_ms(srt['p95_ms']):>9} {_ms(srt['p99_ms']):>9} {_ms(srt['max_ms']):>9} "
                 f"{entry['call_bytes']:>12} {entry['reply_bytes']:>12} {entry['errors']:>6}"
             )
@@ -137,13 +139,13 @@ def to_text(report: dict[str, Any]) -> str:
         lines.append("  server = last call segment to first reply segment on the server capture;")
         lines.append("  difference = client − server per RPC: network and client stack (ms)")
         lines.append(
-            f"  {'OPERATION':<12} {'MATCHED':>8} {'CLIENT AVG':>11} {'SERVER AVG':>11} {'DIFF AVG':>9} "
+            f"  {'OPERATION':<{width}} {'MATCHED':>8} {'CLIENT AVG':>11} {'SERVER AVG':>11} {'DIFF AVG':>9} "
             f"{'DIFF P50':>9} {'DIFF P95':>9} {'DIFF P99':>9}"
         )
         for name, entry in matched["operations"].items():
             difference = entry["difference_ms"]
             lines.append(
-                f"  {name:<12} {entry['count']:>8} {_ms(entry['client_first_call_to_last_reply_ms']['avg_ms']):>11} "
+                f"  {name:<{width}} {entry['count']:>8} {_ms(entry['client_first_call_to_last_reply_ms']['avg_ms']):>11} "
                 f"{_ms(entry['server_last_call_to_first_reply_ms']['avg_ms']):>11} {_ms(difference['avg_ms']):>9} "
                 f"{_ms(difference['p50_ms']):>9} {_ms(difference['p95_ms']):>9} {_ms(difference['p99_ms']):>9}"
             )
