@@ -27,7 +27,11 @@ from typing import Optional
 from . import rpc
 from .packets import TCP_SYN, Segment
 
-PENDING_SEGMENTS = 64
+# Segments held while waiting for the one that holds the next record boundary.
+# Reordering seen in captures spans a few segments; a boundary segment that was
+# never captured (tcpdump dropped it) costs at most this many segments' RPCs
+# before the direction gives up on it and resynchronises (counted as GAP).
+PENDING_SEGMENTS = 8
 MAX_DIRECTIONS = 65536
 MODULO = 1 << 32
 
