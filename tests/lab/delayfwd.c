@@ -14,7 +14,11 @@
  *
  * AF_PACKET sockets: packet(7). PACKET_IGNORE_OUTGOING (Linux 4.20) keeps a
  * socket from reading back the frames it sends. Timer slack is set to 1 ns
- * (prctl(2) PR_SET_TIMERSLACK) so ppoll wakes when a frame is due, not 50 µs later.
+ * (prctl(2) PR_SET_TIMERSLACK) so ppoll wakes when a frame is due, not 50 µs later,
+ * and the forwarder asks for a real-time priority (sched(7) SCHED_FIFO) so that on
+ * a busy machine its wake-ups are not queued behind other work: a late wake-up
+ * would add to the delay. It sleeps between frames, and the kernel's real-time
+ * throttling bounds it anyway.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -101,6 +106,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    struct sched_param priority = {.sched_priority = 10};
+    if (sched_setscheduler(0, SCHED_FIFO, &priority) < 0) perror("delayfwd: SCHED_FIFO (continuing without)");
     int a = open_interface(argv[1]), b = open_interface(argv[2]);
     struct queue to_b = {calloc(SLOTS, sizeof(struct slot)), 0, 0, strtoull(argv[3], NULL, 10) * 1000ull, 0, 0};
     struct queue to_a = {calloc(SLOTS, sizeof(struct slot)), 0, 0, strtoull(argv[4], NULL, 10) * 1000ull, 0, 0};

@@ -131,6 +131,10 @@ def test_agrees_with_tshark_per_nfsv3_procedure(baseline, side):
     assert {"READ", "WRITE"} <= set(theirs)
     for procedure, (calls, average_ms) in theirs.items():
         entry = ours[f"NFSv3 {procedure}"]
+        print(
+            f"{side} NFSv3 {procedure}: tshark {calls} calls avg {average_ms:.4f} ms; "
+            f"dnfsmon wire {entry['count']} avg {entry['first_call_to_first_reply_ms']['avg_ms']:.4f} ms"
+        )
         assert entry["count"] == pytest.approx(calls, rel=0.01), procedure
         assert entry["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(average_ms, rel=0.01), procedure
     assert ours["NFSv3 READ"]["count"] == READS_ONE + READS_PIPELINED
@@ -142,6 +146,10 @@ def test_agrees_with_tshark_per_nfsv41_operation(baseline, side, operation, opco
     capture = getattr(baseline, side)
     ours = wire_ops(wire(capture))[f"NFSv4.1 {operation}"]
     (calls, average_ms) = tshark_srt(capture, 4, f"nfs.opcode=={opcode}")["COMPOUND"]
+    print(
+        f"{side} NFSv4.1 {operation}: tshark {calls} calls avg {average_ms:.4f} ms; "
+        f"dnfsmon wire {ours['count']} avg {ours['first_call_to_first_reply_ms']['avg_ms']:.4f} ms"
+    )
     assert ours["count"] == count
     assert ours["count"] == pytest.approx(calls, rel=0.01)
     assert ours["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(average_ms, rel=0.01)
