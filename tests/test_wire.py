@@ -341,3 +341,17 @@ def test_file_cut_mid_record_keeps_what_came_before(tmp_path, capsys):
     read = operation(report, "NFSv3 READ")
     assert read["count"] == 5
     assert read["first_call_to_last_reply_ms"]["count"] == 4
+
+
+def test_pcapng_packets_of_undescribed_interfaces_are_counted(tmp_path, capsys):
+    connection = w.Connection()
+    connection.handshake(T0)
+    reads(connection, 2, T0 + MS, 100_000)
+    content = bytearray(w.pcapng(connection.frames))
+    stray = struct.pack("<IIIII", 5, 0, 0, 4, 4) + b"abcd"  # an EPB naming interface 5
+    content += struct.pack("<II", 6, 12 + len(stray)) + stray + struct.pack("<I", 12 + len(stray))
+    path = tmp_path / "stray.pcapng"
+    path.write_bytes(bytes(content))
+    report = run_wire(capsys, str(path))
+    assert report["captures"][0]["skipped_frames"] == {"pcapng packet of an interface never described": 1}
+    assert operation(report, "NFSv3 READ")["count"] == 2

@@ -102,14 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "wire",
         help="NFS service times from packet captures, split client/network/server",
-        formatter_class=defaults,
         description="Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
         "capture, the same RPCs matched by XID and the time split between the server and the rest "
         "(see docs/wire.md).",
     )
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    p.add_argument("--op", action="append", dest="operations", metavar="OP", help="only this operation (repeat)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--op",
+        action="append",
+        dest="operations",
+        metavar="OP",
+        help="only this NFS operation, e.g. READ (repeat for more; default: all)",
+    )
     return parser
 
 

@@ -46,7 +46,7 @@ def transactions(trace: Trace, operations: Optional[set[str]]) -> Iterator[Trans
                 if trace.first_ns is None:
                     trace.first_ns = frame.time_ns
                 trace.last_ns = frame.time_ns
-                segment = packets.decode(frame.time_ns, frame.linktype, frame.data, frame.original_length)
+                segment = packets.decode(frame.time_ns, frame.linktype, frame.data)
                 if isinstance(segment, str):
                     trace.skipped_frames[segment] += 1
                     continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import EnvironmentProblem
@@ -65,7 +65,6 @@ class ReadCounts:
     truncated_tail: int = 0  # the file ends inside a record (tcpdump killed mid-write): the rest is dropped
     skipped_blocks: int = 0  # pcapng blocks that carry no packet (statistics, names, custom)
     unknown_interface: int = 0  # pcapng packets naming an interface never described
-    notes: list[str] = field(default_factory=list)
 
 
 def read_frames(handle: BinaryIO, name: str, counts: ReadCounts) -> Iterator[Frame]:

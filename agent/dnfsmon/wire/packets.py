@@ -57,7 +57,7 @@ FRAGMENT = "IP fragment"
 TRUNCATED_HEADERS = "headers cut short by the snaplen"
 
 
-def decode(time_ns: int, linktype: int, data: bytes, original_length: int) -> Union[Segment, str]:
+def decode(time_ns: int, linktype: int, data: bytes) -> Union[Segment, str]:
     """The TCP segment in a frame, or the reason (a constant above) why there is none."""
     network: Optional[bytes]
     ethertype: int

@@ -45,7 +45,7 @@ def _capture(role: str, trace: Trace) -> dict[str, Any]:
         "frames": trace.read.frames,
         "tcp_segments": trace.streams.segments,
         "duration_s": round((trace.last_ns - trace.first_ns) / 1e9, 6) if trace.first_ns and trace.last_ns else 0.0,
-        "skipped_frames": dict(sorted(trace.skipped_frames.items())),
+        "skipped_frames": _skipped(trace),
         "file_ends_mid_record": trace.read.truncated_tail,
         "stream_events": dict(sorted(trace.streams.events.items())),
         "unpaired": dict(sorted(trace.stats.unpaired.items())),
@@ -53,6 +53,13 @@ def _capture(role: str, trace: Trace) -> dict[str, Any]:
         "other_programs": {str(k): v for k, v in sorted(trace.stats.other_programs.items())},
         "operations": {name: _operation(stats) for name, stats in operations},
     }
+
+
+def _skipped(trace: Trace) -> dict[str, int]:
+    skipped = dict(trace.skipped_frames)
+    if trace.read.unknown_interface:
+        skipped["pcapng packet of an interface never described"] = trace.read.unknown_interface
+    return dict(sorted(skipped.items()))
 
 
 def _count(stats: OperationStats) -> int:
