@@ -29,7 +29,7 @@ PREFIX = "dnfswire"
 CLIENT_ADDRESS = "10.77.0.1"
 SERVER_ADDRESS = "10.77.0.2"
 STEP_TIMEOUT = 30  # seconds for any one setup command
-LIFETIME = 300  # seconds after which the forwarder exits by itself
+LIFETIME = 300  # seconds after which every helper (server, tcpdump, forwarder) is stopped whatever happens
 EXPORT_FILE_BYTES = 16 * 1024 * 1024
 
 GANESHA_CONFIG = """
@@ -109,11 +109,16 @@ def run(*command: str, timeout: float = STEP_TIMEOUT) -> str:
 
 
 def remove_stale_namespaces() -> None:
-    """Namespaces left by a lab whose process died (killed test run)."""
+    """Namespaces left by a lab whose test process died (a killed test run), with what runs in them."""
     for line in run("ip", "netns", "list").splitlines():
         name = line.split()[0] if line.strip() else ""
         parts = name.split("-")
         if len(parts) == 3 and parts[0] == PREFIX and parts[2].isdigit() and not _alive(int(parts[2])):
+            for pid in run("ip", "netns", "pids", name).split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=STEP_TIMEOUT)
 
 
@@ -240,8 +245,10 @@ class Lab:
         return result.returncode == 0
 
     def spawn(self, command: list[str], log_name: str) -> subprocess.Popen:
+        """Start a helper in its own process group, killed by timeout(1) after LIFETIME whatever happens."""
         log = open(self.workdir / log_name, "wb")
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        bounded = ["timeout", "--signal=INT", "--kill-after=5", str(LIFETIME), *command]
+        process = subprocess.Popen(bounded, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.processes.append(process)
         return process
