@@ -17,7 +17,7 @@ import tempfile
 import pytest
 import yaml
 
-from dnfsmon import config
+from dnfsmon import __version__, config
 from dnfsmon.store import Store
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -51,6 +51,7 @@ def playbook(name, extra_vars, *flags, env=None):
     return result.returncode, int(recap.group(1)) if recap else -1, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_ansible_lint_production_profile_passes():
     result = subprocess.run(
         [os.path.join(BIN, "ansible-lint"), "--profile", "production", "--nocolor"],
@@ -62,6 +63,7 @@ def test_ansible_lint_production_profile_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     [os.path.join(ANSIBLE, "site.yml")]
@@ -117,7 +119,7 @@ def wheelhouse():
     rc, _, output = playbook("site.yml", {"dnfsmon_wheelhouse_python_versions": [version]})
     assert rc == 0, output
     path = os.path.join(ROOT, "build", "wheelhouse")
-    assert any(name.startswith("dnfsmon-0.1.0-") for name in os.listdir(path))
+    assert any(name.startswith(f"dnfsmon-{__version__}-") for name in os.listdir(path))
     return path
 
 
@@ -154,6 +156,8 @@ def deployment(wheelhouse):
     shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_agent_role_applied_to_this_machine(deployment):
     base, variables = deployment
     rc, changed, output = playbook("apply_agent.yml", variables)
@@ -203,11 +207,9 @@ def test_agent_role_applied_to_this_machine(deployment):
 # --- the Oracle user role, against a stand-in sqlplus ---
 
 
-def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_stdin(tmp_path):
-    record = tmp_path / "sqlplus"
-    record.mkdir()
-    variables = {
-        "dnfsmon_oracle_user_name": "C##DNFSMON",
+def oracle_user_variables(tmp_path, name):
+    return {
+        "dnfsmon_oracle_user_name": name,
         "dnfsmon_oracle_user_password": "s3cret-pw",
         "dnfsmon_oracle_user_os_user": pwd.getpwuid(os.getuid()).pw_name,
         "dnfsmon_oracle_user_sqlplus": os.path.join(HERE, "fake_sqlplus"),
@@ -216,29 +218,54 @@ def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_
         "dnfsmon_oracle_user_oracle_home": "/opt/oracle/home",
         "dnfsmon_oracle_user_oracle_sid": "ORCLCDB",
     }
+
+
+@pytest.mark.slow
+def test_oracle_user_role_runs_the_pack_script_every_time_with_the_password_on_stdin(tmp_path):
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "C##DNFSMON")
     env = {"FAKE_SQLPLUS_DIR": str(record)}
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed > 0, output
+    # The second run reconciles the grants of the existing user: the script runs, nothing changed.
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed == 0, output
     assert "s3cret-pw" not in output
     calls = sorted(p.name for p in record.iterdir() if p.name.endswith(".args"))
-    assert len(calls) == 3  # lookup, create, lookup
-    create_args = (record / "call-1.args").read_text().split("\n")
-    assert create_args[:3] == ["-S", "-L", "/ as sysdba"] and create_args[4] == "C##DNFSMON"
-    assert (record / "call-1.stdin").read_text() == "s3cret-pw"
+    assert len(calls) == 2
+    for n in (0, 1):
+        args = (record / f"call-{n}.args").read_text().split("\n")
+        assert args[:3] == ["-S", "-L", "/ as sysdba"] and args[4] == "C##DNFSMON"
+        assert (record / f"call-{n}.stdin").read_text() == "s3cret-pw"
+        assert (record / f"script-{n}.sql").read_text() == open(
+            os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
+        ).read()
     assert all("s3cret-pw" not in (record / c).read_text() for c in calls)
-    assert (record / "script-1.sql").read_text() == open(
-        os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
-    ).read()
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
-    assert "upper('C##DNFSMON')" in (record / "call-2.stdin").read_text()
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+def test_oracle_user_role_leaves_the_name_to_the_script_by_default_and_fails_with_it(tmp_path):
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "")
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc == 0 and changed > 0, output
+    args = (record / "call-0.args").read_text().rstrip("\n").split("\n")
+    assert len(args) == 4  # no user name: the script chooses C##DNFSMON in a CDB, DNFSMON otherwise
+    env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL": "1"}
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
+    assert rc != 0 and "s3cret-pw" not in output
     assert not (tmp_path / "work").exists()
 
 
 # --- the Grafana role, to local directories ---
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_grafana_role_installs_the_repository_files(tmp_path):
     variables = {
         "dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"),

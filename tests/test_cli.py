@@ -20,6 +20,7 @@ from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.store import Store
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
@@ -162,7 +163,7 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     proc = tmp_path / "fakeproc"
     (proc / "net").mkdir(parents=True)
     (proc / "net" / "dev").write_text("this is not /proc/net/dev\n")
-    shutil.copy("/proc/net/snmp", proc / "net" / "snmp")
+    shutil.copy(os.path.join(FIXTURES, "proc", "net", "snmp"), proc / "net" / "snmp")
     config = host_config(tmp_path, proc_root=str(proc))
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
@@ -173,8 +174,14 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     assert agent.fields["sources_failed"] == 2 and agent.fields["sources_ok"] == 3
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
     config = host_config(tmp_path)
+    # One completed run first: from here on a previous sample exists, so every kill
+    # below lands after the baseline however slow the machine is (a killed run may
+    # or may not have saved newer state; either way the next run has one to diff).
+    run("--config", config, "collect", "--count", 1, check_rc=0)
+    assert stored(tmp_path)[-1].fields["intervals"] == 0  # a baseline publishes no rates
     rng = random.Random(20261122)
     for _ in range(25):
         process = subprocess.Popen(

@@ -440,6 +440,7 @@ cell = (
 )
 
 
+@pytest.mark.slow
 @hsettings(max_examples=200, deadline=None)
 @given(st.data())
 def test_mutated_recorded_rows_give_only_documented_errors(data):

@@ -41,6 +41,7 @@ def churn_run():
     return run(CHURN, 240)  # 40 minutes: several process generations and a restart per instance
 
 
+@pytest.mark.slow
 def test_every_interval_matches_the_observable_truth_through_churn_and_restarts(churn_run):
     intervals, _ = churn_run
     restarted = set()
@@ -60,6 +61,7 @@ def test_every_interval_matches_the_observable_truth_through_churn_and_restarts(
     assert restarted == {1, 2}  # both instances restarted during the run
 
 
+@pytest.mark.slow
 def test_whole_run_matches_the_workload_within_half_a_percent():
     workload = simulator.Workload(instances=2)  # an hour's mean process life
     intervals, _ = run(workload, 180)
@@ -74,6 +76,7 @@ def test_whole_run_matches_the_workload_within_half_a_percent():
         assert bytes_ours == pytest.approx(bytes_truth, rel=0.005)
 
 
+@pytest.mark.slow
 def test_the_naive_sum_then_diff_fails_on_the_same_run(churn_run):
     """Glenn Fawcett's sampler: Σ NFS_READ over the view, then diff the sums."""
     intervals, raws = churn_run

@@ -98,6 +98,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
 
     sub.add_parser("metrics", help="print the metric catalogue", description="Print every measurement, tag and field.")
+
+    p = sub.add_parser(
+        "wire",
+        help="NFS service times from packet captures, split client/network/server",
+        description="Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
+        "capture, the same RPCs matched by XID and the time split between the server and the rest "
+        "(see docs/wire.md).",
+    )
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--op",
+        action="append",
+        dest="operations",
+        metavar="OP",
+        help="only this NFS operation, e.g. READ (repeat for more; default: all)",
+    )
     return parser
 
 
@@ -223,6 +240,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "metrics":
         print(catalogue.format_table(catalogue.load()))
         return EXIT_OK
+    if args.command == "wire":
+        from .wire.command import run  # the capture decoder is loaded only for this command
+
+        return run(args.captures, args.format, args.operations)
     try:
         if args.command == "diff":
             setup_logging("info")

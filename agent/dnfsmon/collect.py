@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import capture, rates
 from .config import Config
 from .files import remove_stale_temps
-from .points import Point
+from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import ALL_SOURCES
 from .sources.base import ParseError, Raw
@@ -58,6 +58,7 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
         result = rates.diff_all(previous, parsed.samples)
         outcome.skips.extend(result.skips)
         outcome.points.extend(source.publish(result, parsed.samples))
+        outcome.points.extend(event_points(result.skips, host))
         # Keys gone from a measurement this read produced (an interface
         # removed) leave the state; measurements a failed source or query did
         # not produce keep their previous samples for the next read.
@@ -66,6 +67,26 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
             del outcome.samples[key]
         outcome.samples.update((s.state_key, s) for s in parsed.samples)
     return outcome
+
+
+def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
+    """dnfsmon_event points for the re-baselines and counter resets of one reading.
+
+    One point per measurement and kind: a reboot re-baselines every series of
+    the host at once, which is one event on a graph, not hundreds. The
+    dashboards draw these as annotations.
+    """
+    groups: dict[tuple[str, str], list[rates.Skip]] = {}
+    for skip in skips:
+        if skip.event:
+            groups.setdefault((skip.current.measurement, skip.event), []).append(skip)
+    points = []
+    for (measurement, kind), found in sorted(groups.items()):
+        first = found[0]
+        tags = (("host", host), ("kind", kind), ("source_measurement", measurement))
+        fields: dict[str, FieldValue] = {"series": len(found), "reason": f"{first.current.state_key}: {first.reason}"}
+        points.append(Point("dnfsmon_event", tags, fields, epoch_ns(first.current.wall_time)))
+    return points
 
 
 def diff_captures(old_dir: str, new_dir: str) -> tuple[Outcome, Outcome]:

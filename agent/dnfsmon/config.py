@@ -279,12 +279,12 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)"
             )
 
-    def section(name: str) -> dict[str, Any]:
+    def options_of(name: str) -> dict[str, Any]:
         return {key: get(name, key) for s_name, key in OPTIONS if s_name == name and key != "enabled"}
 
     oracle = None
     if get("oracle", "enabled"):
-        oracle = OracleSettings(**section("oracle"))
+        oracle = OracleSettings(**options_of("oracle"))
         if not oracle.dsn:
             raise ConfigError(f"{where}: [oracle] dsn = '': name the database (host:port/service or a TNS alias)")
         if not oracle.external_auth and not oracle.user:
@@ -294,9 +294,9 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f'{where}: [oracle] external_auth = true needs mode = "thick" (OS authentication needs Oracle Client libraries)'
             )
         if not oracle.target:
-            oracle = OracleSettings(**dict(section("oracle"), target=oracle.dsn))
+            oracle = OracleSettings(**dict(options_of("oracle"), target=oracle.dsn))
         _refuse_thin_on_release_11(where, "oracle", oracle.release, oracle.mode)
-    simulator = SimulatorSettings(**section("simulator")) if get("simulator", "enabled") else None
+    simulator = SimulatorSettings(**options_of("simulator")) if get("simulator", "enabled") else None
     if simulator:
         _refuse_thin_on_release_11(where, "simulator", simulator.release, simulator.mode)
     if oracle and simulator:

@@ -109,7 +109,7 @@ OTHER_OPS = tuple(op for op in NFS_OPS if op not in ("NFS_READ", "NFS_WRITE"))
 
 VIEWS: dict[str, list[Column]] = {
     # One row per Oracle process (PNUM); counters die with the process.
-    "V$DNFS_STATS": [("PNUM", "11.2.0.4", None)]
+    "V$DNFS_STATS": list[Column]([("PNUM", "11.2.0.4", None)])
     + [(op, "11.2.0.4", None) for op in NFS_OPS]
     + [
         ("NFS_READBYTES", "11.2.0.4", None),

@@ -18,7 +18,7 @@ exactly those columns, from a workload model:
   mean, bucketed into power-of-two histograms consistent with the totals;
 - a client slot limit: while the outstanding I/O (Little's law: IOPS x
   unloaded latency) exceeds `client_slots`, every latency grows in
-  proportion - the seed case of a Linux client capped at 16 RPC slots.
+  proportion, as on a Linux client capped at 16 RPC slots.
 
 Every cumulative value is a closed-form integral of the model from the
 instance's startup, so the same instant gives the same rows in any process
@@ -516,9 +516,10 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     )
     latencies = {}
     for event in IO_EVENTS:
-        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)
+        # mypy cannot infer a lambda whose default argument binds the loop variable.
+        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)  # type: ignore[misc]
         micros = model.integral(
-            lambda m, e=event: (
+            lambda m, e=event: (  # type: ignore[misc]
                 model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0))
             ),
             t0,

@@ -133,7 +133,7 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
         )
     if has("V$DATABASE"):
-        columns = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
+        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
         sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
         queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
@@ -331,7 +331,7 @@ class Results:
         # The agent's CLOCK_BOOTTIME in the middle of this query's round trip,
         # when the reader recorded it (oracle_db does; older captures do not).
         clock = data.get("agent_clock")
-        self.agent_clock = float(clock) if _finite(clock) else None
+        self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
         self.rows = []
         for number, row in enumerate(rows, start=1):
             # Oracle returns scalars only; anything else is a damaged recording.
@@ -685,9 +685,15 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     sample, d, g = interval.current, interval.deltas, interval.current.gauges
     if sample.measurement == CHANNEL_MEASUREMENT:
         out: dict[str, Optional[rates.Gauge]] = {
-            "sends_per_s": None if "interval_sends" not in g else rates.per_second(g["interval_sends"], interval.dt),
-            "recvs_per_s": None if "interval_recvs" not in g else rates.per_second(g["interval_recvs"], interval.dt),
-            "pings_per_s": None if "interval_pings" not in g else rates.per_second(g["interval_pings"], interval.dt),
+            "sends_per_s": None
+            if "interval_sends" not in g
+            else rates.per_second(float(g["interval_sends"]), interval.dt),
+            "recvs_per_s": None
+            if "interval_recvs" not in g
+            else rates.per_second(float(g["interval_recvs"]), interval.dt),
+            "pings_per_s": None
+            if "interval_pings" not in g
+            else rates.per_second(float(g["interval_pings"]), interval.dt),
             "reconnects": _reconnects(g),
             "sends": g.get("interval_sends"),
             "share_pct": g.get("share_pct"),
