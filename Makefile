@@ -45,6 +45,7 @@ check: lint
 ## make test: every check the project has (what CI runs).
 test: lint
 	tests/bootstrap/debian-packages.sh
+	tests/bootstrap/lab-packages.sh
 	$(BIN)/python -m pytest
 
 ## make bench: benchmarks against peers (on demand; not part of make test).

@@ -150,6 +150,23 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         metavar="DIR",
         help=f"directory for state_dir (DIR/state) and the store (DIR/store), set in the file (default: {DEFAULT_VAR_DIR})",
     )
+
+    p = command(
+        "wire",
+        "NFS service times from packet captures, split client/network/server",
+        "Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
+        "capture, the same RPCs matched by XID and the time split between the server and the rest "
+        "(see docs/wire.md).",
+    )
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--op",
+        action="append",
+        dest="operations",
+        metavar="OP",
+        help="only this NFS operation, e.g. READ (repeat for more; default: all)",
+    )
     return parser
 
 
@@ -370,6 +387,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_OK
         if args.command == "init-config":
             return cmd_init_config(args.path, args.var_dir)
+        if args.command == "wire":
+            from .wire.command import run  # the capture decoder is loaded only for this command
+
+            return run(args.captures, args.format, args.operations)
         if args.command == "diff":
             return cmd_diff(args.old, args.new, args.format)
         if args.command == "check":

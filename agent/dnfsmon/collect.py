@@ -153,6 +153,8 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         remove_stale_temps(directory)
     states = {target.id: StateFile(config.state_dir, target.id) for target in targets}
     previous = {target.id: states[target.id].load() for target in targets}
+    for target in targets:
+        target.starting(previous[target.id])
     any_failure = False
     run_points = run_baselines = 0
     for number in range(1, count + 1):

@@ -89,6 +89,10 @@ def _release(value: Any) -> Optional[str]:
     return None if value in RELEASES else f"must be one of {', '.join(RELEASES)}"
 
 
+def _optional_release(value: Any) -> Optional[str]:
+    return None if value == "" else _release(value)
+
+
 def _fraction(value: Any) -> Optional[str]:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 10
     return None if ok else "must be a number from 0 (even) up to 10"
@@ -101,6 +105,13 @@ def _ports(value: Any) -> Optional[str]:
         and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
     )
     return None if ok else "must be a non-empty list of TCP port numbers"
+
+
+# What to do about a release-11 database (config validation and DPY-3010 say the same).
+THIN_MODE_TOO_OLD = (
+    'python-oracledb thin mode cannot connect to Oracle Database 11.2; set mode = "thick" '
+    "with Oracle Client libraries of release 19 or older (they still connect to 11.2)"
+)
 
 
 # (section, key) -> (default, validator, is_path). The default None for
@@ -139,8 +150,13 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("oracle", "lib_dir"): ("", _string, True),
     ("oracle", "config_dir"): ("", _string, True),
     ("oracle", "call_timeout_s"): (10.0, _positive_number, False),
+    ("oracle", "scope"): ("instance", _choice("instance", "cluster"), False),
+    ("oracle", "release"): ("", _optional_release, False),
+    ("oracle", "inventory_interval_s"): (600.0, _positive_number, False),
     ("simulator", "enabled"): (False, _bool, False),
     ("simulator", "release"): ("19c", _release, False),
+    ("simulator", "mode"): ("thin", _choice("thin", "thick"), False),
+    ("simulator", "scope"): ("instance", _choice("instance", "cluster"), False),
     ("simulator", "db_name"): ("SIMDB", _string, False),
     ("simulator", "instances"): (2, _positive_int, False),
     ("simulator", "read_iops"): (4000.0, _positive_number, False),
@@ -185,6 +201,12 @@ class OracleSettings:
     lib_dir: str
     config_dir: str
     call_timeout_s: float
+    # "instance": the connected instance only (one agent per RAC node); "cluster": every instance.
+    scope: str
+    # The database's release when the site states it ("" = learn it at connect time).
+    release: str
+    # Seconds between two reads of the inventory (filers, files, coverage).
+    inventory_interval_s: float
 
 
 @dataclass(frozen=True)
@@ -192,6 +214,8 @@ class SimulatorSettings:
     """The simulated database's workload (see example.toml [simulator] and dnfsmon.simulator)."""
 
     release: str
+    mode: str
+    scope: str
     db_name: str
     instances: int
     read_iops: float
@@ -273,7 +297,10 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
             )
         if not oracle.target:
             oracle = OracleSettings(**dict(options_of("oracle"), target=oracle.dsn))
+        _refuse_thin_on_release_11(where, "oracle", oracle.release, oracle.mode)
     simulator = SimulatorSettings(**options_of("simulator")) if get("simulator", "enabled") else None
+    if simulator:
+        _refuse_thin_on_release_11(where, "simulator", simulator.release, simulator.mode)
     if oracle and simulator:
         raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
 
@@ -292,6 +319,13 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         oracle=oracle,
         simulator=simulator,
     )
+
+
+def _refuse_thin_on_release_11(where: str, section: str, release: str, mode: str) -> None:
+    """python-oracledb thin mode connects to Oracle Database 12.1 and later only
+    (python-oracledb documentation, "Troubleshooting", DPY-3010)."""
+    if release.startswith("11.") and mode == "thin":
+        raise ConfigError(f"{where}: [{section}] release = {release!r}: {THIN_MODE_TOO_OLD}")
 
 
 def load(path: Optional[str]) -> Config:

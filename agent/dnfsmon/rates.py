@@ -37,7 +37,8 @@ IMPLAUSIBLE_COUNTER = 2**63
 
 # A source may declare when its counters started (e.g. NFS mount time =
 # sample time - mount `age`, where age is whole seconds). The start may move
-# by rounding; more than this means the counters restarted.
+# by rounding; more than this means the counters restarted (or, for a source
+# that declares its clock offset as the start, that its clock stepped).
 STARTED_TOLERANCE_S = 2.0
 
 Gauge = Union[int, float, str, bool]
@@ -164,7 +165,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
     ):
         return Skip(
             current,
-            f"counters restarted (start {previous.started} -> {current.started}; re-baseline)",
+            f"counters restarted or the source clock stepped (start {previous.started} -> {current.started}; re-baseline)",
             baseline=True,
             event=REBASELINE,
         )
@@ -197,6 +198,20 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             )
         deltas[name] = delta
     return Interval(previous, current, dt, deltas, dropped)
+
+
+def deltas_counting_new_from_zero(interval: Interval) -> dict[str, int]:
+    """The interval's deltas, plus counters absent from the previous sample counted from zero.
+
+    For a vector of counters whose members appear only once they are non-zero
+    (Oracle's V$EVENT_HISTOGRAM lists only the buckets hit since startup):
+    `diff` already checked the identity, so a member absent before was zero.
+    """
+    deltas = dict(interval.deltas)
+    for name, now in interval.current.counters.items():
+        if name not in interval.previous.counters and 0 <= now < IMPLAUSIBLE_COUNTER:
+            deltas[name] = now
+    return deltas
 
 
 @dataclass
