@@ -18,7 +18,7 @@ else:
     import tomli as tomllib
 
 EXAMPLE = os.path.join(os.path.dirname(config.__file__), "example.toml")
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+README = os.path.join(os.path.dirname(__file__), "..", "docs", "configuration.md")
 
 
 def example_defaults():
@@ -48,7 +48,7 @@ def test_every_example_option_has_an_explanation_above_it():
             assert lines[number - 1].startswith("## "), f"example.toml:{number + 1} lacks a ## explanation"
 
 
-def test_readme_shows_the_example_verbatim():
+def test_configuration_doc_shows_the_example_verbatim():
     assert open(EXAMPLE, encoding="utf-8").read().strip() in open(README, encoding="utf-8").read()
 
 

@@ -139,6 +139,7 @@ def influx_series(server, db, measurements):
     return found
 
 
+@pytest.mark.influx
 def test_server_down_for_several_collect_runs_then_up(tmp_path):
     from influxdb_server import InfluxServer
 
@@ -178,6 +179,7 @@ def test_server_down_for_several_collect_runs_then_up(tmp_path):
         server.stop()
 
 
+@pytest.mark.influx
 def test_server_killed_in_the_middle_of_shipping_loses_and_doubles_nothing(tmp_path):
     from influxdb_server import InfluxServer
 

@@ -27,6 +27,8 @@ from .files import read_secret_file
 from .sources import HOST_SOURCES
 
 DEFAULT_PATH = "/etc/dnfsmon/dnfsmon.toml"
+# The documented example, installed with the package (`dnfsmon init-config` writes it).
+EXAMPLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "example.toml")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -142,6 +144,10 @@ def _release(value: Any) -> Optional[str]:
     return None if value in RELEASES else f"must be one of {', '.join(RELEASES)}"
 
 
+def _optional_release(value: Any) -> Optional[str]:
+    return None if value == "" else _release(value)
+
+
 def _fraction(value: Any) -> Optional[str]:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 10
     return None if ok else "must be a number from 0 (even) up to 10"
@@ -154,6 +160,13 @@ def _ports(value: Any) -> Optional[str]:
         and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 for v in value)
     )
     return None if ok else "must be a non-empty list of TCP port numbers"
+
+
+# What to do about a release-11 database (config validation and DPY-3010 say the same).
+THIN_MODE_TOO_OLD = (
+    'python-oracledb thin mode cannot connect to Oracle Database 11.2; set mode = "thick" '
+    "with Oracle Client libraries of release 19 or older (they still connect to 11.2)"
+)
 
 
 # (section, key) -> (default, validator, is_path). The default None for
@@ -193,8 +206,13 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("oracle", "lib_dir"): ("", _string, True),
     ("oracle", "config_dir"): ("", _string, True),
     ("oracle", "call_timeout_s"): (10.0, _number_between(0.01, 300), False),
+    ("oracle", "scope"): ("instance", _choice("instance", "cluster"), False),
+    ("oracle", "release"): ("", _optional_release, False),
+    ("oracle", "inventory_interval_s"): (600.0, _number_between(10, 86400), False),
     ("simulator", "enabled"): (False, _bool, False),
     ("simulator", "release"): ("19c", _release, False),
+    ("simulator", "mode"): ("thin", _choice("thin", "thick"), False),
+    ("simulator", "scope"): ("instance", _choice("instance", "cluster"), False),
     ("simulator", "db_name"): ("SIMDB", _string, False),
     ("simulator", "instances"): (2, _int_between(1, 64), False),
     ("simulator", "read_iops"): (4000.0, _number_between(0.001, 1e7), False),
@@ -245,6 +263,12 @@ class OracleSettings:
     lib_dir: str
     config_dir: str
     call_timeout_s: float
+    # "instance": the connected instance only (one agent per RAC node); "cluster": every instance.
+    scope: str
+    # The database's release when the site states it ("" = learn it at connect time).
+    release: str
+    # Seconds between two reads of the inventory (filers, files, coverage).
+    inventory_interval_s: float
 
 
 @dataclass(frozen=True)
@@ -252,6 +276,8 @@ class SimulatorSettings:
     """The simulated database's workload (see example.toml [simulator] and dnfsmon.simulator)."""
 
     release: str
+    mode: str
+    scope: str
     db_name: str
     instances: int
     read_iops: float
@@ -320,12 +346,12 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)"
             )
 
-    def section(name: str) -> dict[str, Any]:
+    def options_of(name: str) -> dict[str, Any]:
         return {key: get(name, key) for s_name, key in OPTIONS if s_name == name and key != "enabled"}
 
     oracle = None
     if get("oracle", "enabled"):
-        oracle = OracleSettings(**section("oracle"))
+        oracle = OracleSettings(**options_of("oracle"))
         if not oracle.dsn:
             raise ConfigError(f"{where}: [oracle] dsn = '': name the database (host:port/service or a TNS alias)")
         if not oracle.external_auth and not oracle.user:
@@ -335,8 +361,11 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f'{where}: [oracle] external_auth = true needs mode = "thick" (OS authentication needs Oracle Client libraries)'
             )
         if not oracle.target:
-            oracle = OracleSettings(**dict(section("oracle"), target=oracle.dsn))
-    simulator = SimulatorSettings(**section("simulator")) if get("simulator", "enabled") else None
+            oracle = OracleSettings(**dict(options_of("oracle"), target=oracle.dsn))
+        _refuse_thin_on_release_11(where, "oracle", oracle.release, oracle.mode)
+    simulator = SimulatorSettings(**options_of("simulator")) if get("simulator", "enabled") else None
+    if simulator:
+        _refuse_thin_on_release_11(where, "simulator", simulator.release, simulator.mode)
     if oracle and simulator:
         raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
 
@@ -355,6 +384,13 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         oracle=oracle,
         simulator=simulator,
     )
+
+
+def _refuse_thin_on_release_11(where: str, section: str, release: str, mode: str) -> None:
+    """python-oracledb thin mode connects to Oracle Database 12.1 and later only
+    (python-oracledb documentation, "Troubleshooting", DPY-3010)."""
+    if release.startswith("11.") and mode == "thin":
+        raise ConfigError(f"{where}: [{section}] release = {release!r}: {THIN_MODE_TOO_OLD}")
 
 
 def load(path: Optional[str]) -> Config:

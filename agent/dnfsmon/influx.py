@@ -207,7 +207,8 @@ class Writer:
                         bucket=self.settings.bucket,
                         org=self.settings.org,
                         record="\n".join(lines),
-                        write_precision=WritePrecision.NS,
+                        # WritePrecision.NS is the plain string "ns"; the client annotates the parameter with the class.
+                        write_precision=WritePrecision.NS,  # type: ignore[arg-type]
                     )
                 )
                 return None
