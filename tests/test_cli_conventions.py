@@ -46,7 +46,7 @@ def test_every_help_shows_the_config_in_use_and_no_default_none(command, tmp_pat
 def test_a_bad_number_says_what_is_wanted():
     result = run("collect", "--interval", "abc")
     assert result.returncode == 2
-    assert "argument --interval: must be a positive number of seconds, got 'abc'" in result.stderr
+    assert "argument --interval: must be a positive number of seconds, at most 3600, got 'abc'" in result.stderr
     assert "_positive_float" not in result.stderr
 
 

@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 from . import config as configuration
 from .config import Config, ConfigError, read_secret
+from .errors import EnvironmentProblem
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 EXIT_LOCAL, EXIT_DATABASE, EXIT_INFLUXDB = 2, 3, 4
@@ -97,7 +98,7 @@ def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
             return Item(FAIL, label, f"owned by {user_name(info.st_uid)}: chown {user_name(os.geteuid())} {path}")
         try:
             read_secret(path, None, what)
-        except ConfigError as error:
+        except (ConfigError, EnvironmentProblem) as error:
             return Item(FAIL, label, str(error).replace(f"{label} ", ""))
         return Item(OK, label, f"mode {info.st_mode & 0o777:04o}, owned by {user_name(info.st_uid)}")
     if env_var and os.environ.get(env_var):
