@@ -64,10 +64,14 @@ def simulated_points():
     """Two reads of the simulator (RAC, 11.2.0.4: RECO and the millisecond histogram)."""
     from dnfsmon import simulator
 
-    workload = simulator.Workload(release="11.2.0.4")
-    memory = simulator.Memory()
-    first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
-    return compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples).points
+    points = []
+    # 11.2.0.4 (RAC, RECO, the millisecond histogram) and a 19c CDB (the pdb tag).
+    for workload in (simulator.Workload(release="11.2.0.4", mode="thick"), simulator.Workload(pdbs=2)):
+        memory = simulator.Memory()
+        first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
+        second = compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples)
+        points += second.points
+    return points
 
 
 def test_catalogue_file_is_well_formed():
