@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,8 @@ from dnfsmon.wire import analysis, streams
 from dnfsmon.wire.capfile import CaptureFormatError
 from dnfsmon.wire.packets import Segment
 from dnfsmon.wire.report import analyse
+
+pytestmark = pytest.mark.slow  # hypothesis runs hundreds of captures
 
 CAPTURES = Path(__file__).parent / "lab" / "captures"
 CLIENT = (CAPTURES / "client.pcap").read_bytes()
