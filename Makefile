@@ -1,5 +1,6 @@
-# The two Quick start commands: `make demo` and `make test`.
-# Both bootstrap what they need (a virtualenv in .venv) on a fresh clone.
+# The Quick start commands: `make demo`, `make check` and `make test`.
+# Each bootstraps what it needs (a virtualenv in .venv) on a fresh clone.
+# CONTRIBUTING.md says what each needs (root, apt, Go, network).
 
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +9,11 @@ AGENT := $(VENV)/.installed-agent
 TOOLS := $(VENV)/.installed-test
 DEMO := $(BIN)/dnfsmon --config examples/demo.toml
 
-.PHONY: demo test bench clean
+.PHONY: demo lint check test bench clean
+
+# The fast tier: tests that need no root, apt, Go, network or NFS lab, and take
+# at most a second or two each (the markers are declared in pyproject.toml).
+FAST_TESTS := not slow and not system and not influx and not lab
 
 # The agent alone (what make demo needs), then the test tools on top.
 $(AGENT): pyproject.toml
@@ -20,16 +25,30 @@ $(TOOLS): $(AGENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-## make demo: the agent's main job on the embedded default, about 30 s.
+## make demo: the agent's main job on the embedded default, then dnfsmon doctor; about 40 s.
 demo: $(AGENT)
 	rm -rf demo-data
 	$(DEMO) collect --count 7 --interval 5
 	@echo
 	$(DEMO) show
+	@echo
+	@# The doctor's verdict on the same host and (simulated) database; exit 10/11 only report findings.
+	$(DEMO) doctor --interval 5 || [ $$? -ge 10 ]
 
-## make test: every check the project has.
-test: $(TOOLS)
+## make lint: the Python's lint rules, layout and types (configured in pyproject.toml).
+lint: $(TOOLS)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## make check: lint and the fast tests; no root, apt, Go or network once .venv exists.
+check: lint
+	$(BIN)/python -m pytest -q -m "$(FAST_TESTS)"
+
+## make test: every check the project has (what CI runs).
+test: lint
 	tests/bootstrap/debian-packages.sh
+	tests/bootstrap/lab-packages.sh
 	$(BIN)/python -m pytest
 
 ## make bench: benchmarks against peers (on demand; not part of make test).
@@ -39,4 +58,4 @@ bench: $(TOOLS)
 	$(BIN)/python bench/collect_cost.py
 
 clean:
-	rm -rf $(VENV) demo-data .pytest_cache .hypothesis
+	rm -rf $(VENV) demo-data .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -17,16 +17,70 @@ import os
 from collections.abc import Sequence
 from typing import Optional
 
+try:
+    from dnfsmon import catalogue
+except ImportError:  # run from a checkout without the package installed
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+    from dnfsmon import catalogue
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATASOURCE = {"type": "influxdb", "uid": "${datasource}"}
-SCHEMA_VERSION = 39  # Grafana 10.4 and later
+# Targeted: Grafana 11, 12 and 13. 39 is the schema Grafana 11.0 writes; Grafana migrates an older
+# schemaVersion forward when it loads a dashboard (never backward), so the oldest targeted one is used.
+SCHEMA_VERSION = 39
 
 # WHERE clauses of the template variables, per kind of measurement.
 HOST = '"host" =~ /^$host$/'
 DB = HOST + ' AND "database" =~ /^$database$/ AND "instance" =~ /^$instance$/'
+READ_EVENT = " AND \"event\" = 'db file sequential read'"
+ANY_HOST = '"host" =~ /.+/'  # the fleet: every host
+FILER = ' AND "server" =~ /^$server$/'  # dNFS channels: the filer's name (SVRNAME)
+FILER_ADDRESS = ' AND "server" =~ /^$filer_address$/'  # TCP connections: the filer's address
+INTERFACE = ' AND "interface" =~ /^$interface$/'
 
 
-def target(query: str, ref: str = "A", alias: str = "", table: bool = False) -> dict:
+# Grafana unit ids for the catalogue's units (Grafana: "Standard options > Unit";
+# `suffix:<text>` is Grafana's documented custom unit). A unit missing here is
+# shown with its catalogue text as a suffix, so a panel never invents a unit.
+GRAFANA_UNITS = {
+    "percent": "percent",
+    "ms": "ms",
+    "µs": "µs",
+    "s": "s",
+    "bytes": "bytes",
+    "KiB": "kbytes",
+    "KiB/s": "KiBs",
+    "MiB/s": "MiBs",
+    "Mbit/s": "Mbits",
+    "ops/s": "ops",
+}
+# Conversions a panel may ask for so that one panel shows one unit
+# (the latency breakdown: Oracle publishes µs, TCP and NFS publish ms).
+CONVERSIONS = {("µs", "ms"): " / 1000", ("ms", "ms"): "", ("µs", "µs"): ""}
+
+
+def grafana_unit(catalogue_unit: str) -> str:
+    if not catalogue_unit:
+        return "short"
+    return GRAFANA_UNITS.get(catalogue_unit, f"suffix: {catalogue_unit}")
+
+
+_ENTRIES: dict = {}
+
+
+def catalogue_unit(measurement: str, field: str) -> str:
+    """The unit the catalogue gives a field (the one source of truth for units)."""
+    if not _ENTRIES:
+        _ENTRIES.update(catalogue.load())
+    entry = _ENTRIES.get((measurement, "field", field))
+    if entry is None:
+        raise KeyError(f"{measurement}.{field} is not in the catalogue")
+    return str(entry.unit)
+
+
+def target(query: str, ref: str = "A", alias: str = "", table: bool = False, unit: str = "") -> dict:
     t = {
         "refId": ref,
         "datasource": DATASOURCE,
@@ -36,29 +90,47 @@ def target(query: str, ref: str = "A", alias: str = "", table: bool = False) -> 
     }
     if alias:
         t["alias"] = alias
+    # Not a Grafana key: the generator's note of the unit this target's values are in,
+    # removed before the JSON is written (see panel()).
+    t["_unit"] = unit
     return t
 
 
 def series(
-    measurement: str, fields: Sequence[tuple[str, str]], where: str, group: Sequence[str], extra: str = ""
+    measurement: str,
+    fields: Sequence[tuple[str, str]],
+    where: str,
+    group: Sequence[str],
+    extra: str = "",
+    aggregate: str = "mean",
+    to_unit: str = "",
+    refs: str = "ABCDEFGH",
 ) -> list[dict]:
-    """One target per field: mean of the field per $__interval, one series per tag in `group`."""
+    """One target per field: `aggregate` of the field per $__interval, one series per tag in `group`.
+
+    fill(null) leaves an interval without points empty, so Grafana draws an
+    agent outage as a gap, not as a straight line across it.
+    """
     targets = []
     by = "".join(f', "{tag}"' for tag in group)
-    for number, (field, label) in enumerate(fields):
-        alias = " ".join([label] + [f"$tag_{tag}" for tag in group])
+    for ref, (field, label) in zip(refs, fields):
+        unit = catalogue_unit(measurement, field)
+        scale = ""
+        if to_unit:
+            scale = CONVERSIONS[(unit, to_unit)]
+            unit = to_unit
+        alias = " ".join([label] + [f"$tag_{tag}" for tag in group]).strip()
         query = (
-            f'SELECT mean("{field}") FROM "{measurement}" WHERE {where}{extra} AND $timeFilter '
-            f"GROUP BY time($__interval){by} fill(none)"
+            f'SELECT {aggregate}("{field}"){scale} FROM "{measurement}" WHERE {where}{extra} AND $timeFilter '
+            f"GROUP BY time($__interval){by} fill(null)"
         )
-        targets.append(target(query, chr(ord("A") + number), alias))
+        targets.append(target(query, ref, alias, unit=unit))
     return targets
 
 
 def panel(
     title: str,
     description: str,
-    unit: str,
     targets: list[dict],
     kind: str = "timeseries",
     width: int = 12,
@@ -66,12 +138,21 @@ def panel(
     options: Optional[dict] = None,
     links: Optional[list[dict]] = None,
     thresholds: Optional[list[tuple[Optional[float], str]]] = None,
+    unit: str = "",
 ) -> dict:
+    """A panel whose unit is its targets' catalogue unit (all must agree), or `unit` for what the catalogue has none of."""
+    units = {t.pop("_unit") for t in targets}
+    if not unit:
+        if len(units) != 1:
+            raise ValueError(f"panel {title!r} mixes units {sorted(units)}: convert with to_unit")
+        unit = grafana_unit(units.pop())
     defaults: dict[str, object] = {"unit": unit}
     if links:
         defaults["links"] = links
     if thresholds:
         defaults["thresholds"] = {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in thresholds]}
+    if kind == "stat":
+        options = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}, **(options or {})}
     return {
         "type": kind,
         "title": title,
@@ -84,6 +165,15 @@ def panel(
     }
 
 
+def row(title: str, panels: list[dict], collapsed: bool = False) -> list[dict]:
+    """A collapsible row of panels (Grafana nests a collapsed row's panels inside it)."""
+    header = {"type": "row", "title": title, "collapsed": collapsed, "panels": [], "gridPos": {"w": 24, "h": 1}}
+    if collapsed:
+        header["panels"] = panels
+        return [header]
+    return [header, *panels]
+
+
 def variable(name: str, label: str, query: str) -> dict:
     return {
         "type": "query",
@@ -91,7 +181,6 @@ def variable(name: str, label: str, query: str) -> dict:
         "label": label,
         "datasource": DATASOURCE,
         "query": query,
-        "definition": query,
         "refresh": 2,
         "includeAll": True,
         "multi": True,
@@ -113,22 +202,42 @@ def datasource_variable() -> dict:
     }
 
 
-def layout(panels: list[dict]) -> list[dict]:
-    """Give panels ids and place them left to right, top to bottom, 24 columns wide."""
-    x = y = row_height = 0
-    for number, p in enumerate(panels, start=1):
-        w, h = p["gridPos"]["w"], p["gridPos"]["h"]
-        if x + w > 24:
-            x, y, row_height = 0, y + row_height, 0
-        p["id"] = number
-        p["gridPos"] = {"x": x, "y": y, "w": w, "h": h}
-        x += w
-        row_height = max(row_height, h)
-    return panels
+def layout(items: list[dict]) -> list[dict]:
+    """Give panels ids and place them left to right, top to bottom, 24 columns wide.
+
+    A row header takes a full line; a collapsed row's panels are placed as they
+    will stand when the row is expanded.
+    """
+    ids = iter(range(1, 1000))
+
+    def place(panels: list[dict], y: int) -> int:
+        x = row_height = 0
+        for p in panels:
+            w, h = p["gridPos"]["w"], p["gridPos"]["h"]
+            if p["type"] == "row" or x + w > 24:
+                x, y, row_height = 0, y + row_height, 0
+            p["id"] = next(ids)
+            p["gridPos"] = {"x": x, "y": y, "w": w, "h": h}
+            if p["type"] == "row":
+                y, row_height = y + 1, 0
+                place(p["panels"], y)
+                continue
+            x += w
+            row_height = max(row_height, h)
+        return y + row_height
+
+    place(items, 0)
+    return items
 
 
 def dashboard(
-    uid: str, title: str, description: str, panels: list[dict], variables: list[dict], links: list[dict]
+    uid: str,
+    title: str,
+    description: str,
+    panels: list[dict],
+    variables: list[dict],
+    links: list[dict],
+    annotations: Sequence[dict] = (),
 ) -> dict:
     return {
         "uid": uid,
@@ -143,202 +252,352 @@ def dashboard(
         "time": {"from": "now-6h", "to": "now"},
         "graphTooltip": 1,
         "templating": {"list": [datasource_variable(), *variables]},
-        "annotations": {"list": []},
+        "annotations": {"list": list(annotations)},
         "links": links,
         "panels": layout(panels),
     }
 
 
-HOST_URL = (
-    "/d/dnfsmon-host/dnfsmon-host?var-datasource=${datasource}&var-host=${__data.fields.host}&${__url_time_range}"
-)
+def health_row() -> list[dict]:
+    """Single numbers with thresholds: is something wrong, and in which layer."""
+
+    def stat(title: str, description: str, targets: list[dict], thresholds: list, unit: str = "") -> dict:
+        return panel(title, description, targets, kind="stat", width=3, height=4, thresholds=thresholds, unit=unit)
+
+    return row(
+        "Health",
+        [
+            stat(
+                "Single-block read",
+                "Average 'db file sequential read' wait of the worst instance, latest interval. Above 10 ms a dNFS read is slow for NAS on flash; above 20 ms users notice.",
+                series(
+                    "dnfsmon_oracle_event", [("avg_latency_us", "")], DB + READ_EVENT, [], aggregate="max", to_unit="ms"
+                ),
+                [(None, "green"), (10, "orange"), (20, "red")],
+            ),
+            stat(
+                "dNFS NFS ops/s",
+                "NFS READ + WRITE operations per second through Direct NFS, all instances (V$DNFS_STATS; one database block read can be one or more NFS READs).",
+                series("dnfsmon_dnfs_io", [("total_iops", "")], DB, [], aggregate="sum"),
+                [(None, "blue")],
+            ),
+            stat(
+                "Filer TCP RTT",
+                "Largest smoothed TCP round-trip time of the connections to the filers, latest interval.",
+                series("dnfsmon_filer_tcp", [("srtt_max_ms", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (2, "orange"), (10, "red")],
+            ),
+            stat(
+                "TCP retransmits",
+                "Host-wide retransmitted segments as a share of segments sent, latest interval.",
+                series("dnfsmon_tcp", [("retrans_pct", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (0.5, "orange"), (2, "red")],
+            ),
+            stat(
+                "Busiest NIC",
+                "Highest nicstat %Util of any interface, latest interval.",
+                series("dnfsmon_nic", [("util_pct", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (70, "orange"), (90, "red")],
+            ),
+            stat(
+                "Kernel NFS backlog",
+                "Mean RPCs waiting for a transport slot per RPC sent, worst kernel NFS mount. Above 0: the sunrpc slot table is full (dNFS does not use it).",
+                series("dnfsmon_nfs_mount", [("avg_backlog", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (0.01, "orange"), (1, "red")],
+            ),
+            stat(
+                "Sources failed",
+                "Sources the agent could not read in its latest sample (each is logged with its reason).",
+                series("dnfsmon_agent", [("sources_failed", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (1, "red")],
+            ),
+            stat(
+                "Database reachable",
+                "Yes when the agent could read the database in its latest sample; the reason is in dnfsmon_oracle_status.error when not.",
+                [
+                    target(
+                        f'SELECT last("up") FROM "dnfsmon_oracle_status" WHERE {HOST} AND "database" =~ /^$database$/ AND $timeFilter GROUP BY "database"',
+                        alias="$tag_database",
+                    )
+                ],
+                [(None, "red"), (1, "green")],
+                unit="bool_yes_no",
+            ),
+        ],
+    )
+
+
+def latency_row() -> list[dict]:
+    """Where the latency comes from: every layer in one panel, in one unit."""
+    read_ops = ' AND "op" =~ /^READ$/'
+    return row(
+        "Latency breakdown",
+        [
+            panel(
+                "Where a single-block read spends its time",
+                "One unit (ms) for every layer. Oracle's 'db file sequential read' is what a session waits; the filer TCP RTT is the network and the filer's TCP stack; "
+                "the kernel NFS client's RTT, execute and queue times apply only to data on kernel NFS mounts (dNFS does not use the kernel client). "
+                "Oracle far above the TCP RTT points at the filer or the host; TCP RTT far above its minimum points at the network.",
+                series(
+                    "dnfsmon_oracle_event",
+                    [("avg_latency_us", "Oracle read")],
+                    DB + READ_EVENT,
+                    ["instance"],
+                    to_unit="ms",
+                    refs="A",
+                )
+                + series(
+                    "dnfsmon_filer_tcp",
+                    [("srtt_avg_ms", "TCP RTT"), ("min_rtt_ms", "TCP min RTT")],
+                    HOST + FILER_ADDRESS,
+                    ["server"],
+                    refs="BC",
+                )
+                + series(
+                    "dnfsmon_nfs_op",
+                    [("avg_rtt_ms", "NFS RTT"), ("avg_exe_ms", "NFS execute"), ("avg_queue_ms", "NFS queue")],
+                    HOST + read_ops,
+                    ["mountpoint"],
+                    refs="DEF",
+                ),
+                width=24,
+                height=9,
+            ),
+        ],
+    )
+
+
+def database_row() -> list[dict]:
+    return row(
+        "Database",
+        [
+            panel(
+                "dNFS coverage of data files",
+                "Share of data files whose V$IOSTAT_FILE access method is DNFS_LIB. Below 100 % on NFS storage: a silent fallback to the kernel NFS client.",
+                [
+                    target(
+                        f'SELECT last("dnfs_pct") FROM "dnfsmon_dnfs_coverage" WHERE {DB} AND "file_type" = \'Data File\' AND $timeFilter GROUP BY "instance"',
+                        alias="$tag_instance",
+                        unit=catalogue_unit("dnfsmon_dnfs_coverage", "dnfs_pct"),
+                    )
+                ],
+                kind="stat",
+                width=6,
+                height=8,
+                thresholds=[(None, "red"), (99.99, "green")],
+            ),
+            panel(
+                "dNFS NFS operations",
+                "NFS READ and WRITE operations per second through Direct NFS, per instance (V$DNFS_STATS diffed per process). These are NFS RPCs, not database I/O calls.",
+                series("dnfsmon_dnfs_io", [("read_iops", "reads"), ("write_iops", "writes")], DB, ["instance"]),
+                width=9,
+            ),
+            panel(
+                "dNFS throughput",
+                "MiB per second read and written through Direct NFS, per instance.",
+                series("dnfsmon_dnfs_io", [("read_mib_per_s", "read"), ("write_mib_per_s", "write")], DB, ["instance"]),
+                width=9,
+            ),
+            panel(
+                "I/O wait latency",
+                "Average wait per event in microseconds (ΔTIME_WAITED_MICRO / ΔTOTAL_WAITS). 'db file sequential read' is single-block read latency; "
+                "asynchronous and direct-path events measure waits for batches, not the latency of one I/O.",
+                series("dnfsmon_oracle_event", [("avg_latency_us", "")], DB, ["instance", "event"]),
+            ),
+            panel(
+                "Single-block read latency histogram",
+                "Waits per second of 'db file sequential read' per power-of-two bucket (upper bound in µs) from V$EVENT_HISTOGRAM_MICRO, all selected instances together.",
+                [
+                    target(
+                        f'SELECT mean("waits_per_s") FROM "dnfsmon_oracle_latency_histogram" WHERE {DB}{READ_EVENT} AND $timeFilter '
+                        'GROUP BY time($__interval), "le_us" fill(0)',
+                        alias="$tag_le_us",
+                        unit=catalogue_unit("dnfsmon_oracle_latency_histogram", "waits_per_s"),
+                    )
+                ],
+                kind="heatmap",
+                options={
+                    "calculate": False,
+                    "yAxis": {"unit": "µs"},
+                    "rowsFrame": {"layout": "le"},
+                    "cellValues": {"unit": "short"},
+                    "color": {"scheme": "Oranges", "mode": "scheme"},
+                },
+            ),
+            panel(
+                "I/O waits per second",
+                "Waits per second per I/O event.",
+                series("dnfsmon_oracle_event", [("waits_per_s", "")], DB, ["instance", "event"]),
+            ),
+            panel(
+                "Average NFS operation size",
+                "KiB per dNFS read and per write over each interval.",
+                series("dnfsmon_dnfs_io", [("avg_read_kib", "read"), ("avg_write_kib", "write")], DB, ["instance"]),
+                width=6,
+            ),
+            panel(
+                "dNFS processes",
+                "Processes with a V$DNFS_STATS row at the end of each interval.",
+                series("dnfsmon_dnfs_io", [("processes", "processes")], DB, ["instance"]),
+                width=6,
+            ),
+        ],
+    )
+
+
+def paths_row() -> list[dict]:
+    return row(
+        "dNFS paths",
+        [
+            panel(
+                "dNFS path balance",
+                "Each path's share of its filer's sends (V$DNFS_CHANNELS): even paths share equally. Shares are exact even when others also select the view.",
+                series("dnfsmon_dnfs_channel", [("share_pct", "")], DB + FILER, ["server", "path"]),
+            ),
+            panel(
+                "dNFS path sends",
+                "Sends per second per path. V$DNFS_CHANNELS counts since the last select by anyone: another reader makes these low.",
+                series("dnfsmon_dnfs_channel", [("sends_per_s", "")], DB + FILER, ["server", "path"]),
+            ),
+        ],
+        collapsed=True,
+    )
+
+
+def network_row() -> list[dict]:
+    return row(
+        "Network",
+        [
+            panel(
+                "NIC utilisation",
+                "nicstat %Util per interface (max of rx and tx on full duplex). Absent where the link speed is unknown.",
+                series("dnfsmon_nic", [("util_pct", "")], HOST + INTERFACE, ["interface"]),
+            ),
+            panel(
+                "NIC throughput",
+                "KiB per second received and transmitted per interface.",
+                series(
+                    "dnfsmon_nic", [("rx_kib_per_s", "rx"), ("tx_kib_per_s", "tx")], HOST + INTERFACE, ["interface"]
+                ),
+            ),
+            panel(
+                "NIC saturation",
+                "nicstat Sat: errors, drops, overruns, collisions and carrier errors per second per interface.",
+                series("dnfsmon_nic", [("saturation_per_s", "")], HOST + INTERFACE, ["interface"]),
+            ),
+            panel(
+                "TCP RTT to the filers",
+                "Smoothed round-trip time of the TCP connections to each filer address (kernel tcp_info): mean and worst connection.",
+                series(
+                    "dnfsmon_filer_tcp",
+                    [("srtt_avg_ms", "mean"), ("srtt_max_ms", "max")],
+                    HOST + FILER_ADDRESS,
+                    ["server", "local_address"],
+                ),
+            ),
+            panel(
+                "TCP retransmissions to the filers",
+                "Segments retransmitted per second on the connections to each filer address.",
+                series("dnfsmon_filer_tcp", [("retrans_segs_per_s", "")], HOST + FILER_ADDRESS, ["server"]),
+            ),
+            panel(
+                "Host TCP retransmissions",
+                "Retransmitted segments as a percentage of segments sent, whole host (/proc/net/snmp).",
+                series("dnfsmon_tcp", [("retrans_pct", "")], HOST, []),
+            ),
+        ],
+        collapsed=True,
+    )
+
+
+def kernel_nfs_row() -> list[dict]:
+    return row(
+        "Kernel NFS client",
+        [
+            panel(
+                "READ/WRITE RTT, execute and queue time",
+                "Per operation on each kernel NFS mount (mountstats): network and server round trip, whole RPC time, and time queued before transmission.",
+                series(
+                    "dnfsmon_nfs_op",
+                    [("avg_rtt_ms", "rtt"), ("avg_exe_ms", "exe"), ("avg_queue_ms", "queue")],
+                    HOST + ' AND "op" =~ /^(READ|WRITE)$/',
+                    ["mountpoint", "op"],
+                ),
+            ),
+            panel(
+                "Retransmissions",
+                "Retransmissions per second per mount and operation. Kernel NFS I/O on a datafile mount while dNFS is meant to be used is a fallback sign.",
+                series("dnfsmon_nfs_op", [("retrans_per_s", "")], HOST, ["mountpoint", "op"]),
+            ),
+            panel(
+                "RPC backlog",
+                "Mean RPCs waiting for a transport slot per RPC sent; above 0 means the sunrpc slot table is full.",
+                series("dnfsmon_nfs_mount", [("avg_backlog", "")], HOST, ["mountpoint"]),
+            ),
+            panel(
+                "sunrpc slot table",
+                "sunrpc.tcp_slot_table_entries: RPC slots a kernel NFS TCP transport starts with. A Linux client capped at 16 slots queues RPCs in the client while the filer idles.",
+                series("dnfsmon_rpc", [("tcp_slot_table_entries", "slots")], HOST, []),
+            ),
+        ],
+        collapsed=True,
+    )
+
+
+def agent_row() -> list[dict]:
+    return row(
+        "Agent",
+        [
+            panel(
+                "Sources failed and malformed input",
+                "Sources that failed and malformed entries skipped per sample (each is logged with its reason).",
+                series("dnfsmon_agent", [("sources_failed", "failed")], HOST, [], aggregate="max"),
+                width=8,
+            ),
+            panel(
+                "Sample time",
+                "Wall time the agent spent reading and computing each sample.",
+                series("dnfsmon_agent", [("sample_seconds", "")], HOST, [], aggregate="max"),
+                width=8,
+            ),
+            panel(
+                "Points dropped by the local store",
+                "Points the local store dropped (oldest first) to stay within store.max_bytes: InfluxDB was unreachable for too long.",
+                series("dnfsmon_agent", [("store_dropped_points", "")], HOST, [], aggregate="sum"),
+                width=8,
+            ),
+        ],
+        collapsed=True,
+    )
+
+
+def agent_events() -> dict:
+    """Annotations from the agent's events: re-baselines (reboot, instance restart, remount) and counter resets.
+
+    query, textColumn and tagsColumn are the InfluxDB data source's annotation
+    keys (Grafana's InfluxDB data source documentation, "Annotations"); the
+    published dashboard schema does not list data-source keys.
+    """
+    return {
+        "name": "Agent events",
+        "datasource": DATASOURCE,
+        "enable": True,
+        "iconColor": "orange",
+        "query": 'SELECT "reason", "kind" FROM "dnfsmon_event" WHERE "host" =~ /^$host$/ AND $timeFilter',
+        "textColumn": "reason",
+        "tagsColumn": "kind",
+    }
 
 
 def host_dashboard() -> dict:
-    read_event = " AND \"event\" = 'db file sequential read'"
     panels = [
-        panel(
-            "Database reachable",
-            "1 when the agent could read the database in the interval, 0 when not (the reason is in dnfsmon_oracle_status.error).",
-            "bool_yes_no",
-            [
-                target(
-                    f'SELECT last("up") FROM "dnfsmon_oracle_status" WHERE {HOST} AND "database" =~ /^$database$/ AND $timeFilter GROUP BY "database"',
-                    alias="$tag_database",
-                )
-            ],
-            kind="stat",
-            width=6,
-            height=4,
-        ),
-        panel(
-            "dNFS coverage of data files",
-            "Share of data files whose V$IOSTAT_FILE access method is DNFS_LIB. Below 100 % on NFS storage: a silent fallback to the kernel NFS client.",
-            "percent",
-            [
-                target(
-                    f'SELECT last("dnfs_pct") FROM "dnfsmon_dnfs_coverage" WHERE {DB} AND "file_type" = \'Data File\' AND $timeFilter GROUP BY "instance"',
-                    alias="$tag_instance",
-                )
-            ],
-            kind="stat",
-            width=6,
-            height=4,
-            thresholds=[(None, "red"), (99.99, "green")],
-        ),
-        panel(
-            "dNFS processes",
-            "Processes with a V$DNFS_STATS row at the end of each interval.",
-            "short",
-            series("dnfsmon_dnfs_io", [("processes", "processes")], DB, ["instance"]),
-            width=12,
-            height=4,
-        ),
-        panel(
-            "dNFS IOPS",
-            "Read and write NFS operations per second through Direct NFS, per instance (V$DNFS_STATS diffed per process).",
-            "iops",
-            series("dnfsmon_dnfs_io", [("read_iops", "read"), ("write_iops", "write")], DB, ["instance"]),
-        ),
-        panel(
-            "dNFS throughput",
-            "MiB per second read and written through Direct NFS, per instance.",
-            "mbytes",
-            series("dnfsmon_dnfs_io", [("read_mib_per_s", "read"), ("write_mib_per_s", "write")], DB, ["instance"]),
-        ),
-        panel(
-            "Average I/O size",
-            "KiB per dNFS read and per write over each interval.",
-            "kbytes",
-            series("dnfsmon_dnfs_io", [("avg_read_kib", "read"), ("avg_write_kib", "write")], DB, ["instance"]),
-        ),
-        panel(
-            "I/O wait latency",
-            "Average wait per I/O event in microseconds (ΔTIME_WAITED_MICRO / ΔTOTAL_WAITS). 'db file sequential read' is single-block read latency.",
-            "µs",
-            series("dnfsmon_oracle_event", [("avg_latency_us", "")], DB, ["instance", "event"]),
-        ),
-        panel(
-            "Single-block read latency histogram",
-            "Waits per second of 'db file sequential read' per power-of-two bucket (upper bound in µs) from V$EVENT_HISTOGRAM_MICRO.",
-            "µs",
-            [
-                target(
-                    f'SELECT mean("waits_per_s") FROM "dnfsmon_oracle_latency_histogram" WHERE {DB}{read_event} AND $timeFilter '
-                    'GROUP BY time($__interval), "le_us" fill(0)',
-                    alias="$tag_le_us",
-                )
-            ],
-            kind="heatmap",
-            options={
-                "calculate": False,
-                "yAxis": {"unit": "µs"},
-                "rowsFrame": {"layout": "le"},
-                "cellValues": {"unit": "short"},
-                "color": {"scheme": "Oranges", "mode": "scheme"},
-            },
-        ),
-        panel(
-            "I/O waits per second",
-            "Waits per second per I/O event.",
-            "ops",
-            series("dnfsmon_oracle_event", [("waits_per_s", "")], DB, ["instance", "event"]),
-        ),
-        panel(
-            "dNFS path balance",
-            "Each path's share of its filer's sends (V$DNFS_CHANNELS): even paths share equally. Shares are exact even when others also select the view.",
-            "percent",
-            series(
-                "dnfsmon_dnfs_channel", [("share_pct", "")], DB + ' AND "server" =~ /^$server$/', ["server", "path"]
-            ),
-        ),
-        panel(
-            "dNFS path sends",
-            "Sends per second per path. V$DNFS_CHANNELS counts since the last select by anyone: another reader makes these low.",
-            "ops",
-            series(
-                "dnfsmon_dnfs_channel", [("sends_per_s", "")], DB + ' AND "server" =~ /^$server$/', ["server", "path"]
-            ),
-        ),
-        panel(
-            "NIC utilisation",
-            "nicstat %Util per interface (max of rx and tx on full duplex). Absent where the link speed is unknown.",
-            "percent",
-            series("dnfsmon_nic", [("util_pct", "")], HOST + ' AND "interface" =~ /^$interface$/', ["interface"]),
-        ),
-        panel(
-            "NIC saturation",
-            "nicstat Sat: errors, drops, overruns, collisions and carrier errors per second per interface.",
-            "short",
-            series(
-                "dnfsmon_nic", [("saturation_per_s", "")], HOST + ' AND "interface" =~ /^$interface$/', ["interface"]
-            ),
-        ),
-        panel(
-            "NIC throughput",
-            "KiB per second received and transmitted per interface.",
-            "KiBs",
-            series(
-                "dnfsmon_nic",
-                [("rx_kib_per_s", "rx"), ("tx_kib_per_s", "tx")],
-                HOST + ' AND "interface" =~ /^$interface$/',
-                ["interface"],
-            ),
-        ),
-        panel(
-            "TCP RTT to the filers",
-            "Smoothed round-trip time of the TCP connections to each filer (kernel tcp_info): mean and worst connection.",
-            "ms",
-            series(
-                "dnfsmon_filer_tcp",
-                [("srtt_avg_ms", "mean"), ("srtt_max_ms", "max")],
-                HOST + ' AND "server" =~ /^$server$/',
-                ["server", "local_address"],
-            ),
-        ),
-        panel(
-            "TCP retransmissions to the filers",
-            "Segments retransmitted per second on the connections to each filer.",
-            "short",
-            series(
-                "dnfsmon_filer_tcp", [("retrans_segs_per_s", "")], HOST + ' AND "server" =~ /^$server$/', ["server"]
-            ),
-        ),
-        panel(
-            "Host TCP retransmissions",
-            "Retransmitted segments as a percentage of segments sent, whole host (/proc/net/snmp).",
-            "percent",
-            series("dnfsmon_tcp", [("retrans_pct", "")], HOST, []),
-        ),
-        panel(
-            "Kernel NFS client: READ/WRITE RTT, execute and queue time",
-            "Per operation on each kernel NFS mount (mountstats): network and server round trip, whole RPC time, and time queued before transmission.",
-            "ms",
-            series(
-                "dnfsmon_nfs_op",
-                [("avg_rtt_ms", "rtt"), ("avg_exe_ms", "exe"), ("avg_queue_ms", "queue")],
-                HOST + ' AND "op" =~ /^(READ|WRITE)$/',
-                ["mountpoint", "op"],
-            ),
-        ),
-        panel(
-            "Kernel NFS client: retransmissions",
-            "Retransmissions per second per mount and operation. Kernel NFS I/O on a datafile mount while dNFS is meant to be used is a fallback sign.",
-            "short",
-            series("dnfsmon_nfs_op", [("retrans_per_s", "")], HOST, ["mountpoint", "op"]),
-        ),
-        panel(
-            "Kernel NFS client: RPC backlog",
-            "Mean RPCs waiting for a transport slot per RPC sent; above 0 means the sunrpc slot table is full.",
-            "short",
-            series("dnfsmon_nfs_mount", [("avg_backlog", "")], HOST, ["mountpoint"]),
-        ),
-        panel(
-            "sunrpc slot table",
-            "sunrpc.tcp_slot_table_entries: RPC slots a kernel NFS TCP transport starts with (the seed case: 16 capped the database; 128 fixed it).",
-            "short",
-            series("dnfsmon_rpc", [("tcp_slot_table_entries", "slots")], HOST, []),
-        ),
+        *health_row(),
+        *latency_row(),
+        *database_row(),
+        *paths_row(),
+        *network_row(),
+        *kernel_nfs_row(),
+        *agent_row(),
     ]
     variables = [
         variable("host", "Host", 'SHOW TAG VALUES FROM "dnfsmon_agent" WITH KEY = "host"'),
@@ -354,8 +613,13 @@ def host_dashboard() -> dict:
         ),
         variable(
             "server",
-            "Filer",
+            "Filer (dNFS)",
             'SHOW TAG VALUES FROM "dnfsmon_dnfs_channel" WITH KEY = "server" WHERE "host" =~ /^$host$/',
+        ),
+        variable(
+            "filer_address",
+            "Filer address (TCP)",
+            'SHOW TAG VALUES FROM "dnfsmon_filer_tcp" WITH KEY = "server" WHERE "host" =~ /^$host$/',
         ),
         variable(
             "interface",
@@ -374,75 +638,178 @@ def host_dashboard() -> dict:
     return dashboard(
         "dnfsmon-host",
         "dnfsmon host",
-        "One database host: Oracle's dNFS I/O and latency beside the paths, NICs, TCP to the filers and the kernel NFS client.",
+        "One database host, by layer: health on top, then where a read's latency goes, the database, the dNFS paths, the network, the kernel NFS client and the agent.",
         panels,
         variables,
         links,
+        annotations=[agent_events()],
     )
 
 
+def host_link(tags: Sequence[str]) -> str:
+    """The host dashboard's URL for a fleet row: carries the row's host (and database) and the time range."""
+    carried = "".join(f"&var-{tag}=${{__data.fields.{tag}}}" for tag in tags)
+    return f"/d/dnfsmon-host/dnfsmon-host?var-datasource=${{datasource}}{carried}&${{__url_time_range}}"
+
+
 def fleet_table(
-    title: str, description: str, unit: str, query: str, thresholds: list[tuple[Optional[float], str]]
+    title: str,
+    description: str,
+    measurement: str,
+    field: str,
+    aggregate: str,
+    group: Sequence[str],
+    thresholds: list[tuple[Optional[float], str]],
+    where: str = "",
+    to_unit: str = "",
+    sort_desc: bool = True,
 ) -> dict:
+    """Worst hosts first: one row per host (and database or interface) with `aggregate` of the field over the range."""
+    unit = catalogue_unit(measurement, field)
+    scale = CONVERSIONS[(unit, to_unit)] if to_unit else ""
+    by = ", ".join(f'"{tag}"' for tag in group)
+    query = (
+        f'SELECT {aggregate}("{field}"){scale} AS "value" FROM "{measurement}" WHERE {where}$timeFilter GROUP BY {by}'
+    )
+    carried = [tag for tag in group if tag in ("host", "database")]
     return panel(
         title,
         description,
-        unit,
-        [target(query, table=True)],
+        [target(query, table=True, unit=to_unit or unit)],
         kind="table",
         width=12,
         height=8,
-        links=[{"title": "Open the host dashboard", "url": HOST_URL}],
+        links=[{"title": "Open the host dashboard", "url": host_link(carried)}],
         thresholds=thresholds,
-        options={"sortBy": [{"displayName": "value", "desc": True}], "showHeader": True},
+        options={"sortBy": [{"displayName": "value", "desc": sort_desc}], "showHeader": True},
+    )
+
+
+def fleet_trend(title: str, description: str, targets: list[dict], thresholds: list) -> dict:
+    """One tile per host with its latest value and a sparkline of the range."""
+    return panel(
+        title,
+        description,
+        targets,
+        kind="stat",
+        width=6,
+        height=6,
+        thresholds=thresholds,
+        options={"graphMode": "area", "colorMode": "background", "orientation": "horizontal"},
+        links=[{"title": "Open the host dashboard", "url": host_link(["host"])}],
     )
 
 
 def fleet_dashboard() -> dict:
-    panels = [
-        fleet_table(
-            "Worst single-block read latency",
-            "Highest 'db file sequential read' average wait per host over the time range.",
-            "µs",
-            'SELECT max("avg_latency_us") AS "value" FROM "dnfsmon_oracle_event" WHERE "event" = \'db file sequential read\' AND $timeFilter GROUP BY "host", "database"',
-            [(None, "green"), (2000, "orange"), (10000, "red")],
-        ),
-        fleet_table(
-            "Top dNFS IOPS",
-            "Highest dNFS IOPS (read + write) per host and instance over the time range.",
-            "iops",
-            'SELECT max("total_iops") AS "value" FROM "dnfsmon_dnfs_io" WHERE $timeFilter GROUP BY "host", "instance"',
-            [(None, "blue")],
-        ),
-        fleet_table(
-            "Hosts with a dNFS fallback",
-            "Lowest share of data files on DNFS_LIB per host: below 100 % is a silent fallback to kernel NFS (or files on local disk or ASM).",
-            "percent",
-            'SELECT min("dnfs_pct") AS "value" FROM "dnfsmon_dnfs_coverage" WHERE "file_type" = \'Data File\' AND $timeFilter GROUP BY "host", "instance"',
-            [(None, "red"), (99.99, "green")],
-        ),
-        fleet_table(
-            "TCP retransmissions",
-            "Highest host-wide TCP retransmit percentage per host.",
-            "percent",
-            'SELECT max("retrans_pct") AS "value" FROM "dnfsmon_tcp" WHERE $timeFilter GROUP BY "host"',
-            [(None, "green"), (0.5, "orange"), (2, "red")],
-        ),
-        fleet_table(
-            "Saturated NICs",
-            "Highest nicstat %Util per host and interface.",
-            "percent",
-            'SELECT max("util_pct") AS "value" FROM "dnfsmon_nic" WHERE $timeFilter GROUP BY "host", "interface"',
-            [(None, "green"), (70, "orange"), (90, "red")],
-        ),
-        fleet_table(
-            "Databases not reachable",
-            "Samples where the agent could not read the database (0 = down) per host: the lowest value over the range.",
-            "bool_yes_no",
-            'SELECT min("up") AS "value" FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
-            [(None, "red"), (1, "green")],
-        ),
-    ]
+    read_event = "\"event\" = 'db file sequential read' AND "
+    latency = [(None, "green"), (10, "orange"), (20, "red")]
+    trends = row(
+        "Latency ladder per host",
+        [
+            fleet_trend(
+                "Single-block read",
+                "Worst instance's 'db file sequential read' average per host.",
+                series(
+                    "dnfsmon_oracle_event",
+                    [("avg_latency_us", "")],
+                    ANY_HOST + READ_EVENT,
+                    ["host"],
+                    aggregate="max",
+                    to_unit="ms",
+                ),
+                latency,
+            ),
+            fleet_trend(
+                "Filer TCP RTT",
+                "Largest smoothed TCP RTT to the filers per host.",
+                series("dnfsmon_filer_tcp", [("srtt_max_ms", "")], ANY_HOST, ["host"], aggregate="max"),
+                [(None, "green"), (2, "orange"), (10, "red")],
+            ),
+            fleet_trend(
+                "Busiest NIC",
+                "Highest nicstat %Util of any interface per host.",
+                series("dnfsmon_nic", [("util_pct", "")], ANY_HOST, ["host"], aggregate="max"),
+                [(None, "green"), (70, "orange"), (90, "red")],
+            ),
+            fleet_trend(
+                "TCP retransmits",
+                "Host-wide TCP retransmit percentage per host.",
+                series("dnfsmon_tcp", [("retrans_pct", "")], ANY_HOST, ["host"], aggregate="max"),
+                [(None, "green"), (0.5, "orange"), (2, "red")],
+            ),
+        ],
+    )
+    tables = row(
+        "Worst over the time range",
+        [
+            fleet_table(
+                "Worst single-block read latency",
+                "Highest 'db file sequential read' average wait per host and database over the time range.",
+                "dnfsmon_oracle_event",
+                "avg_latency_us",
+                "max",
+                ["host", "database"],
+                latency,
+                where=read_event,
+                to_unit="ms",
+            ),
+            fleet_table(
+                "Top dNFS NFS operations",
+                "Highest dNFS NFS operations per second (read + write) per host and database over the time range.",
+                "dnfsmon_dnfs_io",
+                "total_iops",
+                "max",
+                ["host", "database", "instance"],
+                [(None, "blue")],
+            ),
+            fleet_table(
+                "Hosts with a dNFS fallback",
+                "Lowest share of data files on DNFS_LIB per host: below 100 % is a silent fallback to kernel NFS (or files on local disk or ASM).",
+                "dnfsmon_dnfs_coverage",
+                "dnfs_pct",
+                "min",
+                ["host", "database", "instance"],
+                [(None, "red"), (99.99, "green")],
+                where="\"file_type\" = 'Data File' AND ",
+                sort_desc=False,
+            ),
+            fleet_table(
+                "TCP retransmissions",
+                "Highest host-wide TCP retransmit percentage per host.",
+                "dnfsmon_tcp",
+                "retrans_pct",
+                "max",
+                ["host"],
+                [(None, "green"), (0.5, "orange"), (2, "red")],
+            ),
+            fleet_table(
+                "Saturated NICs",
+                "Highest nicstat %Util per host and interface.",
+                "dnfsmon_nic",
+                "util_pct",
+                "max",
+                ["host", "interface"],
+                [(None, "green"), (70, "orange"), (90, "red")],
+            ),
+            panel(
+                "Databases not reachable",
+                "Lowest reachability per host and database over the range: No means the agent could not read it at least once.",
+                [
+                    target(
+                        'SELECT min("up") AS "value" FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
+                        table=True,
+                    )
+                ],
+                kind="table",
+                width=12,
+                height=8,
+                links=[{"title": "Open the host dashboard", "url": host_link(["host", "database"])}],
+                thresholds=[(None, "red"), (1, "green")],
+                options={"sortBy": [{"displayName": "value", "desc": False}], "showHeader": True},
+                unit="bool_yes_no",
+            ),
+        ],
+    )
     links = [
         {
             "title": "Host",
@@ -454,8 +821,8 @@ def fleet_dashboard() -> dict:
     return dashboard(
         "dnfsmon-fleet",
         "dnfsmon fleet",
-        "Every host on one screen: worst latency, top IOPS, fallbacks, retransmissions, saturated NICs, unreachable databases.",
-        panels,
+        "Every host on one screen: the latency ladder per host with sparklines, then the worst hosts over the range; every row links to its host dashboard.",
+        [*trends, *tables],
         [],
         links,
     )

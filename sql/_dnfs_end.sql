@@ -1,6 +1,25 @@
 -- File name:   _dnfs_end.sql (called by the other scripts; not run on its own)
--- Purpose:     Put back the SQL*Plus settings _dnfs_start.sql saved.
+-- Purpose:     Put back the SQL*Plus settings _dnfs_start.sql saved. STORE SET
+--              saves SET variables only, so the COLUMN settings of
+--              _dnfs_start.sql and _dnfs_next.sql and the pack's substitution
+--              variables are cleared here; each script clears its own columns.
 
-undefine 1 2 _dnfs_default_interval _dnfs_default_count _dnfs_interval _dnfs_count _dnfs_remaining _dnfs_step _dnfs_sleep
-undefine _dnfs_nfsversion _dnfs_hist_view _dnfs_hist_bound
+column 1 clear
+column 2 clear
+column interval_s clear
+column sample_count clear
+column arg_message clear
+column sleep_call clear
+column can_sleep clear
+column sleep_message clear
+column nfsversion clear
+column reconnects_expr clear
+column hist_view clear
+column hist_bound clear
+column first_step clear
+column next_step clear
+column remaining clear
+undefine 1 2 _dnfs_default_interval _dnfs_default_count _dnfs_loop_step _dnfs_interval _dnfs_count _dnfs_remaining
+undefine _dnfs_step _dnfs_sleep _dnfs_can_sleep _dnfs_sleep_message _dnfs_nfsversion _dnfs_reconnects _dnfs_hist_view _dnfs_hist_bound
+undefine _dnfs_message _dnfs_io_events
 @dnfs_saved_settings.sql

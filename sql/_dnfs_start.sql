@@ -1,16 +1,42 @@
 -- File name:   _dnfs_start.sql (called by the other scripts; not run on its own)
--- Purpose:     Save the session's SQL*Plus settings, read the positional
---              arguments with defaults, and set the release switches.
+-- Purpose:     Save the session's SQL*Plus settings, set the pack's own, read
+--              the positional arguments with defaults, set the release
+--              switches and the I/O wait-event list, and choose the first step.
 -- Usage:       define _dnfs_default_interval = 5
 --              define _dnfs_default_count = 12
---              @@_dnfs_start          (no arguments: the caller's &1 and &2 stay
---                                      as the user gave them)
+--              define _dnfs_loop_step = dnfs_iops_step   (_dnfs_noop: no loop)
+--              @@_dnfs_start          (no arguments: the caller's first and
+--                                      second arguments stay as given)
 -- Notes:       STORE SET writes the current settings to dnfs_saved_settings.sql
 --              in the current directory (a client file; nothing is created in
---              the database); _dnfs_end.sql runs it to put them back.
+--              the database; the directory must be writable); _dnfs_end.sql
+--              runs it to put them back. TERMOUT stays ON: an error here is
+--              shown, and every variable below has a safe value before the
+--              query that may change it.
 
 store set dnfs_saved_settings.sql replace
-set termout off verify off feedback off heading on pagesize 50000 linesize 200 trimspool on tab off
+set verify off feedback off heading on pagesize 50000 linesize 200 trimspool on tab off
+set sqlblanklines on echo off timing off autoprint off autotrace off serveroutput off newpage 1 numformat ""
+
+-- The I/O wait events dNFS I/O is timed under: the one list of the pack (a
+-- test keeps it equal to the agent's).
+define _dnfs_io_events = "'db file sequential read', 'db file scattered read', 'db file parallel read'"
+define _dnfs_io_events = "&_dnfs_io_events, 'direct path read', 'direct path write', 'log file parallel write'"
+define _dnfs_io_events = "&_dnfs_io_events, 'db file parallel write', 'control file sequential read'"
+
+-- Safe values first: a query below that fails leaves these, never an
+-- undefined variable that SQL*Plus would prompt for.
+define _dnfs_interval = &_dnfs_default_interval
+define _dnfs_count = &_dnfs_default_count
+define _dnfs_sleep = dbms_session.sleep
+define _dnfs_can_sleep = 0
+define _dnfs_sleep_message = ""
+define _dnfs_nfsversion = "'n/a'"
+define _dnfs_reconnects = "to_number(null)"
+define _dnfs_hist_view = gv$event_histogram
+define _dnfs_hist_bound = "wait_time_milli * 1000"
+define _dnfs_message = ""
+define _dnfs_step = _dnfs_noop
 
 -- Optional positional arguments: a query that returns no rows defines the
 -- ones not given as empty, and leaves the given ones alone.
@@ -22,42 +48,97 @@ select
 from dual
 where 1 = 0;
 
+-- The arguments of the looping scripts: whole numbers, interval 1 to 3600 s
+-- (DBMS_SESSION.SLEEP's limit), count 1 to 60 (the loop's length); anything
+-- else is refused with one line. The one-shot scripts (defaults 0) take none.
 column interval_s new_value _dnfs_interval noprint
 column sample_count new_value _dnfs_count noprint
+column arg_message new_value _dnfs_message noprint
 select
-    to_number(nvl('&1', '&_dnfs_default_interval')) as interval_s,
-    least(to_number(nvl('&2', '&_dnfs_default_count')), 60) as sample_count
+    case
+        when not regexp_like(nvl('&1', '&_dnfs_default_interval'), '^[0-9]{1,4}$') then 0
+        when to_number(nvl('&1', '&_dnfs_default_interval')) > 3600 then 0
+        else to_number(nvl('&1', '&_dnfs_default_interval'))
+    end as interval_s,
+    case
+        when not regexp_like(nvl('&2', '&_dnfs_default_count'), '^[0-9]{1,6}$') then 0
+        else least(to_number(nvl('&2', '&_dnfs_default_count')), 60)
+    end as sample_count,
+    case
+        when '&_dnfs_default_count' = '0' then ''
+        when not regexp_like(nvl('&1', '&_dnfs_default_interval'), '^[0-9]{1,4}$')
+            then 'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run.'
+        when to_number(nvl('&1', '&_dnfs_default_interval')) not between 1 and 3600
+            then 'Interval &1 is outside 1 to 3600 seconds: nothing run.'
+        when not regexp_like(nvl('&2', '&_dnfs_default_count'), '^[0-9]{1,6}$')
+            then 'Count "&2" is not a whole number from 1 to 60: nothing run.'
+        when to_number(nvl('&2', '&_dnfs_default_count')) < 1
+            then 'Count &2 is below 1: nothing run.'
+        when to_number(nvl('&2', '&_dnfs_default_count')) > 60
+            then 'Count &2 capped at 60, the most one run does.'
+    end as arg_message
 from dual;
 
--- Release switches: DBMS_SESSION.SLEEP from 18c (DBMS_LOCK.SLEEP before,
--- which needs EXECUTE on SYS.DBMS_LOCK); V$DNFS_SERVERS.NFSVERSION from 12.1;
--- the microsecond event histogram from 12.1.0.2.
+-- Release switches: DBMS_SESSION.SLEEP from 18c; before, DBMS_LOCK.SLEEP,
+-- which needs EXECUTE on SYS.DBMS_LOCK (ALL_OBJECTS lists the package only
+-- when it is executable: without it the loop refuses to run rather than
+-- print intervals a few milliseconds long); V$DNFS_SERVERS.NFSVERSION from
+-- 12.1; the microsecond event histogram from 12.1.0.2; V$DNFS_CHANNELS
+-- reconnects: RECO in 11.2.0.4, SPRECO + DPRECO from 12.1.0.2, none between.
 column sleep_call new_value _dnfs_sleep noprint
+column can_sleep new_value _dnfs_can_sleep noprint
+column sleep_message new_value _dnfs_sleep_message noprint
 column nfsversion new_value _dnfs_nfsversion noprint
+column reconnects_expr new_value _dnfs_reconnects noprint
 column hist_view new_value _dnfs_hist_view noprint
 column hist_bound new_value _dnfs_hist_bound noprint
+with release as (
+    select
+        version,
+        to_number(substr(version, 1, instr(version, '.') - 1)) as major
+    from v$instance
+),
+lock_package as (
+    select count(*) as lock_visible
+    from all_objects
+    where owner = 'SYS' and object_name = 'DBMS_LOCK'
+)
 select
+    case when r.major >= 18 then 'dbms_session.sleep' else 'dbms_lock.sleep' end as sleep_call,
+    case when r.major >= 18 or l.lock_visible > 0 then 1 else 0 end as can_sleep,
     case
-        when to_number(substr(version, 1, instr(version, '.') - 1)) >= 18
-            then 'dbms_session.sleep'
-        else 'dbms_lock.sleep'
-    end as sleep_call,
+        when r.major < 18 and l.lock_visible = 0 and '&_dnfs_default_count' != '0'
+            then
+                'Before 18c the pack sleeps with DBMS_LOCK.SLEEP: GRANT EXECUTE ON SYS.DBMS_LOCK TO '
+                || user || ' (nothing run).'
+    end as sleep_message,
+    case when r.major >= 12 then 's.nfsversion' else '''n/a''' end as nfsversion,
     case
-        when to_number(substr(version, 1, instr(version, '.') - 1)) >= 12
-            then 's.nfsversion'
-        else '''n/a'''
-    end as nfsversion,
+        when r.major >= 18 or r.version >= '12.1.0.2' then 'spreco + dpreco'
+        when r.major = 11 then 'reco'
+        else 'to_number(null)'
+    end as reconnects_expr,
     case
-        when version >= '12.1.0.2' or to_number(substr(version, 1, instr(version, '.') - 1)) >= 18
-            then 'gv$event_histogram_micro'
+        when r.major >= 18 or r.version >= '12.1.0.2' then 'gv$event_histogram_micro'
         else 'gv$event_histogram'
     end as hist_view,
     case
-        when version >= '12.1.0.2' or to_number(substr(version, 1, instr(version, '.') - 1)) >= 18
-            then 'wait_time_micro'
+        when r.major >= 18 or r.version >= '12.1.0.2' then 'wait_time_micro'
         else 'wait_time_milli * 1000'
     end as hist_bound
-from v$instance;
+from release r
+cross join lock_package l;
 
-define _dnfs_step = "_dnfs_noop"
-set termout on
+-- The first step: none when an argument was refused or nothing can sleep.
+-- (_dnfs_next.sql's columns are set here too, so _dnfs_end.sql can clear them.)
+column first_step new_value _dnfs_step noprint
+column next_step new_value _dnfs_step noprint
+column remaining new_value _dnfs_remaining noprint
+select
+    case
+        when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 then '&_dnfs_loop_step'
+        else '_dnfs_noop'
+    end as first_step
+from dual;
+define _dnfs_remaining = &_dnfs_count
+prompt &_dnfs_message &_dnfs_sleep_message

@@ -1,29 +1,34 @@
 -- File name:   dnfs_channels.sql
--- Purpose:     dNFS network paths per instance, filer, path and local address:
---              sends, receives and pings, and each path's share of its filer's
---              sends (are the paths balanced?).
+-- Purpose:     dNFS network paths per instance and filer: the number of paths
+--              per filer, and per path and local address the sends,
+--              receives, pings, reconnects and the path's share of its
+--              filer's sends (are the paths balanced? is one flapping?).
 -- Usage:       @dnfs_channels
 -- Notes:       Reads GV$DNFS_CHANNELS (one row per process per path).
---              SENDS, RECVS and PINGS count since the LAST SELECT OF THE VIEW
---              BY ANYONE: this script's figures cover the time since the
---              previous select (yours, another DBA's, or a monitoring agent's),
---              and reading the view resets them for the next reader. Compare
---              shares, not absolute counts; run it twice a known time apart
---              for rates.
---              Read-only. 11.2.0.4+ (LOCAL, the local address, from 11.2.0.3).
+--              SENDS, RECVS, PINGS and the reconnect counts count since the
+--              LAST SELECT OF THE VIEW BY ANYONE: this script's figures cover
+--              the time since the previous select (yours, another DBA's, or a
+--              monitoring agent's), and reading the view resets them for the
+--              next reader. Compare shares, not absolute counts; run it twice
+--              a known time apart for rates.
+--              Reconnects: RECO in 11.2.0.4, SPRECO + DPRECO from 12.1.0.2,
+--              none in 12.1.0.1 (shown empty). Read-only. 11.2.0.4+.
 
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
+define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
 column inst_id heading 'Inst' format 9999
 column svrname heading 'Filer' format a20
+column filer_paths heading 'Paths' format 9990
 column path heading 'Path' format a18
 column local heading 'Local' format a18
 column processes heading 'Procs' format 99990
 column sends heading 'Sends' format 9999999990
 column recvs heading 'Recvs' format 9999999990
 column pings heading 'Pings' format 9999990
+column reconnects heading 'Reconnects' format 9999990
 column share_pct heading 'Share %' format 990.0
 
 prompt
@@ -31,17 +36,42 @@ prompt dNFS paths. Counts are since the previous select of GV$DNFS_CHANNELS by a
 prompt
 
 select
-    inst_id,
-    svrname,
-    path,
-    local,
-    count(*) as processes,
-    sum(sends) as sends,
-    sum(recvs) as recvs,
-    sum(pings) as pings,
-    100 * sum(sends) / nullif(sum(sum(sends)) over (partition by inst_id, svrname), 0) as share_pct
-from gv$dnfs_channels
-group by inst_id, svrname, path, local
-order by inst_id, svrname, path;
+    c.inst_id,
+    c.svrname,
+    c.path,
+    c.local,
+    c.processes,
+    c.sends,
+    c.recvs,
+    c.pings,
+    c.reconnects,
+    count(distinct c.path) over (partition by c.inst_id, c.svrname) as filer_paths,
+    100 * c.sends / nullif(sum(c.sends) over (partition by c.inst_id, c.svrname), 0) as share_pct
+from (
+    select
+        inst_id,
+        svrname,
+        path,
+        local,
+        count(*) as processes,
+        sum(sends) as sends,
+        sum(recvs) as recvs,
+        sum(pings) as pings,
+        sum(&_dnfs_reconnects) as reconnects
+    from gv$dnfs_channels
+    group by inst_id, svrname, path, local
+) c
+order by c.inst_id, c.svrname, c.path;
 
+column inst_id clear
+column svrname clear
+column filer_paths clear
+column path clear
+column local clear
+column processes clear
+column sends clear
+column recvs clear
+column pings clear
+column reconnects clear
+column share_pct clear
 @@_dnfs_end

@@ -1,38 +1,87 @@
 -- File name:   dnfs_check.sql
--- Purpose:     Is Direct NFS really in use? Filers, data files by access
---              method, relevant parameters, and a one-line verdict.
+-- Purpose:     Is Direct NFS really in use? Per instance: the database files
+--              not open through dNFS, the active network paths per filer,
+--              the "Direct NFS:" lines of the alert log, relevant parameters,
+--              and a verdict that names its evidence.
 -- Usage:       @dnfs_check
--- Notes:       dNFS falls back to the kernel NFS client silently (only the
---              alert log says so). Signs: no rows in GV$DNFS_SERVERS; data
---              files whose GV$IOSTAT_FILE.ACCESS_METHOD is not DNFS_LIB. A data
---              file on local disk or ASM is also not DNFS_LIB: the verdict
---              counts them and you judge. The alert log line
---              "Oracle instance running with ODM: Oracle Direct NFS ODM
---              Library Version" shows the library was loaded. Read-only.
+-- Notes:       dNFS falls back to the kernel NFS client quietly: only the
+--              alert log says so. The authoritative per-file check is the
+--              anti-join of the data, temp, redo and control files
+--              (GV$DATAFILE, GV$TEMPFILE, GV$LOGFILE, GV$CONTROLFILE) to the
+--              files open through dNFS (GV$DNFS_FILES). A file on local disk
+--              or ASM is listed too: you judge. A file no process has opened
+--              yet (an unused temp file) is listed until one does.
+--              Reading GV$DNFS_CHANNELS resets its send/receive counts for
+--              the next reader (the agent's next interval shows fewer).
+--              Alert log: V$DIAG_ALERT_EXT from 12.2 (SELECT on
+--              SYS.V_$DIAG_ALERT_EXT; slow on a large log.xml; this
+--              instance only); on 11.2 and 12.1 grep the text alert log on
+--              the host for "Direct NFS" and "ODM". Read-only.
 
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
+define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
 column inst_id heading 'Inst' format 9999
-column filetype_name heading 'File type' format a20
-column access_method heading 'Access method' format a14
-column files heading 'Files' format 99990
+column file_type heading 'File type' format a12
+column file_name heading 'Not open through dNFS' format a100
+column svrname heading 'Filer' format a30
+column paths heading 'Active paths' format 99990
 column name heading 'Parameter' format a24
 column value heading 'Value' format a30
-column servers heading 'dNFS filers' format 99990
-column verdict heading 'Verdict' format a120
+column verdict heading 'Verdict' format a150
 
 prompt
-prompt Files by access method (DNFS_LIB = Direct NFS)
+prompt Database files not open through dNFS (none listed: every file is)
+with database_files as (
+    select
+        inst_id,
+        'Data file' as file_type,
+        name as file_name
+    from gv$datafile
+    union all
+    select
+        inst_id,
+        'Temp file' as file_type,
+        name as file_name
+    from gv$tempfile
+    union all
+    select
+        inst_id,
+        'Redo log' as file_type,
+        member as file_name
+    from gv$logfile
+    union all
+    select
+        inst_id,
+        'Control file' as file_type,
+        name as file_name
+    from gv$controlfile
+),
+dnfs_open as (
+    select distinct
+        inst_id,
+        filename
+    from gv$dnfs_files
+)
+select
+    f.inst_id,
+    f.file_type,
+    f.file_name
+from database_files f
+left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
+where d.filename is null
+order by f.inst_id, f.file_type, f.file_name;
+
+prompt Active dNFS paths per filer (GV$DNFS_CHANNELS)
 select
     inst_id,
-    filetype_name,
-    access_method,
-    count(*) as files
-from gv$iostat_file
-group by inst_id, filetype_name, access_method
-order by inst_id, filetype_name, access_method;
+    svrname,
+    count(distinct path) as paths
+from gv$dnfs_channels
+group by inst_id, svrname
+order by inst_id, svrname;
 
 prompt Parameters
 select
@@ -43,41 +92,122 @@ from gv$parameter
 where name in ('dnfs_batch_size', 'enable_dnfs_dispatcher', 'filesystemio_options', 'disk_asynch_io')
 order by inst_id, name;
 
+-- The alert log part runs from 12.2 when V$DIAG_ALERT_EXT is readable.
+define _dnfs_alert_part = _dnfs_noop
+define _dnfs_alert_message = ""
+column alert_part new_value _dnfs_alert_part noprint
+column alert_message new_value _dnfs_alert_message noprint
+with alert_view as (
+    select count(*) as alert_visible
+    from all_objects
+    where owner = 'SYS' and object_name = 'V_$DIAG_ALERT_EXT'
+)
+select
+    case when i.version >= '12.2' and o.alert_visible > 0 then 'dnfs_check_alert' else '_dnfs_noop' end as alert_part,
+    case
+        when i.version < '12.2'
+            then 'Alert log: before 12.2 grep the host''s alert_<SID>.log for "Direct NFS" and "ODM".'
+        when o.alert_visible = 0
+            then 'Alert log skipped: GRANT SELECT ON SYS.V_$DIAG_ALERT_EXT TO ' || user
+    end as alert_message
+from v$instance i
+cross join alert_view o;
+prompt &_dnfs_alert_message
+@@&_dnfs_alert_part
+
 prompt Verdict
-with
-servers as (
+with servers as (
     select
         inst_id,
         count(*) as servers
     from gv$dnfs_servers
     group by inst_id
 ),
-
-datafiles as (
+database_files as (
     select
         inst_id,
+        name as file_name
+    from gv$datafile
+    union all
+    select
+        inst_id,
+        name as file_name
+    from gv$tempfile
+    union all
+    select
+        inst_id,
+        member as file_name
+    from gv$logfile
+    union all
+    select
+        inst_id,
+        name as file_name
+    from gv$controlfile
+),
+dnfs_open as (
+    select distinct
+        inst_id,
+        filename
+    from gv$dnfs_files
+),
+coverage as (
+    select
+        f.inst_id,
         count(*) as files,
-        sum(case when access_method = 'DNFS_LIB' then 1 else 0 end) as dnfs_files
-    from gv$iostat_file
-    where filetype_name = 'Data File'
+        sum(case when d.filename is null then 1 else 0 end) as not_dnfs
+    from database_files f
+    left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
+    group by f.inst_id
+),
+paths as (
+    select
+        inst_id,
+        count(distinct svrname) as filers,
+        min(paths) as fewest_paths
+    from (
+        select
+            inst_id,
+            svrname,
+            count(distinct path) as paths
+        from gv$dnfs_channels
+        group by inst_id, svrname
+    ) per_filer
     group by inst_id
 )
-
 select
     i.inst_id,
-    nvl(s.servers, 0) as servers,
     case
         when nvl(s.servers, 0) = 0
-            then 'dNFS NOT IN USE: no dNFS filers (library not enabled, oranfstab missing, or every filer unreachable)'
-        when nvl(d.dnfs_files, 0) = nvl(d.files, 0)
-            then 'dNFS IN USE: all ' || nvl(d.files, 0) || ' data files use DNFS_LIB'
+            then
+                'NOT IN USE: no dNFS filers in GV$DNFS_SERVERS (library not enabled, no oranfstab, or every filer'
+                || ' unreachable: see the alert log lines above)'
+        when nvl(c.files, 0) = 0
+            then
+                'CANNOT TELL: no database files visible (instance not open, or in a CDB the user lacks'
+                || ' CONTAINER_DATA)'
+        when c.not_dnfs = 0
+            then
+                'IN USE: all ' || c.files || ' database files open through dNFS; ' || nvl(p.filers, 0)
+                || ' filer(s), fewest active paths to one filer: ' || nvl(p.fewest_paths, 0)
         else
-            'dNFS PARTLY: ' || (d.files - d.dnfs_files) || ' of ' || d.files
-            || ' data files do not use DNFS_LIB (local/ASM, or a silent fallback to kernel NFS: check the alert log)'
+            'PARTLY: ' || c.not_dnfs || ' of ' || c.files || ' database files not open through dNFS (listed'
+            || ' above: local disk/ASM, or a fallback to kernel NFS: check the alert log)'
     end as verdict
 from gv$instance i
 left outer join servers s on i.inst_id = s.inst_id
-left outer join datafiles d on i.inst_id = d.inst_id
+left outer join coverage c on i.inst_id = c.inst_id
+left outer join paths p on i.inst_id = p.inst_id
 order by i.inst_id;
 
+column inst_id clear
+column file_type clear
+column file_name clear
+column svrname clear
+column paths clear
+column name clear
+column value clear
+column verdict clear
+column alert_part clear
+column alert_message clear
+undefine _dnfs_alert_part _dnfs_alert_message
 @@_dnfs_end

@@ -8,6 +8,7 @@
 
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
+define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
 column inst_id heading 'Inst' format 9999
@@ -27,4 +28,9 @@ left outer join gv$dnfs_servers s on f.inst_id = s.inst_id and f.svr_id = s.id
 group by f.inst_id, s.svrname, f.filename
 order by f.inst_id, s.svrname, f.filename;
 
+column inst_id clear
+column svrname clear
+column filename clear
+column size_mb clear
+column processes clear
 @@_dnfs_end

@@ -1,46 +1,71 @@
 -- File name:   dnfs_iops.sql
--- Purpose:     Direct NFS read and write IOPS, MB/s and average I/O sizes per
---              instance, one line per instance as each interval ends.
+-- Purpose:     Direct NFS reads and writes per second (NFS READ and WRITE
+--              calls, not database I/O requests), MiB/s and KiB per NFS call
+--              per instance, one line per instance as each interval ends.
 -- Usage:       @dnfs_iops [interval_s] [count]
 -- Examples:    @dnfs_iops            5 seconds, 12 times
 --              @dnfs_iops 10 30      10 seconds, 30 times
 -- Notes:       Reads GV$DNFS_STATS (11.2.0.4+) and GV$PROCESS; RAC: every
 --              instance. Read-only: creates nothing in the database; keeps
---              its previous sample in SQL*Plus bind variables.
+--              two snapshots in SQL*Plus bind variables.
+--              NFS_READ counts NFS READ calls: one 1 MiB multiblock read from
+--              a filer with rtmax 64 KiB is 16 of them, so these are not the
+--              'physical read total IO requests' of V$SYSSTAT, and KiB per
+--              NFS read is at most rtmax (see @dnfs_servers).
 --              V$DNFS_STATS counts per Oracle process and a process's counters
 --              vanish when it exits: each process (PNUM with its SPID and
 --              SERIAL#) is diffed on its own, then the deltas are summed, so
 --              processes coming and going never give negative or inflated
 --              rates (a new process adds from its second interval; an exiting
 --              one's last partial interval is lost).
---              Intervals are measured on the database clock (SYSTIMESTAMP).
+--              Each interval is the time between two snapshots, each read
+--              with the database clock (SYSTIMESTAMP) in the same statement;
+--              intervals follow each other with no gap.
 --              18c+: sleeps with DBMS_SESSION.SLEEP; before 18c with
---              DBMS_LOCK.SLEEP, which needs EXECUTE on SYS.DBMS_LOCK.
---              Known limits: count is capped at 60 per run; MB = 2^20 bytes.
+--              DBMS_LOCK.SLEEP, which needs EXECUTE on SYS.DBMS_LOCK (without
+--              it the script says so and runs nothing). Ctrl-C during a sleep
+--              ends the run after that interval and puts the settings back.
+--              Known limits: count is capped at 60 per run (said when
+--              applied); MiB = 2^20 bytes.
 
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
+define _dnfs_loop_step = dnfs_iops_step
 @@_dnfs_start
 
+variable dnfs_stop number
 variable dnfs_prev clob
 variable dnfs_prev_t number
+variable dnfs_cur clob
+variable dnfs_cur_t number
+variable dnfs_cur_n number
+variable dnfs_cur_clock varchar2(8)
 @@dnfs_iops_snapshot
 
 column sample_time heading 'Time' format a8
 column inst_id heading 'Inst' format 9999
-column read_iops heading 'Read IOPS' format 9999990.9
-column write_iops heading 'Write IOPS' format 9999990.9
-column total_iops heading 'Total IOPS' format 9999990.9
-column read_mbps heading 'Read MB/s' format 999990.99
-column write_mbps heading 'Write MB/s' format 999990.99
-column avg_read_kb heading 'KB/read' format 99990.9
-column avg_write_kb heading 'KB/write' format 99990.9
+column read_iops heading 'NFS reads/s' format 9999990.9
+column write_iops heading 'NFS writes/s' format 9999990.9
+column total_iops heading 'NFS r+w/s' format 9999990.9
+column read_mbps heading 'Read MiB/s' format 999990.99
+column write_mbps heading 'Write MiB/s' format 999990.99
+column avg_read_kb heading 'KiB/NFS read' format 99990.9
+column avg_write_kb heading 'KiB/NFS write' format 99990.9
+column note heading 'Note' format a100
 
 prompt
-prompt dNFS I/O per instance, every &_dnfs_interval s, &_dnfs_count times (database clock; processes diffed one by one)
+prompt dNFS NFS READ/WRITE calls per instance, every &_dnfs_interval s, &_dnfs_count times (database clock; processes diffed one by one)
 prompt
 
-define _dnfs_remaining = &_dnfs_count
-define _dnfs_step = "dnfs_iops_step"
 @@_dnfs_loop
+column sample_time clear
+column inst_id clear
+column read_iops clear
+column write_iops clear
+column total_iops clear
+column read_mbps clear
+column write_mbps clear
+column avg_read_kb clear
+column avg_write_kb clear
+column note clear
 @@_dnfs_end

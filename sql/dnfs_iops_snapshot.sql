@@ -1,6 +1,9 @@
 -- File name:   dnfs_iops_snapshot.sql (called by dnfs_iops.sql and its step)
--- Purpose:     Keep every process's dNFS counters, with the database clock, in
---              the bind variables :dnfs_prev (XML) and :dnfs_prev_t (seconds).
+-- Purpose:     The one place GV$DNFS_STATS is read: every process's dNFS
+--              counters, with the database clock in the same statement, into
+--              :dnfs_cur (XML), :dnfs_cur_t (seconds), :dnfs_cur_n (processes)
+--              and :dnfs_cur_clock (HH24:MI:SS); the first call also makes it
+--              the previous snapshot.
 
 begin
     with processes as (
@@ -16,7 +19,6 @@ begin
         from gv$dnfs_stats s
         left outer join gv$process p on s.inst_id = p.inst_id and s.pnum = p.pid
     )
-
     select
         xmlserialize(
             content xmlelement(
@@ -39,8 +41,14 @@ begin
             ) as clob
         ) as snapshot,
         (cast(sys_extract_utc(systimestamp) as date) - date '1970-01-01') * 86400
-        + mod(extract(second from systimestamp), 1) as taken_at
-    into :dnfs_prev, :dnfs_prev_t
+        + mod(extract(second from systimestamp), 1) as taken_at,
+        count(*) as processes,
+        to_char(systimestamp, 'HH24:MI:SS') as clock
+    into :dnfs_cur, :dnfs_cur_t, :dnfs_cur_n, :dnfs_cur_clock
     from processes;
+    if :dnfs_prev_t is null then
+        :dnfs_prev := :dnfs_cur;
+        :dnfs_prev_t := :dnfs_cur_t;
+    end if;
 end;
 /

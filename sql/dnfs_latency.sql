@@ -1,8 +1,8 @@
 -- File name:   dnfs_latency.sql
 -- Purpose:     I/O wait events that time dNFS I/O (there is no dNFS-specific
---              event): waits/s and average ms per instance, and the histogram
---              of 'db file sequential read' (single-block read latency) for
---              each interval as it ends.
+--              event): waits/s and average ms per wait per instance, and the
+--              histogram of 'db file sequential read' (single-block read
+--              latency) for each interval as it ends.
 -- Usage:       @dnfs_latency [interval_s] [count]
 -- Examples:    @dnfs_latency         5 seconds, 12 times
 --              @dnfs_latency 60 10
@@ -10,34 +10,82 @@
 --              resolution, not the centisecond TIME_WAITED) and
 --              GV$EVENT_HISTOGRAM_MICRO from 12.1.0.2 (power-of-two buckets in
 --              microseconds), GV$EVENT_HISTOGRAM (milliseconds) before.
---              Read-only; previous values are kept in bind variables.
+--              Only 'db file sequential read' and 'control file sequential
+--              read' are close to per-I/O latency. With asynchronous I/O,
+--              'db file parallel write' and 'log file parallel write' time a
+--              batch, and 'direct path read/write' time only the wait for I/O
+--              not already complete: their waits/s are not I/O per second and
+--              their averages are not per-I/O service times.
+--              Without the histogram view's grant the events still print and
+--              the histogram is skipped with one line naming the grant.
+--              Read-only; two snapshots per view are kept in bind variables.
 --              An instance restarted during an interval shows no line for it.
---              Known limits: count is capped at 60 per run.
+--              Known limits: count is capped at 60 per run (said when applied).
 
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
+define _dnfs_loop_step = dnfs_latency_step
 @@_dnfs_start
 
+-- The histogram part runs only when its view is readable (ALL_OBJECTS lists
+-- a SYS view only to a user who may select from it).
+define _dnfs_hist_step = _dnfs_noop
+define _dnfs_hist_snapshot = _dnfs_noop
+define _dnfs_hist_message = ""
+column hist_step new_value _dnfs_hist_step noprint
+column hist_snapshot new_value _dnfs_hist_snapshot noprint
+column hist_message new_value _dnfs_hist_message noprint
+select
+    case when count(*) > 0 then 'dnfs_latency_hist_step' else '_dnfs_noop' end as hist_step,
+    case when count(*) > 0 then 'dnfs_latency_hist_snapshot' else '_dnfs_noop' end as hist_snapshot,
+    case
+        when count(*) = 0
+            then 'Histogram skipped: GRANT SELECT ON SYS.' || upper(replace('&_dnfs_hist_view', '$', '_$')) || ' TO ' || user
+    end as hist_message
+from all_objects
+where owner = 'SYS' and object_name = upper(replace('&_dnfs_hist_view', '$', '_$'));
+prompt &_dnfs_hist_message
+
+variable dnfs_stop number
 variable dnfs_ev_prev clob
-variable dnfs_hist_prev clob
+variable dnfs_ev_cur clob
 variable dnfs_prev_t number
+variable dnfs_cur_t number
+variable dnfs_cur_clock varchar2(8)
+variable dnfs_hist_prev clob
+variable dnfs_hist_cur clob
+variable dnfs_hist_prev_t number
+variable dnfs_hist_cur_t number
 @@dnfs_latency_snapshot
+@@&_dnfs_hist_snapshot
 
 column sample_time heading 'Time' format a8
 column inst_id heading 'Inst' format 9999
 column event heading 'Event' format a30
 column waits_per_s heading 'Waits/s' format 9999990.9
-column avg_ms heading 'Avg ms' format 99990.999
-column fg_avg_ms heading 'FG avg ms' format 99990.999
-column bucket heading 'Bucket (< µs)' format a14
+column avg_ms heading 'Avg ms/wait' format 99990.999
+column fg_avg_ms heading 'FG ms/wait' format 99990.999
+column bucket heading 'Bucket (< us)' format a14
 column bucket_waits_per_s heading 'Waits/s' format 9999990.9
 column pct heading '% waits' format 990.9
 
 prompt
-prompt I/O wait events per instance, every &_dnfs_interval s, &_dnfs_count times; then the 'db file sequential read' histogram
+prompt I/O wait events per instance, every &_dnfs_interval s, &_dnfs_count times; then the 'db file sequential read' histogram.
+prompt Averages are per wait: per-I/O latency only for the two 'sequential read' events (see the header of dnfs_latency.sql).
 prompt
 
-define _dnfs_remaining = &_dnfs_count
-define _dnfs_step = "dnfs_latency_step"
 @@_dnfs_loop
+column sample_time clear
+column inst_id clear
+column event clear
+column waits_per_s clear
+column avg_ms clear
+column fg_avg_ms clear
+column bucket clear
+column bucket_waits_per_s clear
+column pct clear
+column hist_step clear
+column hist_snapshot clear
+column hist_message clear
+undefine _dnfs_hist_step _dnfs_hist_snapshot _dnfs_hist_message
 @@_dnfs_end

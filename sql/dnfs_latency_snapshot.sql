@@ -1,6 +1,9 @@
 -- File name:   dnfs_latency_snapshot.sql (called by dnfs_latency.sql and its step)
--- Purpose:     Keep the I/O events' totals and the 'db file sequential read'
---              histogram, with the database clock, in bind variables.
+-- Purpose:     The one place GV$SYSTEM_EVENT is read: the I/O events' totals,
+--              with the database clock in the same statement, into
+--              :dnfs_ev_cur, :dnfs_cur_t and :dnfs_cur_clock; the first call
+--              also makes it the previous snapshot. A block of its own, so a
+--              failure of the histogram's block cannot stop it.
 
 begin
     select
@@ -23,24 +26,14 @@ begin
             ) as clob
         ) as snapshot,
         (cast(sys_extract_utc(systimestamp) as date) - date '1970-01-01') * 86400
-        + mod(extract(second from systimestamp), 1) as taken_at
-    into :dnfs_ev_prev, :dnfs_prev_t
+        + mod(extract(second from systimestamp), 1) as taken_at,
+        to_char(systimestamp, 'HH24:MI:SS') as clock
+    into :dnfs_ev_cur, :dnfs_cur_t, :dnfs_cur_clock
     from gv$system_event
-    where event in (
-        'db file sequential read', 'db file scattered read', 'db file parallel read',
-        'direct path read', 'direct path write', 'log file parallel write',
-        'db file parallel write', 'control file sequential read'
-    );
-
-    select
-        xmlserialize(
-            content xmlelement(
-                "s",
-                xmlagg(xmlelement("b", xmlattributes(inst_id as "i", &_dnfs_hist_bound as "u", wait_count as "c")))
-            ) as clob
-        ) as snapshot
-    into :dnfs_hist_prev
-    from &_dnfs_hist_view
-    where event = 'db file sequential read';
+    where event in (&_dnfs_io_events);
+    if :dnfs_prev_t is null then
+        :dnfs_ev_prev := :dnfs_ev_cur;
+        :dnfs_prev_t := :dnfs_cur_t;
+    end if;
 end;
 /

@@ -8,6 +8,7 @@
 
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
+define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
 column inst_id heading 'Inst' format 9999
@@ -37,7 +38,6 @@ with files as (
     ) distinct_files
     group by inst_id, svr_id
 )
-
 select
     s.inst_id,
     s.id,
@@ -53,4 +53,14 @@ from gv$dnfs_servers s
 left outer join files f on s.inst_id = f.inst_id and s.id = f.svr_id
 order by s.inst_id, s.id;
 
+column inst_id clear
+column id clear
+column svrname clear
+column dirname clear
+column nfsport clear
+column nfs_version clear
+column wtmax clear
+column rtmax clear
+column open_files clear
+column open_gb clear
 @@_dnfs_end

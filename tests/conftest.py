@@ -1,4 +1,4 @@
-"""Shared fixtures: the real InfluxDB server."""
+"""Shared fixtures: the real InfluxDB server, and the `influx` marker that goes with it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,19 @@ import pytest
 from influxdb_server import InfluxServer
 
 _databases = itertools.count(1)
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that uses the server (directly or through another fixture) is marked `influx`.
+
+    The server is built with Go from the module proxy, so the fast tier
+    (`make check`, -m "not influx ...") must leave these tests out; deriving the
+    mark from the fixture means a new InfluxDB test cannot forget it. A test
+    that starts an InfluxServer of its own marks itself.
+    """
+    for item in items:
+        if "influx_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.influx)
 
 
 @pytest.fixture(scope="session")

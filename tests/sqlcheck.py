@@ -18,6 +18,37 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dnfsmon import oracle_facts
 
+# Views only the SQL pack reads (dnfs_check.sql), with the same shape as
+# oracle_facts.VIEWS: (column, first release, last release or None). Oracle
+# Database Reference, V$DATAFILE, V$TEMPFILE, V$LOGFILE, V$CONTROLFILE (CON_ID
+# from 12.1) and V$DIAG_ALERT_EXT (documented from 12.2).
+PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
+    "V$DATAFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$TEMPFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$LOGFILE": [("GROUP#", "11.2.0.4", None), ("MEMBER", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$CONTROLFILE": [("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$DIAG_ALERT_EXT": [("ORIGINATING_TIMESTAMP", "12.2", None), ("MESSAGE_TEXT", "12.2", None)],
+}
+
+
+def view_columns(view: str, release: str) -> list[str]:
+    """oracle_facts.columns, for the agent's views and the pack's own."""
+    base = oracle_facts.base_view(view)
+    if base not in PACK_VIEWS:
+        return oracle_facts.columns(view, release)
+    at = oracle_facts.release_tuple(release)
+    found = [
+        name
+        for name, first, last in PACK_VIEWS[base]
+        if oracle_facts.release_tuple(first) <= at and (last is None or at <= oracle_facts.release_tuple(last))
+    ]
+    return ["INST_ID", *found] if view.upper().startswith("GV$") and found else found
+
+
+def known(view: str) -> bool:
+    return oracle_facts.base_view(view) in oracle_facts.VIEWS or oracle_facts.base_view(view) in PACK_VIEWS
+
+
 # Names Oracle resolves without a table: functions without parentheses, pseudo-columns.
 PSEUDO_COLUMNS = {"SYSTIMESTAMP", "SYSDATE", "ROWNUM", "ROWID", "LEVEL", "USER", "CURRENT_TIMESTAMP"}
 
@@ -44,9 +75,9 @@ def violations(sql: str, release: str) -> list[str]:
         view = _view(table)
         if not view or view in ctes:
             continue
-        if oracle_facts.base_view(view) not in oracle_facts.VIEWS:
+        if not known(view):
             problems.append(f"{view}: not a view in the column facts")
-        elif not oracle_facts.columns(view, release):
+        elif not view_columns(view, release):
             problems.append(f"{view}: does not exist in {release}")
     select_aliases = {a.alias.upper() for a in tree.find_all(exp.Alias)}
     for scope in traverse_scope(tree):
@@ -68,10 +99,6 @@ def violations(sql: str, release: str) -> list[str]:
                     problems.append(f"{name}: unqualified column in a statement reading {sorted(real)}")
                     continue
                 view = real[0] if len(views) == 1 and real else ""
-            if (
-                view
-                and oracle_facts.base_view(view) in oracle_facts.VIEWS
-                and name not in oracle_facts.columns(view, release)
-            ):
+            if view and known(view) and name not in view_columns(view, release):
                 problems.append(f"{view}.{name}: no such column in {release}")
     return problems

@@ -17,7 +17,12 @@ import tempfile
 import pytest
 import yaml
 
-from dnfsmon import config
+try:
+    import tomllib
+except ImportError:  # Python 3.9/3.10
+    import tomli as tomllib
+
+from dnfsmon import __version__, config
 from dnfsmon.store import Store
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -51,6 +56,7 @@ def playbook(name, extra_vars, *flags, env=None):
     return result.returncode, int(recap.group(1)) if recap else -1, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_ansible_lint_production_profile_passes():
     result = subprocess.run(
         [os.path.join(BIN, "ansible-lint"), "--profile", "production", "--nocolor"],
@@ -62,6 +68,7 @@ def test_ansible_lint_production_profile_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     [os.path.join(ANSIBLE, "site.yml")]
@@ -99,14 +106,6 @@ def test_argument_specs_mirror_every_default(role):
         assert f"`{name}" in readme or f"`{name.rsplit('_', 1)[0]}" in readme, f"{role} README lacks {name}"
 
 
-def test_agent_settings_cover_every_config_option_with_its_default():
-    settings = role_defaults("dnfsmon_agent")["dnfsmon_agent_settings"]
-    assert {(s, k) for s, table in settings.items() for k in table} == set(config.OPTIONS)
-    for (section, key), (default, _, _) in config.OPTIONS.items():
-        if (section, key) not in {("agent", "state_dir"), ("store", "dir")}:  # set by the role from its directories
-            assert settings[section][key] == default, (section, key)
-
-
 # --- the agent role, applied for real ---
 
 
@@ -117,7 +116,7 @@ def wheelhouse():
     rc, _, output = playbook("site.yml", {"dnfsmon_wheelhouse_python_versions": [version]})
     assert rc == 0, output
     path = os.path.join(ROOT, "build", "wheelhouse")
-    assert any(name.startswith("dnfsmon-0.1.0-") for name in os.listdir(path))
+    assert any(name.startswith(f"dnfsmon-{__version__}-") for name in os.listdir(path))
     return path
 
 
@@ -143,7 +142,7 @@ def deployment(wheelhouse):
         "dnfsmon_agent_jitter_max_s": 1,
         "dnfsmon_agent_influxdb_token": "influx-secret-token",
         "dnfsmon_agent_oracle_password": "oracle-secret-pw",
-        "dnfsmon_agent_settings_overrides": {
+        "dnfsmon_agent_config": {
             "agent": {"host": "deployed"},
             "host": {"sources": ["nic", "tcp"]},
             "simulator": {"enabled": True, "instances": 1},
@@ -154,6 +153,8 @@ def deployment(wheelhouse):
     shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_agent_role_applied_to_this_machine(deployment):
     base, variables = deployment
     rc, changed, output = playbook("apply_agent.yml", variables)
@@ -173,6 +174,18 @@ def test_agent_role_applied_to_this_machine(deployment):
     assert cfg.state_dir == str(base / "lib" / "state") and cfg.store_dir == str(base / "lib" / "store")
     assert cfg.simulator is not None and cfg.host == "deployed"
     assert "influx-secret-token" not in (base / "etc" / "dnfsmon.toml").read_text()
+    # Only the keys the role manages and the ones the user set: the rest keep the agent's defaults.
+    written = tomllib.loads((base / "etc" / "dnfsmon.toml").read_text())
+    assert {(section, key) for section, table in written.items() for key in table} == {
+        ("agent", "state_dir"),
+        ("agent", "host"),
+        ("store", "dir"),
+        ("host", "sources"),
+        ("simulator", "enabled"),
+        ("simulator", "instances"),
+        ("influxdb", "token_file"),
+        ("oracle", "password_file"),
+    }
 
     # The deployed cron command, run by hand as the service user.
     line = next(entry for entry in open(f"/etc/cron.d/{CRON_FILE}") if entry.startswith("* * * * * "))
@@ -184,7 +197,7 @@ def test_agent_role_applied_to_this_machine(deployment):
         )
         assert result.returncode == 0, result.stderr
     log = (base / "log" / "collect.log").read_text()
-    assert "sample 1/1" in log and "Traceback" not in log
+    assert log.count("INFO: 1 samples: ") == 2 and "Traceback" not in log  # one line per run
     points = list(Store(str(base / "lib" / "store"), 10**9).points())
     assert any(p.measurement == "dnfsmon_dnfs_io" and dict(p.tags).get("simulated") == "true" for p in points)
     assert (base / "logrotate").read_text().count("collect.log") == 1
@@ -200,14 +213,22 @@ def test_agent_role_applied_to_this_machine(deployment):
         grp.getgrnam(USER)
 
 
+def test_agent_role_names_the_python_package_when_the_targets_python_is_too_old(tmp_path):
+    """OL8's python3 is 3.6: the role says which version it found and what to install."""
+    old_python = tmp_path / "python3"
+    old_python.write_text("#!/bin/sh\necho 3.6\n")
+    old_python.chmod(0o755)
+    rc, _, output = playbook("apply_agent.yml", {"dnfsmon_agent_python": str(old_python)})
+    assert rc != 0
+    assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output
+
+
 # --- the Oracle user role, against a stand-in sqlplus ---
 
 
-def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_stdin(tmp_path):
-    record = tmp_path / "sqlplus"
-    record.mkdir()
-    variables = {
-        "dnfsmon_oracle_user_name": "C##DNFSMON",
+def oracle_user_variables(tmp_path, name):
+    return {
+        "dnfsmon_oracle_user_name": name,
         "dnfsmon_oracle_user_password": "s3cret-pw",
         "dnfsmon_oracle_user_os_user": pwd.getpwuid(os.getuid()).pw_name,
         "dnfsmon_oracle_user_sqlplus": os.path.join(HERE, "fake_sqlplus"),
@@ -216,29 +237,54 @@ def test_oracle_user_role_creates_once_with_the_pack_script_and_the_password_on_
         "dnfsmon_oracle_user_oracle_home": "/opt/oracle/home",
         "dnfsmon_oracle_user_oracle_sid": "ORCLCDB",
     }
+
+
+@pytest.mark.slow
+def test_oracle_user_role_runs_the_pack_script_every_time_with_the_password_on_stdin(tmp_path):
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "C##DNFSMON")
     env = {"FAKE_SQLPLUS_DIR": str(record)}
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed > 0, output
+    # The second run reconciles the grants of the existing user: the script runs, nothing changed.
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed == 0, output
     assert "s3cret-pw" not in output
     calls = sorted(p.name for p in record.iterdir() if p.name.endswith(".args"))
-    assert len(calls) == 3  # lookup, create, lookup
-    create_args = (record / "call-1.args").read_text().split("\n")
-    assert create_args[:3] == ["-S", "-L", "/ as sysdba"] and create_args[4] == "C##DNFSMON"
-    assert (record / "call-1.stdin").read_text() == "s3cret-pw"
+    assert len(calls) == 2
+    for n in (0, 1):
+        args = (record / f"call-{n}.args").read_text().split("\n")
+        assert args[:3] == ["-S", "-L", "/ as sysdba"] and args[4] == "C##DNFSMON"
+        assert (record / f"call-{n}.stdin").read_text() == "s3cret-pw"
+        assert (record / f"script-{n}.sql").read_text() == open(
+            os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
+        ).read()
     assert all("s3cret-pw" not in (record / c).read_text() for c in calls)
-    assert (record / "script-1.sql").read_text() == open(
-        os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
-    ).read()
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
-    assert "upper('C##DNFSMON')" in (record / "call-2.stdin").read_text()
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+def test_oracle_user_role_leaves_the_name_to_the_script_by_default_and_fails_with_it(tmp_path):
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "")
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc == 0 and changed > 0, output
+    args = (record / "call-0.args").read_text().rstrip("\n").split("\n")
+    assert len(args) == 4  # no user name: the script chooses C##DNFSMON in a CDB, DNFSMON otherwise
+    env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL": "1"}
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
+    assert rc != 0 and "s3cret-pw" not in output
     assert not (tmp_path / "work").exists()
 
 
 # --- the Grafana role, to local directories ---
 
 
+@pytest.mark.slow
+@pytest.mark.system
 def test_grafana_role_installs_the_repository_files(tmp_path):
     variables = {
         "dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"),

@@ -2,7 +2,8 @@
 
 Every point the test cases produce is catalogued with the right type, and
 every catalogued tag and field is produced by some case: the golden diff
-cases (tests/cases/diff) and a live collect on this machine.
+cases (tests/cases/diff), the doctor's scenarios (tests/cases/doctor) and a
+live collect on this machine.
 """
 
 from __future__ import annotations
@@ -37,17 +38,40 @@ def produced(tmp_path_factory):
     os.makedirs(cfg.state_dir)
     with RunLock(cfg.state_dir):
         collect(cfg, count=2, interval_s=0.2)
-    return golden_points() + list(Store(cfg.store_dir, cfg.store_max_bytes).points()) + simulated_points()
+    return (
+        golden_points()
+        + list(Store(cfg.store_dir, cfg.store_max_bytes).points())
+        + simulated_points()
+        + doctor_points()
+    )
+
+
+def doctor_points():
+    """Every point of the doctor's scenarios (tests/cases/doctor), with the ladder and findings."""
+    from dnfsmon import diagnosis
+
+    top = os.path.join(os.path.dirname(__file__), "cases", "doctor")
+    points = []
+    for case in sorted(n for n in os.listdir(top) if os.path.isfile(os.path.join(top, n, "expected.json"))):
+        _, old_raws, old_failures = capture.read(os.path.join(top, case, "old"))
+        host, raws, failures = capture.read(os.path.join(top, case, "new"))
+        outcome = compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples)
+        points += outcome.points + diagnosis.to_points(diagnosis.diagnose(outcome.points, host), 1)
+    return points
 
 
 def simulated_points():
     """Two reads of the simulator (RAC, 11.2.0.4: RECO and the millisecond histogram)."""
     from dnfsmon import simulator
 
-    workload = simulator.Workload(release="11.2.0.4")
-    memory = simulator.Memory()
-    first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
-    return compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples).points
+    points = []
+    # 11.2.0.4 (RAC, RECO, the millisecond histogram) and a 19c CDB (the pdb tag).
+    for workload in (simulator.Workload(release="11.2.0.4", mode="thick"), simulator.Workload(pdbs=2)):
+        memory = simulator.Memory()
+        first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
+        second = compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples)
+        points += second.points
+    return points
 
 
 def test_catalogue_file_is_well_formed():

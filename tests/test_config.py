@@ -10,6 +10,7 @@ import pytest
 
 from dnfsmon import config
 from dnfsmon.config import ConfigError
+from dnfsmon.errors import EnvironmentProblem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -17,7 +18,7 @@ else:
     import tomli as tomllib
 
 EXAMPLE = os.path.join(os.path.dirname(config.__file__), "example.toml")
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+README = os.path.join(os.path.dirname(__file__), "..", "docs", "configuration.md")
 
 
 def example_defaults():
@@ -47,7 +48,7 @@ def test_every_example_option_has_an_explanation_above_it():
             assert lines[number - 1].startswith("## "), f"example.toml:{number + 1} lacks a ## explanation"
 
 
-def test_readme_shows_the_example_verbatim():
+def test_configuration_doc_shows_the_example_verbatim():
     assert open(EXAMPLE, encoding="utf-8").read().strip() in open(README, encoding="utf-8").read()
 
 
@@ -57,7 +58,7 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
     path.write_text(text)
     cfg = config.load(str(path))
     assert cfg.state_dir == "/var/lib/dnfsmon/state"
-    assert cfg.host_sources == ["nic", "tcp", "mountstats", "filer_tcp", "rpc"]
+    assert cfg.host_sources == ["nic", "tcp", "mountstats", "filer_tcp", "rpc", "routes", "pressure"]
     assert cfg.nfs_ports == [2049]
     assert cfg.host  # system host name
 
@@ -65,8 +66,8 @@ def test_example_with_defaults_uncommented_loads(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("[store]\nmax_bytes = -1\n", "[store] max_bytes = -1: must be a positive integer"),
-        ("[store]\nmax_bytes = true\n", "[store] max_bytes = True: must be a positive integer"),
+        ("[store]\nmax_bytes = -1\n", "[store] max_bytes = -1: must be a whole number from 4096 to"),
+        ("[store]\nmax_bytes = true\n", "[store] max_bytes = True: must be a whole number from 4096 to"),
         ("[agent]\nlog_level = 'loud'\n", "[agent] log_level = 'loud': must be one of debug, info, warning, error"),
         ("[host]\nsources = ['nic', 'nfs']\n", "[host] sources = ['nic', 'nfs']: unknown source 'nfs'"),
         ("[host]\nproc_rot = '/proc'\n", "unknown key [host] proc_rot"),
@@ -113,7 +114,7 @@ def test_group_or_world_readable_secret_file_is_refused(tmp_path, mode):
     path = tmp_path / "token"
     path.write_text("s3cret\n")
     os.chmod(path, mode)
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(EnvironmentProblem) as error:
         config.read_secret(str(path), None, "InfluxDB token")
     assert f"mode {mode:04o}" in str(error.value) and str(path) in str(error.value)
     assert "s3cret" not in str(error.value)
@@ -146,7 +147,7 @@ def test_influxdb_section_is_off_by_default_and_verifies_tls_when_on(tmp_path):
         ),
         ({"enabled": True, "bucket": ""}, "[influxdb] bucket = '': must name a bucket"),
         ({"enabled": "yes"}, "[influxdb] enabled = 'yes': must be true or false"),
-        ({"timeout_s": 0}, "[influxdb] timeout_s = 0: must be a positive number"),
+        ({"timeout_s": 0}, "[influxdb] timeout_s = 0: must be a number from 0.01 to 300"),
         ({"max_retries": -1}, "[influxdb] max_retries = -1: must be a whole number"),
     ],
 )

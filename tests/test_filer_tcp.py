@@ -189,6 +189,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(
     st.one_of(
         json_values,

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -42,8 +43,17 @@ def dashboards():
     return found
 
 
+def panels_of(dashboard):
+    """Every panel that shows data: those at the top level and those inside rows (collapsed or not)."""
+    for p in dashboard["panels"]:
+        if p["type"] == "row":
+            yield from p["panels"]
+        else:
+            yield p
+
+
 def all_panels():
-    return [(name, p) for name, d in dashboards().items() for p in d["panels"]]
+    return [(name, p) for name, d in dashboards().items() for p in panels_of(d)]
 
 
 def test_committed_dashboards_are_what_the_generator_writes():
@@ -75,20 +85,121 @@ def test_panel_rules(name, p):
     assert p["targets"] and all(t["datasource"] == DATASOURCE for t in p["targets"])
 
 
+def assert_no_overlap(name, panels):
+    cells = set()
+    for p in panels:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["y"] >= 0 and g["w"] > 0 and g["h"] > 0 and g["x"] + g["w"] <= 24, (name, p["title"])
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & mine, (name, p["title"], "overlaps")
+        cells |= mine
+
+
 def test_unique_panel_ids_and_valid_non_overlapping_grid():
     for name, d in dashboards().items():
-        ids = [p["id"] for p in d["panels"]]
+        ids = [p["id"] for p in d["panels"]] + [q["id"] for p in d["panels"] if p["type"] == "row" for q in p["panels"]]
         assert len(ids) == len(set(ids)), name
-        cells = set()
+        # What a viewer sees with every row collapsed as committed, and each collapsed row once expanded.
+        assert_no_overlap(name, d["panels"])
         for p in d["panels"]:
-            g = p["gridPos"]
-            assert g["x"] >= 0 and g["y"] >= 0 and g["w"] > 0 and g["h"] > 0 and g["x"] + g["w"] <= 24, (
-                name,
-                p["title"],
-            )
-            mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
-            assert not cells & mine, (name, p["title"], "overlaps")
-            cells |= mine
+            if p["type"] == "row" and p["collapsed"]:
+                assert_no_overlap(name, p["panels"])
+                assert all(q["gridPos"]["y"] > p["gridPos"]["y"] for q in p["panels"]), (name, p["title"])
+
+
+def test_host_dashboard_is_rows_by_layer_with_health_on_top():
+    host = dashboards()["dnfsmon-host.json"]
+    rows = [p for p in host["panels"] if p["type"] == "row"]
+    assert [r["title"] for r in rows][:2] == ["Health", "Latency breakdown"]
+    assert {"Database", "dNFS paths", "Network", "Kernel NFS client", "Agent"} <= {r["title"] for r in rows}
+    # Nothing stands outside a row, and the health row is single numbers with thresholds.
+    assert host["panels"][0]["type"] == "row"
+    health = host["panels"][1 : host["panels"].index(rows[1])]
+    assert len(health) >= 7 and all(p["type"] == "stat" for p in health)
+    steps = [len(p["fieldConfig"]["defaults"]["thresholds"]["steps"]) for p in health]
+    assert sum(n >= 2 for n in steps) >= 6, steps  # all but a plain rate turn amber or red
+
+
+def test_the_latency_question_is_one_panel_in_one_unit():
+    host = dashboards()["dnfsmon-host.json"]
+    rows = [p for p in host["panels"] if p["type"] == "row"]
+    start = host["panels"].index(rows[1])
+    breakdown = host["panels"][start + 1 : host["panels"].index(rows[2])]
+    assert len(breakdown) == 1
+    p = breakdown[0]
+    assert p["fieldConfig"]["defaults"]["unit"] == "ms"
+    measurements = {queried(t["query"])[0] for t in p["targets"]}
+    assert {"dnfsmon_oracle_event", "dnfsmon_filer_tcp", "dnfsmon_nfs_op"} <= measurements
+    oracle = next(t["query"] for t in p["targets"] if "dnfsmon_oracle_event" in t["query"])
+    assert '("avg_latency_us") / 1000' in oracle  # µs published, ms shown
+
+
+# Grafana unit ids for catalogue units, and the factor a query may apply to reach them.
+SCALED = {" / 1000": {"µs": "ms"}}
+
+
+def test_every_panel_unit_is_the_catalogue_unit_of_what_it_plots():
+    generator = load_generator()
+    entries = catalogue.load()
+    checked = 0
+    for _name, p in all_panels():
+        unit = p["fieldConfig"]["defaults"]["unit"]
+        for t in p["targets"]:
+            measurement, fields, _tags = queried(t["query"])
+            for field in fields:
+                entry = entries[(measurement, "field", field)]
+                expected = entry.unit
+                for factor, mapping in SCALED.items():
+                    if f'("{field}"){factor}' in t["query"]:
+                        expected = mapping[expected]
+                if entry.type == "boolean":
+                    assert unit == "bool_yes_no", p["title"]
+                else:
+                    assert unit == generator.grafana_unit(expected), (p["title"], field, unit, expected)
+                checked += 1
+    assert checked > 40
+
+
+def test_a_throughput_panel_in_a_size_unit_would_fail():
+    # The defect this guards against: MiB/s plotted with Grafana's "mbytes" (a size).
+    assert load_generator().grafana_unit("MiB/s") == "MiBs" != "mbytes"
+
+
+def test_outages_are_drawn_as_gaps():
+    for _name, p in all_panels():
+        for t in p["targets"]:
+            if "GROUP BY time(" in t["query"]:
+                expected = "fill(0)" if p["type"] == "heatmap" else "fill(null)"
+                assert t["query"].endswith(expected), (p["title"], t["query"])
+
+
+def test_fleet_rows_link_to_the_host_dashboard_with_their_host_and_database():
+    fleet = dashboards()["dnfsmon-fleet.json"]
+    for p in panels_of(fleet):
+        links = p["fieldConfig"]["defaults"]["links"]
+        assert links and "var-host=${__data.fields.host}" in links[0]["url"], p["title"]
+        grouped_by_database = any('"database"' in t["query"].split("GROUP BY")[-1] for t in p["targets"])
+        assert ("var-database=${__data.fields.database}" in links[0]["url"]) == grouped_by_database, p["title"]
+
+
+def test_variables_filter_the_tag_they_are_filled_from():
+    """A variable filled from one tag must not filter another (filer names are not addresses)."""
+    for name, d in dashboards().items():
+        sources = {
+            v["name"]: re.search(r'FROM "(\w+)" WITH KEY = "(\w+)"', v["query"]).groups()
+            for v in d["templating"]["list"]
+            if v["type"] == "query"
+        }
+        for p in panels_of(d):
+            for t in p["targets"]:
+                measurement = queried(t["query"])[0]
+                for tag, variable in re.findall(r'"(\w+)" =~ /\^\$(\w+)\$/', t["query"]):
+                    filled_from_measurement, filled_from_tag = sources[variable]
+                    assert tag == filled_from_tag, (name, p["title"], tag, variable)
+                    # The same tag name on another measurement must mean the same thing: a filer
+                    # name (dnfs_channel.server) is not a filer address (filer_tcp.server).
+                    if tag == "server":
+                        assert filled_from_measurement == measurement, (name, p["title"], variable)
 
 
 def test_no_hard_coded_data_source_anywhere():
@@ -164,7 +275,7 @@ def filled(influx_server, tmp_path_factory):
     assert result.returncode == 0, result.stderr
     # Host sources this machine lacks (NFS mounts, filers, kernel NFS client, a NIC with a known speed): the golden captures.
     points = []
-    for case in ("nfs", "filer", "rpc", "basic"):
+    for case in ("nfs", "filer", "rpc", "basic", "reset"):
         _, old_raws, old_failures = capture.read(os.path.join(CASES, case, "old"))
         host, raws, failures = capture.read(os.path.join(CASES, case, "new"))
         points += compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples).points
@@ -180,7 +291,7 @@ def filled(influx_server, tmp_path_factory):
 
 def concrete(query):
     """A panel query with Grafana's variables filled as a user choosing "All" over the last hour would."""
-    for name in ("host", "database", "instance", "server", "interface"):
+    for name in ("host", "database", "instance", "server", "filer_address", "interface"):
         query = query.replace(f"${name}", ".*")
     return query.replace("$timeFilter", "time > now() - 1h").replace("$__interval", "10s")
 
@@ -199,9 +310,130 @@ def test_every_panel_query_returns_data(filled, name, p):
         assert values, f"{p['title']}: {t['query']} returned no data"
 
 
+def test_plots_of_the_panel_queries_draw_every_row(filled, tmp_path):
+    """grafana/plot.py: the pictures in docs/dashboards/ are these queries' results, drawn."""
+    server, db = filled
+    spec = importlib.util.spec_from_file_location("grafana_plot", os.path.join(GRAFANA, "plot.py"))
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    out = os.environ.get("DNFSMON_WRITE_DASHBOARD_PLOTS") or str(tmp_path)  # set to docs/dashboards to refresh them
+    for name, board in dashboards().items():
+        drawn = plot.plot_dashboard(board, server.url, db, out)
+        rows = [p for p in board["panels"] if p["type"] == "row"]
+        assert len(drawn) == len(rows), name
+        assert all(count > 0 for count in drawn.values()), (name, drawn)
+        for png in drawn:
+            with open(os.path.join(out, png), "rb") as f:
+                assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_agent_events_annotation_returns_events(filled):
+    server, db = filled
+    (annotation,) = dashboards()["dnfsmon-host.json"]["annotations"]["list"]
+    rows = server.rows(concrete(annotation["query"]), db)
+    assert rows and all(annotation["textColumn"] in row and annotation["tagsColumn"] in row for row in rows)
+    assert {row["kind"] for row in rows} == {"counter-reset"}  # the reset golden case
+
+
 def test_every_variable_query_returns_values(filled):
     server, db = filled
     for name, d in dashboards().items():
         for v in d["templating"]["list"]:
             if v["type"] == "query":
                 assert server.rows(concrete(v["query"]), db), (name, v["name"])
+
+
+# --- the JSON type-checks against Grafana's published schema ---
+
+SCHEMA_PACKAGE = os.path.join(os.path.dirname(__file__), "grafana_schema")
+# Panel options types of @grafana/schema, per panel type the dashboards use.
+PANEL_OPTIONS = {
+    "timeseries": "timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen",
+    "stat": "stat/panelcfg/x/StatPanelCfg_types.gen",
+    "table": "table/panelcfg/x/TablePanelCfg_types.gen",
+    "heatmap": "heatmap/panelcfg/x/HeatmapPanelCfg_types.gen",
+}
+# Grafana's JSON holds an enum's value where the TypeScript types name the enum, and Grafana fills
+# omitted keys with defaults when it loads a dashboard. Loose<T> accepts exactly that: enum values as
+# their strings and every key optional. Unknown keys and wrongly typed values still fail, because
+# TypeScript checks an object literal's keys against the type it is assigned to.
+LOOSE = """
+type Loose<T> = T extends string ? `${T}` : T extends number | boolean | null | undefined ? T
+  : T extends Array<infer U> ? Array<Loose<U>> : { [K in keyof T]?: Loose<T[K]> };
+"""
+
+
+@pytest.fixture(scope="module")
+def tsc(tmp_path_factory):
+    """TypeScript's compiler and @grafana/schema at the versions pinned in tests/grafana_schema/package.json."""
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "dnfsmon-tests", "grafana-schema")
+    with open(os.path.join(SCHEMA_PACKAGE, "package.json"), encoding="utf-8") as f:
+        wanted = f.read()
+    os.makedirs(cache, exist_ok=True)
+    manifest = os.path.join(cache, "package.json")
+    current = open(manifest, encoding="utf-8").read() if os.path.exists(manifest) else ""
+    if current != wanted or not os.path.exists(os.path.join(cache, "node_modules", ".bin", "tsc")):
+        with open(manifest, "w", encoding="utf-8") as f:
+            f.write(wanted)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--no-package-lock", "--silent"],
+            cwd=cache,
+            check=True,
+            timeout=600,
+        )
+    return cache
+
+
+def typescript_for(dashboard: dict) -> str:
+    lines = ['import type { Dashboard } from "@grafana/schema";']
+    for kind, module in PANEL_OPTIONS.items():
+        lines.append(
+            f'import type {{ Options as {kind}Options }} from "@grafana/schema/dist/esm/raw/composable/{module}";'
+        )
+    lines.append('import type { AnnotationQuery } from "@grafana/schema";')
+    lines.append(LOOSE)
+    # The InfluxDB data source's own annotation keys, which the dashboard schema leaves to data sources.
+    lines.append(
+        "type InfluxAnnotation = Loose<AnnotationQuery> & { query?: string; textColumn?: string; tagsColumn?: string };"
+    )
+    lines.append(
+        'type Board = Loose<Omit<Dashboard, "annotations">> & { annotations?: { list?: InfluxAnnotation[] } };'
+    )
+    lines.append(f"export const dashboard: Board = {json.dumps(dashboard, ensure_ascii=False)};")
+    for p in panels_of(dashboard):
+        lines.append(f"export const options_{p['id']}: Loose<{p['type']}Options> = {json.dumps(p['options'])};")
+    return "\n".join(lines) + "\n"
+
+
+def run_tsc(tsc: str, sources: dict) -> subprocess.CompletedProcess:
+    """Type-check `sources` (file name -> TypeScript) beside the installed packages, strict mode."""
+    directory = os.path.join(tsc, "check")
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    for name, text in sources.items():
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    command = [os.path.join(tsc, "node_modules", ".bin", "tsc"), "--noEmit", "--strict", "--target", "es2022"]
+    command += ["--module", "esnext", "--moduleResolution", "bundler", "--skipLibCheck", *sources]
+    return subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
+def test_dashboards_type_check_against_grafanas_published_schema(tsc):
+    sources = {name.replace(".json", ".ts"): typescript_for(d) for name, d in dashboards().items()}
+    result = run_tsc(tsc, sources)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
+def test_the_schema_check_catches_an_unknown_key_and_a_wrong_type(tsc):
+    board = dashboards()["dnfsmon-host.json"]
+    bad_key = json.loads(json.dumps(board))
+    bad_key["panels"][1]["fieldConfig"]["defaults"]["unitt"] = "ms"
+    bad_type = json.loads(json.dumps(board))
+    bad_type["panels"][1]["gridPos"]["w"] = "wide"
+    bad_option = json.loads(json.dumps(board))
+    bad_option["panels"][1]["options"]["graphMode"] = "sparkle"
+    for broken, needle in ((bad_key, "unitt"), (bad_type, "not assignable to type 'number'"), (bad_option, "sparkle")):
+        result = run_tsc(tsc, {"broken.ts": typescript_for(broken)})
+        assert result.returncode != 0 and needle in result.stdout, result.stdout

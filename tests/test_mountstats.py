@@ -14,8 +14,8 @@ from dnfsmon import rates
 from dnfsmon.sources import mountstats as ms
 from dnfsmon.sources.base import ParseError, Raw
 
-# Real captures, read in place from shared/ beside the checkout (CI clones there too).
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "mountstats"))
+# Real captures from other projects' test data (origin and licence: tests/fixtures/SOURCES.md).
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "mountstats")
 TELEGRAF = os.path.join(FIXTURES, "telegraf-testdata.mountstats")
 PROCFS = os.path.join(FIXTURES, "procfs-26231.mountstats")
 
@@ -372,6 +372,7 @@ def parse_mountstats_iostat(output):
     return found
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("capture", [TELEGRAF, PROCFS])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_per_op_figures_equal_nfs_utils_mountstats_iostat(tmp_path, capture, seed):
@@ -461,6 +462,7 @@ def mutate(text, edits):
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(mutations())
 def test_mutated_captures_only_ever_give_documented_errors(case):

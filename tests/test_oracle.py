@@ -50,6 +50,9 @@ def test_every_sql_text_matches_the_column_facts(release):
     }
     for query in queries:
         assert violations(query.sql, release) == [], (release, query.name)
+    for scope in oracle.SCOPES:  # what is sent: the combined statements
+        for combined in oracle.read_groups(oracle.build_queries(facts_available(release), scope), inventory=True):
+            assert violations(combined.sql, release) == [], (release, scope, combined.name)
     assert violations(oracle_db.discovery_sql(), release) == []
 
 
@@ -121,6 +124,18 @@ class FakeCursor:
         return list(self._rows)
 
 
+def to_char(column, value):
+    """What Oracle's TO_CHAR returns for a recorded value (the combined statements' formats)."""
+    if value is None:
+        return None
+    if column == "DB_TIME":  # TO_CHAR(timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.FF6')
+        moment = datetime.datetime.fromtimestamp(value, datetime.timezone.utc)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 class FakeConnection:
     """Answers dnfsmon's SQL from a recorded results document, as python-oracledb would."""
 
@@ -134,25 +149,32 @@ class FakeConnection:
     def cursor(self):
         return FakeCursor(self)
 
+    def statements(self):
+        """Every statement the agent may send: each scope's combined statements and single queries."""
+        for scope in oracle.SCOPES:
+            queries = oracle.build_queries(self.discovered, scope)
+            yield from oracle.read_groups(queries, inventory=True)
+            yield from (oracle.combine(q.name, [q]) for q in queries)
+
     def answer(self, sql):
         self.executed.append(sql)
         if "all_tab_columns" in sql:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
             ]
-        query = next(q for q in oracle.build_queries(self.discovered) if q.sql == sql)
-        if query.name in self.failing:
-            return self.failing[query.name]
-        recorded = self.by_name[query.name]
+        combined = next(c for c in self.statements() if c.sql == sql)
+        for query in combined.queries:  # Oracle fails the whole statement
+            if query.name in self.failing:
+                return self.failing[query.name]
+        width = max(len(q.columns) for q in combined.queries)
         rows = []
-        for row in recorded["rows"]:
-            values = dict(zip(recorded["columns"], row))
-            if "DB_TIME" in values:  # the driver returns TIMESTAMP values as datetime
-                values["DB_TIME"] = datetime.datetime.fromtimestamp(values["DB_TIME"], datetime.timezone.utc).replace(
-                    tzinfo=None
-                )
-            rows.append([values[c] for c in recorded["columns"]])
-        return recorded["columns"], rows
+        for query in combined.queries:
+            recorded = self.by_name[query.name]
+            for row in recorded["rows"]:
+                values = dict(zip(recorded["columns"], row))
+                texts = [to_char(c, values[c]) for c in query.columns]
+                rows.append([query.name, *texts, *[None] * (width - len(texts))])
+        return ["Q", *(f"C{n}" for n in range(1, width + 1))], rows
 
     def close(self):
         pass
@@ -164,9 +186,17 @@ def settings(**overrides):
     return parse({"oracle": table}, None).oracle
 
 
-def live_read(document, release="19c", failing=None, drop_views=()):
+def live_read(document, release="19c", failing=None, drop_views=(), **options):
+    """The live reader on recorded rows; its clock reads the recorded database time
+    (the recording is replayed faster than it was made)."""
     discovered = {v: c for v, c in facts_available(release).items() if v not in drop_views}
-    database = oracle_db.Database(settings())
+    database = oracle_db.Database(settings(**options))
+    database.clock = lambda: next(
+        row[data["columns"].index("DB_TIME")]
+        for data in document["results"].values()
+        if "DB_TIME" in data["columns"]
+        for row in data["rows"]
+    )
     database.connection = FakeConnection(document, discovered, failing)
     database.discover()
     return oracle_db.to_raw(database.read(), 0.0), database.connection
@@ -298,13 +328,16 @@ def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
     )
 
 
-def test_call_timeout_on_one_query():
+def test_a_call_timeout_fails_the_counters_statement_without_a_cascade_of_retries():
     failing = {"event_histogram": OracleError("DPY-4024", "call timeout of 10000 ms exceeded")}
-    raw, _ = live_read(simulated_document(T0), failing=failing)
+    raw, connection = live_read(simulated_document(T0), failing=failing)
     assert (
-        "event_histogram: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s"
+        "counters: DPY-4024: call timeout of 10000 ms exceeded (call timeout: raise oracle.call_timeout_s"
         in oracle.failure(oracle.samples(raw, "h")[0])
     )
+    # Discovery, the counters' statement (timed out: not retried query by query), the inventory's.
+    assert len(connection.executed) == 3
+    assert "dnfs_servers" in json.loads(raw.files[oracle.RESULTS])["results"]
 
 
 @pytest.mark.parametrize(
@@ -407,6 +440,7 @@ cell = (
 )
 
 
+@pytest.mark.slow
 @hsettings(max_examples=200, deadline=None)
 @given(st.data())
 def test_mutated_recorded_rows_give_only_documented_errors(data):
@@ -447,3 +481,357 @@ def test_status_names_the_release_and_refuses_an_unsupported_one():
     (status, *_), problems = oracle.samples(Raw({oracle.RESULTS: json.dumps(document)}, T0, T0), "h")
     assert "release" not in status.gauges
     assert "Oracle 11.2.0.3.0 is older than 11.2.0.4" in str(problems[0])
+
+
+# --- a hung database: real sockets, the real python-oracledb thin client ---
+
+
+class HungListener:
+    """A TCP listener on 127.0.0.1 that accepts and then never completes the TNS handshake.
+
+    "silent" never sends a byte; "trickle" sends a TNS packet header that
+    announces a large packet, then one byte of it every 0.2 s, for ever.
+    """
+
+    def __init__(self, behaviour):
+        import socket
+        import threading
+
+        self.behaviour = behaviour
+        self.accepted = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.stopping = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import threading
+
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection):
+        # Packet length 0x4000, type 2 (ACCEPT): the client waits for the rest.
+        header = b"\x40\x00\x00\x00\x02\x00\x00\x00"
+        with connection:
+            sent = 0
+            while not self.stopping.wait(0.2):
+                if self.behaviour == "trickle":
+                    try:
+                        connection.sendall(header[sent : sent + 1] if sent < len(header) else b"\x00")
+                    except OSError:
+                        return
+                    sent += 1
+
+    def close(self):
+        self.stopping.set()
+        self.server.close()
+
+
+@pytest.mark.parametrize("behaviour", ["silent", "trickle"])
+def test_a_hung_listener_costs_one_bounded_wait_per_run_and_every_host_sample(tmp_path, behaviour):
+    """The reliability review's H1: before, `collect` hung for ever here, holding the lock."""
+    import time
+
+    from dnfsmon.store import Store
+
+    listener = HungListener(behaviour)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(
+        tmp_path,
+        agent={"host": "dbhost"},
+        host={"sources": ["nic"]},
+        oracle={
+            "enabled": True,
+            "target": "ORCL",
+            "dsn": f"127.0.0.1:{listener.port}/ORCL",
+            "user": "dnfsmon",
+            "password_file": "pw",
+            "call_timeout_s": 1,
+        },
+    )
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "3", "--interval", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,  # the bug this guards against is an endless hang
+        )
+    finally:
+        listener.close()
+    elapsed = time.monotonic() - started
+    assert result.returncode == 3, result.stderr
+    assert "no answer from the database within 2 s (connect); not asked again in this run" in result.stderr
+    assert "secret-pw" not in result.stderr
+    # One connection attempt for the whole run: the later samples do not wait again.
+    assert listener.accepted == 1
+    # Documented bound: count x interval plus one deadline (call_timeout_s + 1 s); generous
+    # slack for a loaded machine, far below "for ever".
+    assert elapsed < 3 * 2 + 2 + 30
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    agent = [p for p in points if p.measurement == "dnfsmon_agent"]
+    assert len(agent) == 3  # every sample of the run was taken
+    assert len({p.time_ns for p in points if p.measurement == "dnfsmon_nic"}) == 2  # samples 2 and 3 (1 = baseline)
+    status = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
+    assert len(status) == 3 and all(p.fields["up"] is False and "no answer" in p.fields["error"] for p in status)
+
+
+def test_the_oracle_lists_have_one_source_of_truth():
+    # The op names are the view's own columns; the agent reads every one of them.
+    op_columns = [c for c in oracle_facts.columns("V$DNFS_STATS", "19c") if c.startswith("NFS_") and "BYTES" not in c]
+    assert list(oracle_facts.NFS_OPS) == op_columns
+    stats = next(q for q in oracle.build_queries(facts_available("19c")) if q.name == "dnfs_stats")
+    assert set(oracle_facts.NFS_OPS) <= set(stats.columns)
+    # Every event the agent asks for is one the simulator models, and the other way round.
+    assert set(simulator.EVENTS) == set(oracle_facts.IO_EVENTS)
+    for query in oracle.build_queries(facts_available("19c")):
+        if "event" in query.sql:
+            assert all(f"'{event}'" in query.sql for event in oracle_facts.IO_EVENTS)
+    # The views the agent may query are exactly the views read (and so granted).
+    assert {v for q in oracle.build_queries(facts_available("19c")) for v in q.views} | {"GV$EVENT_HISTOGRAM"} == set(
+        oracle_facts.VIEWS_READ
+    )
+    # Each release's version string maps back to that release.
+    assert all(oracle_facts.release_of_version(v) == r for r, v in oracle_facts.VERSION_STRINGS.items())
+    assert list(oracle_facts.VERSION_STRINGS) == list(oracle_facts.RELEASES)
+
+
+# --- histograms, releases, RAC, CDB, clock, the status point ---
+
+
+def test_the_first_waits_in_a_bucket_never_seen_before_are_counted():
+    """V$EVENT_HISTOGRAM lists only buckets hit since startup: a new slow bucket counts from zero."""
+    documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
+    documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))
+    histogram = documents[1]["results"]["event_histogram"]
+    columns = histogram["columns"]
+    template = next(r for r in histogram["rows"] if r[columns.index("EVENT")] == "db file sequential read")
+    outliers = list(template)
+    outliers[columns.index("WAIT_TIME_MICRO")] = 2**27  # 134 ms: a filer failover's stall
+    outliers[columns.index("WAIT_COUNT")] = 7
+    histogram["rows"].append(outliers)
+    assert not any(
+        r[columns.index("WAIT_TIME_MICRO")] == 2**27 for r in documents[0]["results"]["event_histogram"]["rows"]
+    )
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    slow = [
+        p
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram"
+        and dict(p.tags)["event"] == "db file sequential read"
+        and dict(p.tags)["le_us"] == str(2**27)
+    ]
+    assert len(slow) == 1 and slow[0].fields["waits_per_s"] == pytest.approx(0.7)
+
+
+def test_a_restart_rebaselines_the_histogram_new_buckets_included():
+    documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
+    documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))
+    instances = documents[1]["results"]["instances"]
+    instances["rows"][0][instances["columns"].index("STARTUP_TIME")] = "2026-11-22T02:00:00"
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    assert not [p for p in points if p.measurement == "dnfsmon_oracle_latency_histogram"]
+
+
+def test_release_11_in_thin_mode_is_refused_at_config_validation():
+    from dnfsmon.config import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"\[oracle\] release = .11\.2\.0\.4.: python-oracledb thin mode cannot connect"
+    ):
+        settings(release="11.2.0.4")
+    with pytest.raises(ConfigError, match=r'set mode = "thick"'):
+        parse({"simulator": {"enabled": True, "release": "11.2.0.4"}}, None)
+    assert settings(release="11.2.0.4", mode="thick").mode == "thick"
+
+
+def test_dpy_3010_from_the_driver_says_to_use_thick_mode():
+    """The simulated 11.2.0.4 database, read in thin mode (as if the release were not configured)."""
+    raw = simulator.read(simulator.Workload(release="11.2.0.4", mode="thin"), T0)
+    (status,), _ = oracle.samples(raw, "h")
+    assert status.gauges["up"] is False
+    assert status.gauges["error"].startswith("DPY-3010: connections to this database server version")
+    assert 'set mode = "thick"' in status.gauges["error"]
+    assert dict(status.key)["database"] == "SIMDB"
+    thick = points_between(
+        simulator.read(simulator.Workload(release="11.2.0.4", mode="thick"), T0),
+        simulator.read(simulator.Workload(release="11.2.0.4", mode="thick"), T0 + 10),
+    )
+    assert any(p.measurement == "dnfsmon_dnfs_io" for p in thick.points)
+
+
+def io_by_instance(points):
+    return {dict(p.tags)["instance"]: dict(p.tags)["host"] for p in points if p.measurement == "dnfsmon_dnfs_io"}
+
+
+@pytest.mark.parametrize("connected", [1, 2])
+def test_rac_instance_scope_reads_only_the_connected_instance_through_the_live_reader(connected):
+    workload = simulator.Workload(instances=2, scope="instance", connected_instance=connected)
+    memory = simulator.Memory()
+    raws = []
+    for t in (T0, T0 + 10):
+        raw, connection = live_read(simulated_document(t, workload, memory), scope="instance")
+        raws.append(raw)
+    assert all(
+        "inst_id = TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))" in sql
+        for sql in connection.executed
+        if "gv$" in sql and "all_tab_columns" not in sql
+    )
+    points = points_between(*raws, host=f"simhost{connected}.example.com").points
+    # The instance's host, spelt as the agent spells its own host.
+    assert io_by_instance(points) == {f"simdb{connected}": f"simhost{connected}.example.com"}
+
+
+def test_rac_no_instance_is_published_twice_in_either_scope():
+    published = []
+    for connected in (1, 2):  # one agent per node, scope "instance" (the default)
+        workload = simulator.Workload(instances=2, scope="instance", connected_instance=connected)
+        memory = simulator.Memory()
+        raws = [simulator.read(workload, t, memory) for t in (T0, T0 + 10)]
+        published += list(io_by_instance(points_between(*raws, host=f"simhost{connected}").points).items())
+    assert sorted(published) == [("simdb1", "simhost1"), ("simdb2", "simhost2")]
+    # One agent for the whole cluster, on node 1: each instance once, with its own host.
+    workload = simulator.Workload(instances=2, scope="cluster")
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in (T0, T0 + 10)]
+    cluster = points_between(*raws, host="simhost1").points
+    assert io_by_instance(cluster) == {"simdb1": "simhost1", "simdb2": "simhost2"}
+    assert len([p for p in cluster if p.measurement == "dnfsmon_dnfs_io"]) == 2
+    status = [p for p in cluster if p.measurement == "dnfsmon_oracle_status"]
+    assert len(status) == 1 and dict(status[0].tags)["host"] == "simhost1"
+
+
+def test_cdb_figures_per_pdb_add_up_to_the_instance():
+    workload = simulator.Workload(instances=1, pdbs=2, processes=20)
+    memory = simulator.Memory()
+    raws = [live_read(simulated_document(t, workload, memory))[0] for t in (T0, T0 + 10)]
+    points = points_between(*raws).points
+    io = {dict(p.tags).get("pdb"): p.fields for p in points if p.measurement == "dnfsmon_dnfs_io"}
+    assert set(io) == {"1", "3", "4"}  # root (background processes) and the two PDBs
+    truth = simulator.truth(workload, 1, T0, T0 + 10)
+    assert sum(f["read_iops"] for f in io.values()) == pytest.approx(truth.observable_read_iops, rel=0.005)
+    coverage = {
+        (dict(p.tags).get("pdb"), dict(p.tags)["file_type"]): p.fields
+        for p in points
+        if p.measurement == "dnfsmon_dnfs_coverage"
+    }
+    assert coverage[("3", "Data File")]["files"] + coverage[("4", "Data File")]["files"] == 20
+    # Wait events are instance-wide (V$SYSTEM_EVENT from the root): no pdb tag.
+    assert all("pdb" not in dict(p.tags) for p in points if p.measurement == "dnfsmon_oracle_event")
+
+
+def test_a_database_clock_step_gives_no_point_for_that_interval():
+    workload = simulator.Workload(instances=1)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10, T0 + 20)]
+    # NTP steps the database host's clock 30 s forward between the 2nd and 3rd reads:
+    # its clock says 40 s passed, the agent's monotonic clock 10 s.
+    for data in documents[2]["results"].values():
+        if "DB_TIME" in data["columns"]:
+            index = data["columns"].index("DB_TIME")
+            for row in data["rows"]:
+                row[index] += 30
+            data["agent_clock"] = T0 + 20
+    raws = [oracle_db.to_raw(d, 0.0) for d in documents]
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    second = compute({"oracle": raws[1]}, {}, "h", first.samples)
+    third = compute({"oracle": raws[2]}, {}, "h", second.samples)
+    assert any(p.measurement == "dnfsmon_dnfs_io" for p in second.points)
+    rated = {"dnfsmon_dnfs_io", "dnfsmon_oracle_event", "dnfsmon_dnfs_channel", "dnfsmon_oracle_latency_histogram"}
+    assert not [p for p in third.points if p.measurement in rated]
+    assert any("clock stepped" in s.reason for s in third.skips)
+
+
+def test_a_reconnect_to_another_instance_rebaselines_its_clock():
+    workload = simulator.Workload(instances=2, scope="cluster")
+    memory = simulator.Memory()
+    before = simulator.read(workload, T0, memory)
+    after = simulator.read(simulator.Workload(instances=2, scope="cluster", connected_instance=2), T0 + 10, memory)
+    outcome = points_between(before, after)
+    assert not [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert any("identity changed" in s.reason for s in outcome.skips)
+
+
+def test_the_status_point_names_the_configured_target_when_the_database_cannot_be_asked(monkeypatch):
+    database = oracle_db.Database(settings(target="ORCL-PROD"))
+
+    def refuse():
+        raise OracleError("ORA-12541", "TNS:no listener")
+
+    monkeypatch.setattr(database, "connect", refuse)
+    (status,), _ = oracle.samples(oracle_db.read_once(database, 1.0), "h")
+    assert dict(status.key) == {"host": "h", "database": "ORCL-PROD"}
+
+
+def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
+    """Round trips counted through the fake cursor; figures unchanged (review D1/D2)."""
+    document = simulated_document(T0)
+    database = oracle_db.Database(settings())
+    database.clock = lambda: T0
+    database.connection = FakeConnection(document, facts_available("19c"))
+    database.discover()
+    executed = database.connection.executed
+    before = len(executed)
+    counters_only = database.read(inventory=False)
+    assert len(executed) - before == 1
+    assert set(counters_only["results"]) == {
+        "instances",
+        "database",
+        "dnfs_stats",
+        "dnfs_channels",
+        "system_event",
+        "event_histogram",
+    }
+    before = len(executed)
+    everything = database.read(inventory=True)
+    assert len(executed) - before == 2
+    assert {"dnfs_servers", "dnfs_files", "iostat_file"} <= set(everything["results"])
+    # The rows come back exactly as recorded (numbers as numbers, every digit kept).
+    for name, data in everything["results"].items():
+        assert data["rows"] == document["results"][name]["rows"], name
+
+
+def test_the_inventory_is_read_every_inventory_interval_and_the_counters_every_sample():
+    workload = simulator.Workload(instances=1)
+    memory = simulator.Memory()
+    previous, inventory_reads, io_points = {}, [], 0
+    for step in range(64):  # 10 s apart: 630 s
+        t = T0 + 10 * step
+        due = oracle.inventory_due(previous.values(), t, 600.0)
+        if due:
+            inventory_reads.append(step)
+        outcome = compute({"oracle": simulator.read(workload, t, memory, inventory=due)}, {}, "h", previous)
+        previous = outcome.samples
+        io_points += sum(1 for p in outcome.points if p.measurement == "dnfsmon_dnfs_io")
+        servers = [p for p in outcome.points if p.measurement == "dnfsmon_dnfs_server"]
+        assert bool(servers) == due  # a server point from each inventory read, the first included
+    assert inventory_reads == [0, 60]
+    assert io_points == 63
+
+
+def test_the_inventory_cadence_holds_across_cron_runs(tmp_path):
+    """Two cron-style runs a few seconds apart: the inventory is read once, by the first."""
+    from dnfsmon.store import Store
+
+    config = write_config(
+        tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "instances": 1, "scope": "instance"}
+    )
+    for _ in range(2):
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "2", "--interval", "0.5"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    servers = [p for p in points if p.measurement == "dnfsmon_dnfs_server"]
+    assert len(servers) == 2  # the two filers, from the first sample of the first run only
+    assert len({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"}) == 3  # every later sample

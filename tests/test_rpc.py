@@ -48,6 +48,7 @@ def test_counters_are_declared_32_bits_wide_and_tunables_are_gauges():
     assert sample.gauges == {"tcp_slot_table_entries": 128}
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.sampled_from(list("rpcnetproc3 0123456789-x\n")), max_size=80))
 def test_arbitrary_text_gives_only_documented_errors(text):
     try:

@@ -20,8 +20,10 @@ of a virtual interface).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Mapping
 from typing import Optional
 
@@ -40,6 +42,39 @@ def _safe_join(directory: str, relative: str) -> str:
     if os.path.isabs(relative) or ".." in relative.split("/"):
         raise CaptureError(f"{directory}/{MANIFEST}: file path {relative!r} must be relative, without '..'")
     return os.path.join(directory, relative)
+
+
+# The largest input file a capture may hold: /proc/self/mountstats of a host
+# with thousands of mounts is a few MiB; anything far larger is not an input.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _read_captured(directory: str, relative: str) -> Optional[str]:
+    """One captured file's text; None when absent. Captures come from other hosts:
+    a symlink (it could point at a local secret), a FIFO or device (it could
+    block or never end) and an oversized file are refused, never read."""
+    path = _safe_join(directory, relative)
+    if not relative or "\0" in relative:
+        raise CaptureError(f"{directory}/{MANIFEST}: file path {relative!r} is not a file name")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise CaptureError(f"{path}: a symbolic link; a capture holds copies of files, never links") from None
+        raise CaptureError(f"{path}: {error.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise CaptureError(f"{path}: not a regular file (a directory, FIFO or device)")
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > MAX_FILE_BYTES:
+            raise CaptureError(f"{path}: {info.st_size} bytes, more than a captured input can be (64 MiB)")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise CaptureError(f"{path}: more than a captured input can be (64 MiB)")
+    return data.decode("utf-8", errors="replace")
 
 
 def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[str, str]) -> None:
@@ -94,10 +129,6 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
             raise CaptureError(f'{where} needs numeric "time" and "wall_time" and a "files" list') from None
         files: dict[str, Optional[str]] = {}
         for relative in listed:
-            try:
-                with open(_safe_join(directory, relative), encoding="utf-8", errors="replace") as f:
-                    files[relative] = f.read()
-            except FileNotFoundError:
-                files[relative] = None
+            files[relative] = _read_captured(directory, relative)
         raws[name] = Raw(files=files, time=time_s, wall_time=wall_time)
     return host, raws, failures

@@ -85,3 +85,22 @@ def format_table(entries: dict[tuple[str, str, str], Entry]) -> str:
             f"{entry.measurement:<14} {entry.kind:<5} {entry.name:<22} {entry.type:<7}{unit}  {entry.description}"
         )
     return "\n".join(lines)
+
+
+def format_markdown(entries: dict[tuple[str, str, str], Entry]) -> str:
+    """The catalogue as docs/metrics.md (`dnfsmon metrics --markdown`; a test keeps the file current)."""
+    lines = [
+        "# Metrics",
+        "",
+        "Generated from `agent/dnfsmon/catalogue.csv` by `dnfsmon metrics --markdown`; do not edit by hand.",
+        "Every measurement a source publishes, its tags and its fields, with the unit and meaning of each.",
+    ]
+    measurement = ""
+    for entry in sorted(entries.values(), key=lambda e: (e.measurement, e.kind != "tag", e.name)):
+        if entry.measurement != measurement:
+            measurement = entry.measurement
+            lines += ["", f"## {measurement}", "", f"Source: `{entry.source}`.", ""]
+            lines += ["| name | kind | type | unit | meaning |", "|---|---|---|---|---|"]
+        description = entry.description.replace("|", "\\|")
+        lines.append(f"| `{entry.name}` | {entry.kind} | {entry.type} | {entry.unit} | {description} |")
+    return "\n".join(lines)

@@ -1,8 +1,10 @@
-"""Command line: dnfsmon collect | capture | diff | show | metrics."""
+"""Command line: dnfsmon collect | ship | capture | diff | show | metrics | check | init-config."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import errno
 import json
 import logging
 import os
@@ -11,122 +13,216 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from . import __version__, capture, catalogue, summary
+from . import __version__, capture, catalogue, diagnosis, summary
 from . import config as configuration
-from .collect import collect, diff_captures, read_targets, report
+from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
 from .points import Point, to_line
 from .state import LockHeld, RunLock
-from .store import Store
+from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
 
-# Exit codes, also listed in README.md ("Exit codes").
+# Exit codes, also listed in docs/troubleshooting.md.
 EXIT_OK = 0
 EXIT_ERROR = 1  # unexpected error (a bug): the traceback is logged
-EXIT_USAGE = 2  # bad arguments, bad config, bad capture
+EXIT_USAGE = 2  # bad arguments, config, capture or environment (a path, a permission, the disk)
 EXIT_SOURCE_FAILED = 3  # the run completed, but at least one source failed (logged)
 EXIT_SHIP_FAILED = 4  # points stored, but InfluxDB could not take them now (a later run sends them)
 EXIT_LOCKED = 75  # another run holds the lock (EX_TEMPFAIL): nothing was touched
+EXIT_FINDINGS_WARNING = 10  # dnfsmon doctor: warnings only
+EXIT_FINDINGS_CRITICAL = 11  # dnfsmon doctor: at least one critical finding
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_ERROR: "unexpected error (a bug; the traceback is logged)",
-    EXIT_USAGE: "bad arguments, configuration or capture (the message names it)",
+    EXIT_USAGE: "bad arguments, configuration, capture or environment (the message names the file or setting and the fix)",
     EXIT_SOURCE_FAILED: "completed, but at least one source failed (logged); other sources' points were stored",
     EXIT_SHIP_FAILED: "points are in the local store, but InfluxDB could not take them now; a later run sends them",
     EXIT_LOCKED: "another dnfsmon run holds the lock; nothing was touched",
+    EXIT_FINDINGS_WARNING: "dnfsmon doctor: warning findings, none critical (docs/doctor.md)",
+    EXIT_FINDINGS_CRITICAL: "dnfsmon doctor: at least one critical finding (docs/doctor.md)",
 }
 
 log = logging.getLogger("dnfsmon")
 
+# init-config writes [agent] state_dir and [store] dir as DIR/state and
+# DIR/store: the two paths every install must own (see example.toml).
+DEFAULT_VAR_DIR = "/var/lib/dnfsmon"
 
-def build_parser() -> argparse.ArgumentParser:
+
+def config_in_use(argv: Sequence[str]) -> str:
+    """The config file a run with these arguments reads, for --help: -c wins, else the default if present."""
+    for number, arg in enumerate(argv):
+        if arg in ("-c", "--config") and number + 1 < len(argv):
+            return argv[number + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+    if os.path.exists(configuration.DEFAULT_PATH):
+        return configuration.DEFAULT_PATH
+    return f"built-in defaults ({configuration.DEFAULT_PATH} does not exist)"
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     epilog = "exit codes:\n" + "\n".join(f"  {code:<3} {text}" for code, text in EXIT_CODES.items())
+    # The options every command takes, accepted before or after the command's
+    # name. In the sub-parsers their default is SUPPRESS, so a value given
+    # before the command is not overwritten by the sub-parser's default.
+    config_help = f"TOML config file (in use: {config_in_use(argv)})"
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-c", "--config", default=argparse.SUPPRESS, metavar="FILE", help=config_help)
+    loudness = common.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log every sample and skip (debug)"
+    )
+    loudness.add_argument(
+        "-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="log warnings and errors only"
+    )
+
     parser = argparse.ArgumentParser(
         prog="dnfsmon",
         description="Monitoring agent for Oracle Direct NFS and the host beneath it.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=epilog,
+        parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"dnfsmon {__version__}")
-    parser.add_argument(
-        "-c",
-        "--config",
-        default=None,
-        help=f"TOML config file (default: {configuration.DEFAULT_PATH} if it exists, else built-in defaults)",
-    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    defaults = argparse.ArgumentDefaultsHelpFormatter
 
-    p = sub.add_parser(
+    def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description, parents=[common])
+
+    p = command(
         "collect",
-        help="one cron run: sample, diff, store",
-        formatter_class=defaults,
-        description="Take samples, diff them against the previous ones and store the points.",
+        "one cron run: sample, diff, store",
+        "Take samples, diff them against the previous ones and store the points.",
     )
-    p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run")
-    p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples")
+    p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run (default: 1)")
+    p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples (default: 10)")
 
-    sub.add_parser(
+    command(
         "ship",
-        help="send the stored points to InfluxDB",
-        description="Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).",
+        "send the stored points to InfluxDB",
+        "Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).",
     )
 
-    p = sub.add_parser(
+    p = command(
         "capture",
-        help="write every source's raw inputs to a directory",
-        description="Write every source's raw inputs and clocks to DIR (see README, Capture format).",
+        "write every source's raw inputs to a directory",
+        "Write every source's raw inputs and clocks to DIR (see docs/capture-format.md).",
     )
     p.add_argument("dir", help="directory to write (created if needed)")
 
-    p = sub.add_parser(
+    p = command(
         "diff",
-        help="compute all metrics between two captures",
-        formatter_class=defaults,
-        description="Compute every metric between two captures, offline, with collect's code.",
+        "compute all metrics between two captures",
+        "Compute every metric between two captures, offline, with collect's code.",
     )
     p.add_argument("old", help="earlier capture directory")
     p.add_argument("new", help="later capture directory")
-    p.add_argument("--format", choices=("table", "json", "lp"), default="table", help="output format")
+    p.add_argument("--format", choices=("table", "json", "lp"), default="table", help="output format (default: table)")
 
-    p = sub.add_parser(
+    p = command(
         "show",
-        help="summarise the points in the local store",
-        formatter_class=defaults,
-        description="Print the latest point of every series in the local store as tables, with units.",
+        "summarise the points in the local store",
+        "Print the latest point of every series in the local store as tables, with units.",
     )
-    p.add_argument("--measurement", default=None, help="every field of this measurement only (e.g. dnfsmon_nic)")
+    p.add_argument("--measurement", help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
 
-    p = sub.add_parser(
-        "top",
-        help="live full-screen view of dNFS, the paths, the NICs and the mounts",
-        description="Refresh a full-screen view every interval, computed with collect's code, "
-        "without the agent's state or store (docs/top.md). Keys: i p n m views, q quit.",
+    p = command(
+        "doctor",
+        "name the layer to blame: latency ladder and findings",
+        "Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
+        "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
+        "collect stores the same ladder and findings on every run.",
     )
-    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes (default 5)")
-    # Also after the subcommand (`dnfsmon top --config F`); absent, the global -c stands.
-    p.add_argument("-c", "--config", default=argparse.SUPPRESS, help="TOML config file (as dnfsmon --config)")
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
+    p.add_argument(
+        "--interval", type=_positive_float, default=10.0, help="seconds between the two live samples (default: 10)"
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+    p = command(
+        "top",
+        "live full-screen view of dNFS, the paths, the NICs and the mounts",
+        "Refresh a full-screen view every interval, computed with collect's code, "
+        "without the agent's state or store (docs/top.md). Keys: i p n m f views, q quit.",
+    )
+    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes (default: 5)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--batch", type=_positive_int, metavar="N", help="print N refreshes as plain text, then exit")
     group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
     p.add_argument("--record", metavar="DIR", help="write each refresh's raw inputs to DIR/NNNN (capture format)")
 
-    sub.add_parser("metrics", help="print the metric catalogue", description="Print every measurement, tag and field.")
+    p = command("metrics", "print the metric catalogue", "Print every measurement, tag and field.")
+    p.add_argument("--markdown", action="store_true", help="as the Markdown of docs/metrics.md")
+
+    command(
+        "check",
+        "check config, directories, secrets, database and InfluxDB",
+        "Check everything a run needs and print one line per item with what to do (see docs/troubleshooting.md).",
+    )
+
+    p = command(
+        "init-config",
+        "write the example config file",
+        "Write the documented example config (every option commented out with its default), mode 0640. Never overwrites.",
+    )
+    p.add_argument(
+        "path",
+        nargs="?",
+        default=configuration.DEFAULT_PATH,
+        help=f"file to write (default: {configuration.DEFAULT_PATH})",
+    )
+    p.add_argument(
+        "--var-dir",
+        default=DEFAULT_VAR_DIR,
+        metavar="DIR",
+        help=f"directory for state_dir (DIR/state) and the store (DIR/store), set in the file (default: {DEFAULT_VAR_DIR})",
+    )
+
+    p = command(
+        "wire",
+        "NFS service times from packet captures, split client/network/server",
+        "Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
+        "capture, the same RPCs matched by XID and the time split between the server and the rest "
+        "(see docs/wire.md).",
+    )
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--op",
+        action="append",
+        dest="operations",
+        metavar="OP",
+        help="only this NFS operation, e.g. READ (repeat for more; default: all)",
+    )
     return parser
 
 
+# Bounds of --count and --interval: a typo must not make a run sleep for years holding the lock.
+MAX_COUNT = 10000
+MAX_INTERVAL_S = 3600.0
+
+
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_COUNT}, got {text!r}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of seconds, at most {MAX_INTERVAL_S:g}, got {text!r}"
+        )
     return value
 
 
@@ -148,14 +244,15 @@ def format_value(value: object, unit: str) -> str:
     return f"{text} {unit}".rstrip() if unit and not isinstance(value, bool) else text
 
 
-def format_points(points: Iterable[Point], header: str = "") -> str:
-    """Points as text for people: one block per series, fields with units."""
+def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[int] = None) -> str:
+    """Points as text for people: one block per series, fields with units (and the age, given now)."""
     entries = catalogue.load()
     lines = [header] if header else []
     for point in points:
         tags = " ".join(f"{k}={v}" for k, v in point.tags)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time_ns / 1e9))
-        lines.append(f"{point.measurement} {tags}  @ {stamp}")
+        age = f" ({summary.age(now_ns - point.time_ns)} ago)" if now_ns is not None else ""
+        lines.append(f"{point.measurement} {tags}  @ {stamp}{age}")
         for name, value in sorted(point.fields.items()):
             entry = entries.get((point.measurement, "field", name))
             lines.append(f"    {name:<24} {format_value(value, entry.unit if entry else '')}")
@@ -163,22 +260,44 @@ def format_points(points: Iterable[Point], header: str = "") -> str:
 
 
 def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
-    store = Store(cfg.store_dir, cfg.store_max_bytes)
-    latest, total = summary.latest_per_series(p for p in store.points() if measurement in (None, p.measurement))
+    """Read-only: creates, locks and writes nothing, so any user who can read the store can run it."""
+    entries = catalogue.load()
+    known = sorted({e.measurement for e in entries.values()})
+    if measurement is not None and measurement not in known:
+        print(
+            f"dnfsmon: show --measurement {measurement}: no such measurement; known: {', '.join(known)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not os.path.isdir(cfg.store_dir):
+        print(
+            f"The local store {cfg.store_dir} holds no points yet (it does not exist): run `dnfsmon collect` "
+            f"(config: {cfg.path or 'built-in defaults'})."
+        )
+        return EXIT_OK
+    store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
+    try:
+        latest = summary.latest_of(store)
+    except PermissionError as error:
+        raise EnvironmentProblem(
+            f"cannot read the store {cfg.store_dir} ({error.strerror}): run show as the agent's user or a member of its group"
+        ) from None
+    latest = {key: p for key, p in latest.items() if measurement in (None, p.measurement)}
     if not latest:
         print(
             f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
             "run `dnfsmon collect` at least twice (the first sample of anything is a baseline)."
         )
         return EXIT_OK
-    print(f"Local store {cfg.store_dir}: {total} points in {len(latest)} series; the latest of each:\n")
+    now_ns = time.time_ns()
+    print(f"Local store {cfg.store_dir}: {len(latest)} series; the latest point of each, and its age:\n")
     if everything or measurement:
-        print(format_points(p for _, p in sorted(latest.items(), key=lambda item: item[0])))
+        print(format_points((p for _, p in sorted(latest.items(), key=lambda item: item[0])), now_ns=now_ns))
     else:
-        print(summary.render(latest))
+        print(summary.render(latest, now_ns))
     if measurement is None:
         seen = {m for m, _ in latest}
-        absent = sorted({(e.measurement, e.source) for e in catalogue.load().values() if e.measurement not in seen})
+        absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
         if absent:
             print("\nNo points (nothing of this kind on this host, or the source is not configured):")
             for name, source in absent:
@@ -200,6 +319,88 @@ def cmd_diff(old: str, new: str, output: str) -> int:
     return EXIT_SOURCE_FAILED if outcome.failures else EXIT_OK
 
 
+def doctor_exit_code(found: diagnosis.Diagnosis, failures: Iterable[str]) -> int:
+    severities = {f.severity for f in found.findings}
+    if diagnosis.CRITICAL in severities:
+        return EXIT_FINDINGS_CRITICAL
+    if severities:
+        return EXIT_FINDINGS_WARNING
+    return EXIT_SOURCE_FAILED if list(failures) else EXIT_OK
+
+
+def format_diagnosis(found: diagnosis.Diagnosis) -> str:
+    entries = catalogue.load()
+    database = " (database figures simulated)" if found.simulated_database else ""
+    lines = [f"Latency ladder of {found.host}{database}:"]
+    for name, label in diagnosis.ladder.RUNGS.items():
+        value = found.ladder.get(name)
+        entry = entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))
+        text = "-" if value is None else format_value(value, entry.unit if entry else "")
+        lines.append(f"    {label:<44} {text}")
+    lines.append("Paths to the filers:")
+    for path in found.paths:
+        d = diagnosis.join.describe(path)
+        figures = ", ".join(
+            f"{label} {d[key]:.4g}"
+            for key, label in (
+                ("tcp_connections", "connections"),
+                ("tcp_srtt_ms", "srtt ms"),
+                ("nic_util_pct", "NIC %"),
+                ("share_of_interface_pct", "% of the NIC's traffic"),
+            )
+            if d[key] is not None
+        )
+        lines.append(
+            f"    {d['local_address'] or '?'} -> {d['server']} on {d['interface'] or '?'}"
+            f" [{', '.join(d['users']) or 'unused'}]" + (f" {figures}" if figures else "")
+        )
+    if not found.paths:
+        lines.append("    none seen")
+    if not found.findings:
+        lines.append("Verdict: healthy, no rule fired.")
+    else:
+        lines.append(f"Verdict: {len(found.findings)} finding(s):")
+    for f in found.findings:
+        simulated = " (simulated database)" if f.simulated else ""
+        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{simulated}: {f.summary}")
+        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
+        lines.append(f"      remedy: {f.remedy}")
+    return "\n".join(lines)
+
+
+def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: float, output: str) -> int:
+    if len(captures) not in (0, 2):
+        print("dnfsmon: doctor takes two capture directories (OLD NEW) or none (live)", file=sys.stderr)
+        return EXIT_USAGE
+    if captures:
+        setup_logging("warning")
+        _, old_raws, old_failures = capture.read(captures[0])
+        host, raws, failures = capture.read(captures[1])
+    else:
+        cfg = load_config(config_path)
+        setup_logging("warning")
+        host = cfg.host
+        # Like a capture, the doctor only reads: no target remembers anything (no state written).
+        targets = targets_from(cfg)
+        try:
+            old = read_targets(targets)
+            time.sleep(interval_s)
+            new = read_targets(targets)
+        finally:
+            for target in targets:
+                target.close()
+        old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
+    baseline = compute(old_raws, old_failures, host, {})
+    outcome = compute(raws, failures, host, baseline.samples)
+    report(outcome)
+    found = diagnosis.diagnose(outcome.points, host)
+    if output == "json":
+        print(json.dumps(found.to_json(), indent=1, sort_keys=True))
+    else:
+        print(format_diagnosis(found))
+    return doctor_exit_code(found, outcome.failures)
+
+
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
     # A capture only reads: it writes no state (the run lock is not taken).
     targets = targets_from(cfg)
@@ -218,74 +419,204 @@ def cmd_capture(cfg: configuration.Config, directory: str) -> int:
 def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], record_dir: Optional[str]) -> int:
     from . import top  # curses is imported only for top
 
+    sampler = top.Sampler(cfg, record_dir)
     try:
-        sampler = top.Sampler(cfg, record_dir)
-        try:
-            if batch is not None:
-                return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
-            return top.run_screen(sampler, interval_s)
-        finally:
-            sampler.close()
-    except EnvironmentProblem as problem:
-        print(f"dnfsmon: {problem}", file=sys.stderr)
-        return problem.exit_code
+        if batch is not None:
+            return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
+        return top.run_screen(sampler, interval_s)
+    finally:
+        sampler.close()
 
 
-def ship_stored(cfg: configuration.Config) -> bool:
-    """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept)."""
+def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
+    """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept).
+
+    Shipping holds the store's own ship.lock, not the run lock: a slow
+    InfluxDB never delays the next run's samples. After a collect, a ship
+    already under way (an earlier run's) is left to finish its work.
+    """
     from .influx import ShipError, ship  # influxdb-client is imported only when shipping
 
     assert cfg.influxdb is not None
+    store = Store(cfg.store_dir, cfg.store_max_bytes)
     try:
-        report = ship(Store(cfg.store_dir, cfg.store_max_bytes), cfg.influxdb)
+        with RunLock(cfg.store_dir, SHIP_LOCK):
+            report = ship(store, cfg.influxdb)
+    except LockHeld as error:
+        if not after_collect:
+            raise
+        log.info("%s: it ships this run's points too", error)
+        return True
     except ShipError as error:
         log.error("%s; the points stay in %s for the next run", error, cfg.store_dir)
         return False
-    log.info("shipped %d points to %s (%d quarantined)", report.sent, cfg.influxdb.url, report.quarantined)
+    log.info(
+        "shipped %d points to %s (%d quarantined)%s",
+        report.sent,
+        cfg.influxdb.url,
+        report.quarantined,
+        "; deadline_s reached, a later run sends the rest" if report.unfinished else "",
+    )
     return True
 
 
+class CronFormatter(logging.Formatter):
+    """One format for every message: ISO 8601 local time with its zone, so lines appended
+    to a log file by cron can be matched with an incident (2026-01-31T03:00:01+01:00)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: Optional[str] = None) -> str:
+        moment = datetime.datetime.fromtimestamp(record.created).astimezone()
+        return moment.isoformat(timespec="seconds")
+
+
 def setup_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, format="dnfsmon %(levelname)s: %(message)s", level=level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(CronFormatter("%(asctime)s dnfsmon[%(process)d] %(levelname)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)  # libraries' warnings only: their debug lines are not ours to show
+    log.setLevel(level.upper())
+
+
+def log_level(args: argparse.Namespace, configured: str) -> str:
+    if getattr(args, "verbose", False):
+        return "debug"
+    if getattr(args, "quiet", False):
+        return "warning"
+    return configured
+
+
+# What to do about an OSError on one of the user's paths, by errno.
+OS_ERROR_FIXES = {
+    errno.EACCES: "run dnfsmon as the user that owns it, or give that user access (chown/chmod)",
+    errno.EPERM: "run dnfsmon as the user that owns it, or give that user access (chown/chmod)",
+    errno.ENOSPC: "free space on that file system, or point the setting at another one; this run stored nothing more",
+    errno.EDQUOT: "the user's disk quota is used up: raise it or free space",
+    errno.EROFS: "the file system is read-only: remount it read-write, or point the setting at a writable directory",
+    errno.EISDIR: "a directory stands where dnfsmon keeps a file: remove it (nothing of dnfsmon's is in it)",
+    errno.ENOTDIR: "a file stands where dnfsmon needs a directory: move it away",
+    errno.ENOENT: "create it (install -d -o USER -m 750 DIR), or fix the setting",
+    errno.EINVAL: "it is not a regular file (a FIFO or device?): remove it; dnfsmon recreates it",
+    errno.ELOOP: "it is a symbolic link, which dnfsmon does not follow there: replace it with the real file",
+}
+
+
+def describe_os_error(error: OSError, cfg: Optional[configuration.Config]) -> str:
+    """One line for an OSError on the user's paths: the path, the setting that names it, the fix."""
+    path = error.filename or ""
+    setting = ""
+    if cfg is not None and path:
+        where = os.path.abspath(str(path))
+        for name, directory in (("[store] dir", cfg.store_dir), ("[agent] state_dir", cfg.state_dir)):
+            if where == os.path.abspath(directory) or where.startswith(os.path.abspath(directory) + os.sep):
+                setting = f" ({name} in {cfg.path or 'the built-in defaults'})"
+                break
+    fix = OS_ERROR_FIXES.get(error.errno or 0, "check the path and its file system")
+    subject = f"{path}{setting}: " if path else ""
+    return f"{subject}{error.strerror or error}: {fix}"
+
+
+def example_config(var_dir: str) -> bytes:
+    """example.toml with the two directories set (uncommented) to var_dir/state and var_dir/store."""
+    with open(configuration.EXAMPLE_PATH, encoding="utf-8") as f:
+        text = f.read()
+    for commented, key, leaf in (("# state_dir = ", "state_dir", "state"), ("# dir = ", "dir", "store")):
+        start = text.index(commented)  # the first such line: [agent] state_dir, then [store] dir
+        end = text.index("\n", start)
+        text = text[:start] + f"{key} = {json.dumps(os.path.join(var_dir, leaf))}" + text[end:]
+    return text.encode("utf-8")
+
+
+def cmd_init_config(path: str, var_dir: str) -> int:
+    """Write the example config; refuse to overwrite, never follow a symlink planted at `path`."""
+    text = example_config(var_dir)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
+    except FileExistsError:
+        raise EnvironmentProblem(f"{path} exists; dnfsmon init-config never overwrites (move it away first)") from None
+    except FileNotFoundError:
+        directory = os.path.dirname(os.path.abspath(path))
+        raise EnvironmentProblem(
+            f"{directory} does not exist: create it first (install -d -m 755 {directory})"
+        ) from None
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o640)  # whatever the umask
+        f.write(text)
+    print(f"wrote {path} (mode 0640): edit it, then run dnfsmon check")
+    return EXIT_OK
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "metrics":
-        print(catalogue.format_table(catalogue.load()))
-        return EXIT_OK
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
+    setup_logging(log_level(args, "info"))
+    cfg: Optional[configuration.Config] = None
     try:
+        if args.command == "metrics":
+            entries = catalogue.load()
+            print(catalogue.format_markdown(entries) if args.markdown else catalogue.format_table(entries))
+            return EXIT_OK
+        if args.command == "init-config":
+            return cmd_init_config(args.path, args.var_dir)
+        if args.command == "wire":
+            from .wire.command import run  # the capture decoder is loaded only for this command
+
+            return run(args.captures, args.format, args.operations)
         if args.command == "diff":
-            setup_logging("info")
             return cmd_diff(args.old, args.new, args.format)
-        cfg = load_config(args.config)
-        setup_logging(cfg.log_level)
+        if args.command == "doctor":
+            return cmd_doctor(getattr(args, "config", None), args.captures, args.interval, args.format)
+        if args.command == "check":
+            from . import check
+
+            return check.run(lambda: load_config(getattr(args, "config", None)))
+        cfg = load_config(getattr(args, "config", None))
+        setup_logging(log_level(args, cfg.log_level))
         if args.command == "show":
             return cmd_show(cfg, args.measurement, args.everything)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
         if args.command == "top":
             return cmd_top(cfg, args.interval, args.batch, args.record)
-        os.makedirs(cfg.state_dir, mode=0o750, exist_ok=True)
         if args.command == "ship" and cfg.influxdb is None:
-            print(
-                f"dnfsmon: [influxdb] enabled = true is needed to ship (config: {cfg.path or 'built-in defaults'})",
-                file=sys.stderr,
-            )
+            log.error("[influxdb] enabled = true is needed to ship (config: %s)", cfg.path or "built-in defaults")
             return EXIT_USAGE
-        with RunLock(cfg.state_dir):
-            any_failure = collect(cfg, args.count, args.interval) if args.command == "collect" else False
-            if cfg.influxdb is not None and not ship_stored(cfg):
-                return EXIT_SHIP_FAILED
+        any_failure = False
+        if args.command == "collect":
+            lock = RunLock(cfg.state_dir)
+            try:
+                lock.acquire()
+            except OSError as error:  # flock on a FIFO or the like names no file: name the lock
+                error.filename = error.filename or lock.path
+                raise
+            try:
+                any_failure = collect(cfg, args.count, args.interval)
+            finally:
+                lock.release()
+        # Shipping after the run lock is released: sampling never waits on shipping.
+        if cfg.influxdb is not None and not ship_stored(cfg, after_collect=args.command == "collect"):
+            return EXIT_SHIP_FAILED
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:
-        print(f"dnfsmon: {error}", file=sys.stderr)
+        log.error("%s", error)
         return EXIT_USAGE
-    except LockHeld as error:
-        print(f"dnfsmon: {error}; this run exits without touching state", file=sys.stderr)
+    except EnvironmentProblem as problem:
+        log.error("%s", problem)
+        return problem.exit_code
+    except (LockHeld, StoreLocked) as error:
+        log.error("%s; this run exits without touching state", error)
         return EXIT_LOCKED
+    except BrokenPipeError:
+        # The reader stopped reading (`dnfsmon metrics | head`): not an error.
+        # Point stdout at /dev/null so the interpreter's final flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as error:
+        log.error("%s", describe_os_error(error, cfg))
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception:
-        log.exception("unexpected error")
+        log.exception("unexpected error (a bug: please report it with this traceback)")
         return EXIT_ERROR

@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from . import capture, rates
+from . import capture, diagnosis, rates
 from .config import Config
 from .files import remove_stale_temps
-from .points import Point
+from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import ALL_SOURCES
 from .sources.base import ParseError, Raw
@@ -58,6 +58,7 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
         result = rates.diff_all(previous, parsed.samples)
         outcome.skips.extend(result.skips)
         outcome.points.extend(source.publish(result, parsed.samples))
+        outcome.points.extend(event_points(result.skips, host))
         # Keys gone from a measurement this read produced (an interface
         # removed) leave the state; measurements a failed source or query did
         # not produce keep their previous samples for the next read.
@@ -66,6 +67,26 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
             del outcome.samples[key]
         outcome.samples.update((s.state_key, s) for s in parsed.samples)
     return outcome
+
+
+def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
+    """dnfsmon_event points for the re-baselines and counter resets of one reading.
+
+    One point per measurement and kind: a reboot re-baselines every series of
+    the host at once, which is one event on a graph, not hundreds. The
+    dashboards draw these as annotations.
+    """
+    groups: dict[tuple[str, str], list[rates.Skip]] = {}
+    for skip in skips:
+        if skip.event:
+            groups.setdefault((skip.current.measurement, skip.event), []).append(skip)
+    points = []
+    for (measurement, kind), found in sorted(groups.items()):
+        first = found[0]
+        tags = (("host", host), ("kind", kind), ("source_measurement", measurement))
+        fields: dict[str, FieldValue] = {"series": len(found), "reason": f"{first.current.state_key}: {first.reason}"}
+        points.append(Point("dnfsmon_event", tags, fields, epoch_ns(first.current.wall_time)))
+    return points
 
 
 def diff_captures(old_dir: str, new_dir: str) -> tuple[Outcome, Outcome]:
@@ -107,6 +128,7 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
         "sample_seconds": seconds,
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
+        "store_unwritten_points": counts.unwritten_points,
     }
     return Point("dnfsmon_agent", (("host", config.host),), values, time.time_ns())
 
@@ -128,11 +150,13 @@ def collect(config: Config, count: int, interval_s: float) -> bool:
 def collect_targets(config: Config, targets: list[Target], count: int, interval_s: float) -> bool:
     """collect() over the given targets, in their order; True when any source failed."""
     store = Store(config.store_dir, config.store_max_bytes)
-    for directory in (config.state_dir, config.store_dir):
-        remove_stale_temps(directory)
+    remove_stale_temps(config.state_dir)  # the store cleans its own, under its lock
     states = {target.id: StateFile(config.state_dir, target.id) for target in targets}
     previous = {target.id: states[target.id].load() for target in targets}
+    for target in targets:
+        target.starting(previous[target.id])
     any_failure = False
+    run_points = run_baselines = 0
     for number in range(1, count + 1):
         started = time.monotonic()
         outcomes = []
@@ -151,12 +175,16 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             target.remember()
             previous[target.id] = outcome.samples
             outcomes.append(outcome)
-        counts = store.pending_counts()
-        store.append([agent_point(config, outcomes, counts, time.monotonic() - started)])
-        store.acknowledge_counts(counts)
+        # The ladder and the findings of this interval, from every target's points.
+        interval_points = [p for o in outcomes for p in o.points]
+        store.append(diagnosis.to_points(diagnosis.diagnose(interval_points, config.host), time.time_ns()))
+        # The store's counters are totals: every agent point carries them (store.py).
+        store.append([agent_point(config, outcomes, store.counts(), time.monotonic() - started)])
         failed = sum(len(o.failures) for o in outcomes)
         any_failure = any_failure or bool(failed)
-        log.info(
+        run_points += sum(len(o.points) for o in outcomes)
+        run_baselines += sum(1 for o in outcomes for skip in o.skips if skip.baseline)
+        log.debug(
             "sample %d/%d: %d points, %d series without a point, %d sources failed",
             number,
             count,
@@ -166,4 +194,12 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         )
         if number < count:
             time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    # One line per run at the default level: cron appends it to the log file.
+    log.info(
+        "%d samples: %d points stored%s%s",
+        count,
+        run_points,
+        f", {run_baselines} series baselined (rates from the next sample)" if run_baselines else "",
+        "; a source failed (logged above)" if any_failure else "",
+    )
     return any_failure

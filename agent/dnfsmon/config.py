@@ -8,9 +8,12 @@ file's directory, so a cron job's working directory does not matter.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import socket
 import sys
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -19,9 +22,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.9/3.10 hosts
     import tomli as tomllib
 
+from .errors import EnvironmentProblem
+from .files import read_secret_file
 from .sources import HOST_SOURCES
 
 DEFAULT_PATH = "/etc/dnfsmon/dnfsmon.toml"
+# The documented example, installed with the package (`dnfsmon init-config` writes it).
+EXAMPLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "example.toml")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -40,6 +47,49 @@ def _path(value: Any) -> Optional[str]:
 def _positive_int(value: Any) -> Optional[str]:
     ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
     return None if ok else "must be a positive integer"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _int_between(low: int, high: int, why: str = "") -> Callable[[Any], Optional[str]]:
+    """A whole number in [low, high]; the bounds keep a typo from hanging or crashing a run."""
+
+    def check(value: Any) -> Optional[str]:
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else f"must be a whole number from {low} to {high}{why}"
+
+    return check
+
+
+def _number_between(low: float, high: float, why: str = "") -> Callable[[Any], Optional[str]]:
+    """A finite number in [low, high]."""
+
+    def check(value: Any) -> Optional[str]:
+        ok = _is_number(value) and low <= value <= high
+        return None if ok else f"must be a number from {low:g} to {high:g}{why}"
+
+    return check
+
+
+# Host names become a tag on every point: line protocol cannot carry a control
+# character, and a trailing backslash would escape the separator after it.
+def _host(value: Any) -> Optional[str]:
+    if not isinstance(value, str):
+        return "must be a string"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or value.endswith("\\") or len(value) > 255:
+        return "must be a host name (no control characters, no trailing backslash, at most 255 characters)"
+    return None
+
+
+def _dsn(value: Any) -> Optional[str]:
+    """No password in a DSN: Oracle repeats the DSN in its errors, which are logged and shipped."""
+    if not isinstance(value, str):
+        return "must be a string"
+    if re.match(r"^[^@()]*/[^@()]*@", value):
+        return "must not hold a password (user/password@...): use password_file or password_env"
+    return None
 
 
 def _log_level(value: Any) -> Optional[str]:
@@ -70,8 +120,15 @@ def _non_negative_int(value: Any) -> Optional[str]:
 
 
 def _url(value: Any) -> Optional[str]:
-    ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) > len("https://")
-    return None if ok else "must be an http:// or https:// URL"
+    if not isinstance(value, str):
+        return "must be an http:// or https:// URL"
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "must be an http:// or https:// URL"
+    if "@" in parts.netloc:
+        # A URL is printed in every ship error; the credentials belong in token_file.
+        return "must not hold a user or password (user:pw@host): use token_file or token_env"
+    return None
 
 
 def _choice(*choices: str) -> Callable[[Any], Optional[str]]:
@@ -85,6 +142,10 @@ def _release(value: Any) -> Optional[str]:
     from .oracle_facts import RELEASES
 
     return None if value in RELEASES else f"must be one of {', '.join(RELEASES)}"
+
+
+def _optional_release(value: Any) -> Optional[str]:
+    return None if value == "" else _release(value)
 
 
 def _fraction(value: Any) -> Optional[str]:
@@ -101,14 +162,21 @@ def _ports(value: Any) -> Optional[str]:
     return None if ok else "must be a non-empty list of TCP port numbers"
 
 
+# What to do about a release-11 database (config validation and DPY-3010 say the same).
+THIN_MODE_TOO_OLD = (
+    'python-oracledb thin mode cannot connect to Oracle Database 11.2; set mode = "thick" '
+    "with Oracle Client libraries of release 19 or older (they still connect to 11.2)"
+)
+
+
 # (section, key) -> (default, validator, is_path). The default None for
 # agent.host means "the system host name".
 OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]] = {
-    ("agent", "host"): ("", _string, False),
+    ("agent", "host"): ("", _host, False),
     ("agent", "state_dir"): ("/var/lib/dnfsmon/state", _path, True),
     ("agent", "log_level"): ("info", _log_level, False),
     ("store", "dir"): ("/var/lib/dnfsmon/store", _path, True),
-    ("store", "max_bytes"): (268435456, _positive_int, False),
+    ("store", "max_bytes"): (268435456, _int_between(4096, 1 << 40), False),
     ("host", "proc_root"): ("/proc", _path, True),
     ("host", "sys_root"): ("/sys", _path, True),
     ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
@@ -119,16 +187,17 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "bucket"): ("dnfsmon", _string, False),
     ("influxdb", "token_file"): ("", _string, True),
     ("influxdb", "token_env"): ("DNFSMON_INFLUXDB_TOKEN", _string, False),
-    ("influxdb", "timeout_s"): (10.0, _positive_number, False),
+    ("influxdb", "timeout_s"): (10.0, _number_between(0.01, 300), False),
     ("influxdb", "verify_tls"): (True, _bool, False),
     ("influxdb", "ca_file"): ("", _string, True),
-    ("influxdb", "batch_size"): (5000, _positive_int, False),
+    ("influxdb", "batch_size"): (5000, _int_between(1, 100000), False),
     ("influxdb", "gzip"): (True, _bool, False),
-    ("influxdb", "max_retries"): (3, _non_negative_int, False),
-    ("influxdb", "retry_backoff_s"): (1.0, _positive_number, False),
+    ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
+    ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
+    ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
-    ("oracle", "dsn"): ("", _string, False),
+    ("oracle", "dsn"): ("", _dsn, False),
     ("oracle", "user"): ("", _string, False),
     ("oracle", "password_file"): ("", _string, True),
     ("oracle", "password_env"): ("DNFSMON_ORACLE_PASSWORD", _string, False),
@@ -136,19 +205,28 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("oracle", "external_auth"): (False, _bool, False),
     ("oracle", "lib_dir"): ("", _string, True),
     ("oracle", "config_dir"): ("", _string, True),
-    ("oracle", "call_timeout_s"): (10.0, _positive_number, False),
+    ("oracle", "call_timeout_s"): (10.0, _number_between(0.01, 300), False),
+    ("oracle", "scope"): ("instance", _choice("instance", "cluster"), False),
+    ("oracle", "release"): ("", _optional_release, False),
+    ("oracle", "inventory_interval_s"): (600.0, _number_between(10, 86400), False),
     ("simulator", "enabled"): (False, _bool, False),
     ("simulator", "release"): ("19c", _release, False),
+    ("simulator", "mode"): ("thin", _choice("thin", "thick"), False),
+    ("simulator", "scope"): ("instance", _choice("instance", "cluster"), False),
     ("simulator", "db_name"): ("SIMDB", _string, False),
-    ("simulator", "instances"): (2, _positive_int, False),
-    ("simulator", "read_iops"): (4000.0, _positive_number, False),
-    ("simulator", "write_iops"): (1000.0, _positive_number, False),
-    ("simulator", "processes"): (40, _positive_int, False),
-    ("simulator", "process_lifetime_s"): (3600.0, _positive_number, False),
+    ("simulator", "instances"): (2, _int_between(1, 64), False),
+    ("simulator", "read_iops"): (4000.0, _number_between(0.001, 1e7), False),
+    ("simulator", "write_iops"): (1000.0, _number_between(0.001, 1e7), False),
+    ("simulator", "processes"): (40, _int_between(1, 10000), False),
+    ("simulator", "process_lifetime_s"): (3600.0, _number_between(1, 1e7), False),
     ("simulator", "path_imbalance"): (0.0, _fraction, False),
-    ("simulator", "latency_us"): (500.0, _positive_number, False),
-    ("simulator", "client_slots"): (0, _non_negative_int, False),
+    ("simulator", "latency_us"): (500.0, _number_between(0.001, 1e7), False),
+    ("simulator", "client_slots"): (0, _int_between(0, 65536), False),
 }
+
+
+# Keys whose rejected value is not echoed in the error (it may hold a password).
+MAY_HOLD_A_PASSWORD = {("influxdb", "url"), ("oracle", "dsn")}
 
 
 @dataclass(frozen=True)
@@ -167,6 +245,8 @@ class InfluxSettings:
     gzip: bool
     max_retries: int
     retry_backoff_s: float
+    # Wall-clock bound of one ship (every request, retry and wait included).
+    deadline_s: float
 
 
 @dataclass(frozen=True)
@@ -183,6 +263,12 @@ class OracleSettings:
     lib_dir: str
     config_dir: str
     call_timeout_s: float
+    # "instance": the connected instance only (one agent per RAC node); "cluster": every instance.
+    scope: str
+    # The database's release when the site states it ("" = learn it at connect time).
+    release: str
+    # Seconds between two reads of the inventory (filers, files, coverage).
+    inventory_interval_s: float
 
 
 @dataclass(frozen=True)
@@ -190,6 +276,8 @@ class SimulatorSettings:
     """The simulated database's workload (see example.toml [simulator] and dnfsmon.simulator)."""
 
     release: str
+    mode: str
+    scope: str
     db_name: str
     instances: int
     read_iops: float
@@ -237,7 +325,10 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 raise ConfigError(f"{where}: unknown key [{section}] {key}; known: {known}")
             problem = OPTIONS[(section, key)][1](value)
             if problem:
-                raise ConfigError(f"{where}: [{section}] {key} = {value!r}: {problem}")
+                # Never echo a value that may hold a password.
+                secret = (section, key) in MAY_HOLD_A_PASSWORD and "@" in str(value)
+                shown = "(value not shown: it may hold a password)" if secret else repr(value)
+                raise ConfigError(f"{where}: [{section}] {key} = {shown}: {problem}")
             values[(section, key)] = value
 
     def get(section: str, key: str) -> Any:
@@ -255,12 +346,12 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f"{where}: [influxdb] bucket = '': must name a bucket (1.8: database or database/retention_policy)"
             )
 
-    def section(name: str) -> dict[str, Any]:
+    def options_of(name: str) -> dict[str, Any]:
         return {key: get(name, key) for s_name, key in OPTIONS if s_name == name and key != "enabled"}
 
     oracle = None
     if get("oracle", "enabled"):
-        oracle = OracleSettings(**section("oracle"))
+        oracle = OracleSettings(**options_of("oracle"))
         if not oracle.dsn:
             raise ConfigError(f"{where}: [oracle] dsn = '': name the database (host:port/service or a TNS alias)")
         if not oracle.external_auth and not oracle.user:
@@ -270,8 +361,11 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 f'{where}: [oracle] external_auth = true needs mode = "thick" (OS authentication needs Oracle Client libraries)'
             )
         if not oracle.target:
-            oracle = OracleSettings(**dict(section("oracle"), target=oracle.dsn))
-    simulator = SimulatorSettings(**section("simulator")) if get("simulator", "enabled") else None
+            oracle = OracleSettings(**dict(options_of("oracle"), target=oracle.dsn))
+        _refuse_thin_on_release_11(where, "oracle", oracle.release, oracle.mode)
+    simulator = SimulatorSettings(**options_of("simulator")) if get("simulator", "enabled") else None
+    if simulator:
+        _refuse_thin_on_release_11(where, "simulator", simulator.release, simulator.mode)
     if oracle and simulator:
         raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
 
@@ -290,6 +384,13 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         oracle=oracle,
         simulator=simulator,
     )
+
+
+def _refuse_thin_on_release_11(where: str, section: str, release: str, mode: str) -> None:
+    """python-oracledb thin mode connects to Oracle Database 12.1 and later only
+    (python-oracledb documentation, "Troubleshooting", DPY-3010)."""
+    if release.startswith("11.") and mode == "thin":
+        raise ConfigError(f"{where}: [{section}] release = {release!r}: {THIN_MODE_TOO_OLD}")
 
 
 def load(path: Optional[str]) -> Config:
@@ -311,29 +412,29 @@ def load(path: Optional[str]) -> Config:
 def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
     """A secret from an owner-only file, else from an environment variable.
 
-    Secrets never come from argv (visible in ps) and are never logged. A file
-    that its group or others can read is refused, naming the file and mode.
+    Secrets never come from argv (visible in ps) and are never logged. The
+    file is checked by files.read_secret_file (regular, not a symlink, owned
+    by this user or root, mode 0600/0400). Surrounding whitespace is stripped;
+    a control character left inside (a second line) is refused without
+    echoing the secret: it would otherwise reach an HTTP header and the text
+    of the error that header raises.
     """
     if path:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as error:
-            raise ConfigError(f"{what} file {path}: {error.strerror}") from None
-        try:
-            mode = os.fstat(fd).st_mode & 0o777
-            if mode & 0o077:
-                raise ConfigError(
-                    f"{what} file {path} has mode {mode:04o}; it must be readable by its owner only (chmod 600)"
-                )
-            with os.fdopen(fd, encoding="utf-8") as f:
-                fd = -1
-                secret = f.read().rstrip("\r\n")
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        secret = _clean_secret(read_secret_file(path, what), f"{what} file {path}")
         if not secret:
             raise ConfigError(f"{what} file {path} is empty")
         return secret
-    if env_var and os.environ.get(env_var):
-        return os.environ[env_var]
+    if env_var and os.environ.get(env_var, "").strip():
+        return _clean_secret(os.environ[env_var], f"{what} in the environment variable {env_var}")
     raise ConfigError(f"no {what}: set a file readable by its owner only, or the environment variable {env_var}")
+
+
+def _clean_secret(text: str, where: str) -> str:
+    secret = text.strip()
+    bad = [i for i, c in enumerate(secret) if ord(c) < 32 or ord(c) == 127]
+    if bad:
+        raise EnvironmentProblem(
+            f"{where} holds a line break or control character (at character {bad[0] + 1}); "
+            "it must be one line: the secret alone"
+        )
+    return secret

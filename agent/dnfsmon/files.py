@@ -1,21 +1,150 @@
-"""Durable file writes shared by the state files and the store."""
+"""Files the agent writes or trusts: durable writes and safe opens.
+
+Safety rules (docs/reliability.md, "What a run refuses"):
+
+- The agent's directories (state_dir, store.dir) must be owned by the user
+  running dnfsmon and not writable by group or others. A root run in a
+  directory owned by the service user is refused: every file root creates
+  there would be root-owned and break that user's later runs, and that user
+  could plant symlinks for root to follow.
+- Every file in them is opened with O_NOFOLLOW (a symlink is refused, never
+  followed) and checked with fstat to be a regular file owned by the running
+  user; O_NONBLOCK keeps a planted FIFO from hanging the open.
+- Secret files: a regular file, not a symlink, owned by the running user or
+  root, mode 0600 or 0400 (no group or other bits), at most 64 KiB.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
+
+from .errors import EnvironmentProblem
+
+TEMP_PREFIX = ".tmp-"
+SECRET_MAX_BYTES = 64 * 1024
+# Flags for every open of a file inside the agent's directories.
+SAFE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _fix_for_owner(path: str, owner: int) -> str:
+    return f"run dnfsmon as uid {owner} (the owner, e.g. sudo -u <that user> dnfsmon ...) or chown -R {os.geteuid()} {path}"
+
+
+def check_directory(path: str, create: bool = True) -> None:
+    """Make sure `path` is a directory the running user owns and only it can write.
+
+    Created (mode 0750) when missing and `create`; EnvironmentProblem otherwise,
+    naming the path and the fix.
+    """
+    if create:
+        try:
+            os.makedirs(path, mode=0o750, exist_ok=True)
+        except OSError as error:
+            raise EnvironmentProblem(
+                f"cannot create directory {path}: {error.strerror}; create it owned by the agent's user "
+                f"(install -d -m 750 -o <user> {path})"
+            ) from None
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise EnvironmentProblem(f"directory {path}: {error.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        # A symlinked directory chosen by the admin is fine if its target passes the checks.
+        try:
+            info = os.stat(path)
+        except OSError as error:
+            raise EnvironmentProblem(f"directory {path}: {error.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise EnvironmentProblem(f"{path} is not a directory; remove it or point the config elsewhere")
+    if info.st_uid != os.geteuid():
+        raise EnvironmentProblem(
+            f"directory {path} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()}): "
+            f"{_fix_for_owner(path, info.st_uid)}"
+        )
+    if info.st_mode & 0o022:
+        raise EnvironmentProblem(
+            f"directory {path} has mode {info.st_mode & 0o777:04o}: group or others could plant files there; "
+            f"chmod 750 {path}"
+        )
+
+
+def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
+    """os.open of a file inside a checked directory: no symlink, regular, ours.
+
+    Raises FileNotFoundError when it does not exist (and O_CREAT is not given);
+    EnvironmentProblem for anything planted or foreign.
+    """
+    try:
+        fd = os.open(path, flags | SAFE_FLAGS, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise EnvironmentProblem(f"{path} is a symbolic link; dnfsmon never follows one there: remove it") from None
+        if error.errno == errno.EISDIR:
+            raise EnvironmentProblem(f"{path} is not a regular file but a directory; remove it") from None
+        raise EnvironmentProblem(f"{path}: {error.strerror}; check its owner and mode") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise EnvironmentProblem(f"{path} is not a regular file; remove it (dnfsmon recreates it)")
+        if info.st_uid != os.geteuid():
+            raise EnvironmentProblem(
+                f"{path} is owned by uid {info.st_uid}, not by this user: {_fix_for_owner(path, info.st_uid)}"
+            )
+        # O_NONBLOCK only guarded the open; regular files ignore it, but clear it anyway.
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_secret_file(path: str, what: str) -> str:
+    """The text of a secret file, checked (see the module doc); EnvironmentProblem otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | SAFE_FLAGS)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise EnvironmentProblem(
+                f"{what} file {path} is a symbolic link; point the config at the file itself"
+            ) from None
+        raise EnvironmentProblem(f"{what} file {path}: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise EnvironmentProblem(f"{what} file {path} is not a regular file (a FIFO, device or directory)")
+        if info.st_uid not in (os.geteuid(), 0):
+            raise EnvironmentProblem(
+                f"{what} file {path} is owned by uid {info.st_uid}; it must be owned by this user "
+                f"(uid {os.geteuid()}) or root"
+            )
+        if info.st_mode & 0o077:
+            raise EnvironmentProblem(
+                f"{what} file {path} has mode {info.st_mode & 0o777:04o}; "
+                "it must be readable by its owner only (chmod 600)"
+            )
+        if info.st_size > SECRET_MAX_BYTES:
+            raise EnvironmentProblem(f"{what} file {path} is {info.st_size} bytes; a secret is at most 64 KiB")
+        data = os.read(fd, SECRET_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EnvironmentProblem(f"{what} file {path} is not UTF-8 text") from None
 
 
 def fsync_dir(path: str) -> None:
     """Make a directory's entries (new, renamed, deleted files) durable."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-TEMP_PREFIX = ".tmp-"
 
 
 def remove_stale_temps(directory: str) -> None:
@@ -33,6 +162,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o640) -> None:
 
     Temp file in the same directory (rename is atomic only within one file
     system), fsync the file, rename over the target, fsync the directory.
+    mkstemp creates with O_EXCL (never through a symlink) and rename replaces a
+    planted symlink itself, never its target.
     """
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)

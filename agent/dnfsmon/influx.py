@@ -15,16 +15,40 @@ then are shipped segments deleted). A batch InfluxDB rejects as malformed
 re-sent until the offending points stand alone; they are quarantined, the
 rest arrive. Re-sending a point InfluxDB already has is harmless: same
 series and timestamp means an overwrite with the same values.
+
+Time bounds (docs/reliability.md):
+- One ship takes at most [influxdb] deadline_s: no request starts, and no
+  retry waits, past it.
+- One request takes at most timeout_s in all. urllib3's timeouts bound the
+  connect and each socket read, not the whole reply: a server trickling a
+  byte now and then holds a request for ever (measured: 236 s with
+  timeout_s = 2). So each request also runs under a hard wall-clock alarm
+  (SIGALRM via setitimer) that interrupts it; in a thread other than the
+  main one, where signals cannot be delivered, urllib3's bounds alone apply.
+- The first request that times out ends the ship: a server that does not
+  answer within timeout_s will not answer the next batch either.
+- A 429 or 503 with Retry-After waits what the server asks, if that fits
+  before the deadline; otherwise the ship stops.
+- A server that rejects everything stops the ship after
+  REJECTED_REQUESTS_MAX rejected requests (the points stay in the store, the
+  run exits 4), instead of 2n-1 requests and n quarantined points.
 """
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import logging
+import signal
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from .config import ConfigError, InfluxSettings, read_secret
+from .errors import EnvironmentProblem
 from .points import Point, to_line
 from .store import Position, Store
 
@@ -32,16 +56,83 @@ log = logging.getLogger(__name__)
 
 # HTTP statuses that say "this data is bad", as opposed to "try again later".
 REJECTED_STATUSES = (400, 413, 422)
+# Statuses after which the server may say when to come back (RFC 9110 10.2.3).
+RETRY_AFTER_STATUSES = (429, 503)
+# Rejected requests one ship may spend isolating bad points. One bad point in
+# a batch of n costs about 2*log2(n) of them (about 26 for 5000); a server
+# rejecting everything would otherwise cost 2n-1 requests per batch.
+REJECTED_REQUESTS_MAX = 64
 
 
 class ShipError(RuntimeError):
     """InfluxDB could not be reached or kept failing; the points stay in the store."""
 
 
+class RequestTimedOut(Exception):
+    """A request passed its wall-clock bound."""
+
+
 @dataclass
 class ShipReport:
     sent: int = 0
     quarantined: int = 0
+    # Stopped at the deadline with points left for a later run.
+    unfinished: bool = False
+
+
+class Deadline:
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise RequestTimedOut()
+
+
+@contextlib.contextmanager
+def hard_time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the block with RequestTimedOut after `seconds` of wall time (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def retry_after_s(headers: Any) -> Optional[float]:
+    """Seconds a Retry-After header asks for (delay-seconds or an HTTP date); None when absent or bad."""
+    value = headers.get("Retry-After") if headers is not None else None
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_timeout(error: BaseException) -> bool:
+    import urllib3.exceptions
+
+    reason = getattr(error, "reason", None)  # urllib3's MaxRetryError wraps the cause
+    for e in (error, reason):
+        # urllib3 makes NewConnectionError (e.g. refused) a subclass of ConnectTimeoutError.
+        if isinstance(e, urllib3.exceptions.NewConnectionError):
+            continue
+        if isinstance(e, (RequestTimedOut, socket.timeout, TimeoutError, urllib3.exceptions.TimeoutError)):
+            return True
+    return False
 
 
 def token_of(settings: InfluxSettings) -> str:
@@ -55,61 +146,113 @@ def token_of(settings: InfluxSettings) -> str:
 
 
 class Writer:
-    """A thin wrapper around influxdb-client's synchronous write API."""
+    """A thin wrapper around influxdb-client's synchronous write API, bounded in time."""
 
-    def __init__(self, settings: InfluxSettings):
+    def __init__(self, settings: InfluxSettings, deadline: Deadline):
         from influxdb_client import InfluxDBClient
         from influxdb_client.client.write_api import SYNCHRONOUS
 
         self.settings = settings
+        self.deadline = deadline
+        self.rejected_requests = 0
+        self.token = token_of(settings)
         self.client = InfluxDBClient(
             url=settings.url,
-            token=token_of(settings),
+            token=self.token,
             org=settings.org,
-            timeout=int(settings.timeout_s * 1000),
+            # Milliseconds; at least 1, since influxdb-client reads 0 as "no timeout".
+            timeout=max(1, round(settings.timeout_s * 1000)),
             verify_ssl=settings.verify_tls,
             ssl_ca_cert=settings.ca_file or None,
             enable_gzip=settings.gzip,
         )
         self.api = self.client.write_api(write_options=SYNCHRONOUS)
 
+    def _clean(self, text: str) -> str:
+        """Error text without the token, should a library ever echo a header."""
+        return text.replace(self.token, "<token>") if self.token else text
+
+    def _bounded(self, call: Callable[[], None]) -> None:
+        budget = min(self.settings.timeout_s, self.deadline.remaining())
+        if budget <= 0:
+            raise ShipError(
+                f"InfluxDB {self.settings.url}: this ship's deadline_s ({self.deadline.seconds:g} s) is spent"
+            )
+        try:
+            with hard_time_limit(budget):
+                call()
+        except Exception as error:
+            if _is_timeout(error):
+                raise ShipError(
+                    f"InfluxDB {self.settings.url} did not answer within {budget:.1f} s; "
+                    "shipping stops for this run (timeout_s, deadline_s)"
+                ) from None
+            raise
+
     def write(self, lines: list[str]) -> Optional[str]:
         """None when InfluxDB stored the lines; the reason when it rejected them as bad data.
 
-        Raises ShipError after max_retries for anything else (down, timeouts, 5xx, auth).
+        Raises ShipError after max_retries, at the first timeout, or at the
+        deadline; EnvironmentProblem when the bucket does not exist.
         """
         from influxdb_client.client.write_api import WritePrecision
         from influxdb_client.rest import ApiException
 
         delay = self.settings.retry_backoff_s
         for attempt in range(self.settings.max_retries + 1):
+            asked: Optional[float] = None
             try:
-                self.api.write(
-                    bucket=self.settings.bucket,
-                    org=self.settings.org,
-                    record="\n".join(lines),
-                    write_precision=WritePrecision.NS,
+                self._bounded(
+                    lambda: self.api.write(
+                        bucket=self.settings.bucket,
+                        org=self.settings.org,
+                        record="\n".join(lines),
+                        # WritePrecision.NS is the plain string "ns"; the client annotates the parameter with the class.
+                        write_precision=WritePrecision.NS,  # type: ignore[arg-type]
+                    )
                 )
                 return None
             except ApiException as error:
+                body = self._clean(str(error.body or error.reason or "").strip())[:300]
                 if error.status in REJECTED_STATUSES:
-                    return f"HTTP {error.status}: {(error.body or error.reason or '').strip()}"
+                    self.rejected_requests += 1
+                    if self.rejected_requests > REJECTED_REQUESTS_MAX:
+                        raise ShipError(
+                            f"InfluxDB {self.settings.url} rejected {self.rejected_requests} requests in this ship "
+                            f"(last: HTTP {error.status}: {body}); stopping: fix the server's limits or schema"
+                        ) from None
+                    return f"HTTP {error.status}: {body}"
                 if error.status in (401, 403):
                     raise ShipError(
                         f"InfluxDB {self.settings.url} refused the credentials (HTTP {error.status}); check the token"
                     ) from None
-                reason = f"HTTP {error.status}: {(error.body or error.reason or '').strip()}"
-            except Exception as error:  # connection refused, timeouts, TLS: urllib3 and OS errors
-                reason = f"{error.__class__.__name__}: {error}"
+                if error.status == 404:
+                    raise EnvironmentProblem(
+                        f"InfluxDB {self.settings.url}: bucket {self.settings.bucket!r} not found (HTTP 404: {body}); "
+                        "create it (1.8: CREATE DATABASE) or fix [influxdb] bucket"
+                    ) from None
+                reason = f"HTTP {error.status}: {body}"
+                if error.status in RETRY_AFTER_STATUSES:
+                    asked = retry_after_s(error.headers)
+            except ShipError:
+                raise
+            except Exception as error:  # connection refused, TLS: urllib3 and OS errors
+                reason = self._clean(f"{error.__class__.__name__}: {error}")[:300]
             if attempt < self.settings.max_retries:
+                wait = max(delay, asked or 0.0)
+                if wait >= self.deadline.remaining():
+                    raise ShipError(
+                        f"InfluxDB {self.settings.url} write failed ({reason}); the next try "
+                        f"({wait:.1f} s away{', as Retry-After asks' if asked else ''}) would pass deadline_s"
+                    )
                 log.warning(
                     "InfluxDB write failed (%s); retry %d of %d in %.1f s",
                     reason,
                     attempt + 1,
                     self.settings.max_retries,
-                    delay,
+                    wait,
                 )
-                time.sleep(delay)
+                time.sleep(wait)
                 delay *= 2
         raise ShipError(
             f"InfluxDB {self.settings.url} write failed after {self.settings.max_retries} retries: {reason}"
@@ -119,42 +262,69 @@ class Writer:
         self.client.close()
 
 
-def _send(writer: Writer, store: Store, batch: list[tuple[Point, str]], report: ShipReport) -> None:
-    """Deliver a batch, isolating rejected points by halving; quarantine those."""
-    reason = writer.write([line for _, line in batch])
+@dataclass
+class Entry:
+    position: Position
+    point: Point
+    line: str
+
+
+def _send(writer: Writer, store: Store, batch: list[Entry], report: ShipReport, done: list[Position]) -> None:
+    """Deliver a batch, isolating rejected points by halving; quarantine those.
+
+    `done` gets the position of each settled entry in order, so a ship
+    stopped half-way acknowledges exactly the settled prefix.
+    """
+    reason = writer.write([e.line for e in batch])
     if reason is None:
         report.sent += len(batch)
+        done.append(batch[-1].position)
     elif len(batch) == 1:
-        store.quarantine(batch[0][0], f"InfluxDB rejected it: {reason}")
+        store.quarantine(batch[0].point, f"InfluxDB rejected it: {reason}")
         report.quarantined += 1
+        done.append(batch[0].position)
     else:
         middle = len(batch) // 2
-        _send(writer, store, batch[:middle], report)
-        _send(writer, store, batch[middle:], report)
+        _send(writer, store, batch[:middle], report, done)
+        _send(writer, store, batch[middle:], report, done)
 
 
 def ship(store: Store, settings: InfluxSettings) -> ShipReport:
-    """Send every unshipped point in order; raise ShipError (points kept) when InfluxDB fails."""
+    """Send unshipped points in order within deadline_s; ShipError (points kept) when InfluxDB fails.
+
+    The caller holds the store's ship lock.
+    """
     report = ShipReport()
-    writer = Writer(settings)
+    deadline = Deadline(settings.deadline_s)
+    writer = Writer(settings, deadline)
+    done: list[Position] = []
     try:
-        batch: list[tuple[Point, str]] = []
-        end: Optional[Position] = None
+        batch: list[Entry] = []
         for position, point in store.unshipped():
             try:
-                batch.append((point, to_line(point)))
+                batch.append(Entry(position, point, to_line(point)))
             except ValueError as error:
                 store.quarantine(point, f"cannot be written as line protocol: {error}")
                 report.quarantined += 1
-            end = position
+                if not batch:
+                    done.append(position)
+                continue
             if len(batch) >= settings.batch_size:
-                _send(writer, store, batch, report)
-                store.acknowledge(end)
+                if deadline.remaining() <= 0:
+                    report.unfinished = True
+                    break
+                _send(writer, store, batch, report, done)
+                store.acknowledge(done[-1])
                 batch = []
-        if batch:
-            _send(writer, store, batch, report)
-        if end is not None:
-            store.acknowledge(end)
+        else:
+            if batch:
+                _send(writer, store, batch, report, done)
+        if done:
+            store.acknowledge(done[-1])
+    except BaseException:
+        if done:
+            store.acknowledge(done[-1])  # what InfluxDB took stays taken
+        raise
     finally:
         writer.close()
     return report

@@ -2,51 +2,83 @@
 
 One session per `dnfsmon collect` run (kept across its --count samples).
 Thin mode by default (no Oracle Client libraries); thick mode where a site
-needs OS authentication or a wallet. Every call is bounded by call_timeout_s.
+needs OS authentication, a wallet, or a release-11 database.
+
+Time bounds (docs/oracle.md, "Time bounds"): python-oracledb's
+tcp_connect_timeout bounds only the TCP connect, and a listener (or a proxy
+in front of a dead database) that accepts and never answers the TNS
+handshake holds oracledb.connect() forever; call_timeout is set on a
+connection only once it exists. So every step that talks to the database
+(connect with discovery, then each sample's read) runs in a worker thread
+with a hard deadline; a step past its deadline is abandoned with its
+session, and the database is not asked again in that run: a hung database
+costs one deadline per run, and the host sources' points are already stored.
 
 At connect time the columns of every view dnfsmon reads are discovered in one
 round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
 the user may select; a view missing there is reported with the GRANT that
-would fix it, and the queries that need it are left out. Each query then
-reads the database clock in its own round trip (SYS_EXTRACT_UTC(SYSTIMESTAMP)),
-so every counter has the time it was read at. A failing query is recorded
-and the others still run.
-
-`rows_of(cursor)` turns a cursor's result into the JSON-safe rows that
-dnfsmon.sources.oracle parses; recorded rows in the tests go through it too.
+would fix it, and the queries that need it are left out. Each sample then
+sends one statement for the counters (and one for the inventory when it is
+due: sources.oracle.combine), which reads the database clock
+(SYS_EXTRACT_UTC(SYSTIMESTAMP)) with them. A failing query is recorded and
+the others still run.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
+import threading
+from typing import Any, Callable, TypeVar
 
-from .config import OracleSettings, read_secret
-from .sources.base import Raw
-from .sources.oracle import RESULTS, build_queries
+from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
+from .oracle_facts import VIEWS_READ, grant_name
+from .sources.base import Raw, host_clock
+from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
 
 log = logging.getLogger(__name__)
 
-# Views dnfsmon reads, as granted (SYS.<name with V_$/GV_$>) and as queried.
-VIEWS = (
-    "GV$INSTANCE",
-    "V$DATABASE",
-    "GV$DNFS_STATS",
-    "GV$PROCESS",
-    "GV$DNFS_CHANNELS",
-    "GV$DNFS_SERVERS",
-    "GV$DNFS_FILES",
-    "GV$SYSTEM_EVENT",
-    "GV$EVENT_HISTOGRAM",
-    "GV$EVENT_HISTOGRAM_MICRO",
-    "GV$IOSTAT_FILE",
-)
+T = TypeVar("T")
+
+# Added to a step's deadline so that the driver's own timeouts (which give the
+# more precise error: DPY-6005, DPY-4024) fire first when they work at all.
+DEADLINE_GRACE_S = 1.0
 
 
-def grant_name(view: str) -> str:
-    """The object a GRANT names for a V$/GV$ view: GV$DNFS_STATS -> SYS.GV_$DNFS_STATS."""
-    return "SYS." + view.replace("$", "_$", 1)
+class Hung(Exception):
+    """A step with the database did not return within its deadline."""
+
+
+def within(seconds: float, step: str, call: Callable[[], T]) -> T:
+    """call() in a worker thread; Hung when it has not returned after `seconds`.
+
+    The worker is a daemon thread: if it is abandoned (blocked in a socket
+    read the driver does not bound), it dies with the process at the end of
+    the run, and the session it holds is never used again.
+    """
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller's thread below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name=f"dnfsmon-oracle-{step}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise Hung(
+            f"no answer from the database within {seconds:g} s ({step}); not asked again in this run "
+            "(is the listener or a proxy in front of the database hung? raise oracle.call_timeout_s if it is only slow)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+# The views read and their GRANT names: one list, in dnfsmon.oracle_facts.
+VIEWS = VIEWS_READ
 
 
 def discovery_sql() -> str:
@@ -54,31 +86,10 @@ def discovery_sql() -> str:
     return f"SELECT table_name, column_name FROM all_tab_columns WHERE owner = 'SYS' AND table_name IN ({names})"
 
 
-def _json_value(value: object) -> object:
-    """Oracle values as JSON: DATE/TIMESTAMP (UTC) -> epoch seconds for DB_TIME, ISO text otherwise."""
-    if isinstance(value, datetime.datetime):
-        return value.isoformat(timespec="microseconds")
-    if isinstance(value, (int, float, str)) or value is None:
-        return value
-    return str(value)  # Decimal and the like
-
-
-def rows_of(cursor) -> dict[str, list]:
-    """A fetched result as {"columns": [...], "rows": [[...], ...]}; DB_TIME as epoch seconds."""
-    columns = [d[0].upper() for d in cursor.description]
-    rows = []
-    for row in cursor.fetchall():
-        values = []
-        for column, value in zip(columns, row):
-            if column == "DB_TIME" and isinstance(value, datetime.datetime):
-                value = value.replace(tzinfo=datetime.timezone.utc).timestamp()
-            values.append(_json_value(value))
-        rows.append(values)
-    return {"columns": columns, "rows": rows}
-
-
 def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
     """One clear line for an oracledb error: the code, the message, and what to do."""
+    if isinstance(error, Hung):
+        return str(error)
     detail = error.args[0] if error.args else error
     code = getattr(detail, "full_code", "") or error.__class__.__name__
     message = str(getattr(detail, "message", detail)).strip().splitlines()[0]
@@ -91,6 +102,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
         return f"{message} (check user and password file; the account may be locked)"
     if code in ("DPY-6005", "DPY-6001", "ORA-12541", "ORA-12514", "ORA-12170"):
         return f"{message} (is the listener up and the DSN right?)"
+    if code == "DPY-3010":
+        return f"{message} ({THIN_MODE_TOO_OLD})"
     if code in ("DPY-4024", "ORA-03156"):
         return f"{message} (call timeout: raise oracle.call_timeout_s, or look at the database's load)"
     return message
@@ -101,11 +114,21 @@ class Database:
 
     def __init__(self, settings: OracleSettings):
         self.settings = settings
-        self.connection = None
+        self.connection: Any = None  # an oracledb.Connection once connected
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
+        # Why the database is not asked again in this run (a step hung), or "".
+        self.given_up = ""
+        # The agent's clock the database clock is checked against (tests replay
+        # recorded rows with a clock of their own).
+        self.clock: Callable[[], float] = host_clock
 
     def connect(self) -> None:
+        """Connect and discover, bounded as a whole by call_timeout_s (plus a grace second)."""
+        self.connection = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "connect", self._connect)
+        self.discover()
+
+    def _connect(self):
         import oracledb
 
         s = self.settings
@@ -122,17 +145,16 @@ class Database:
                 config_dir=(s.config_dir or None) if s.mode == "thin" else None,
                 tcp_connect_timeout=s.call_timeout_s,
             )
+        # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
         connection.call_timeout = int(s.call_timeout_s * 1000)
-        self.connection = connection
-        self.discover()
+        return connection
 
     def discover(self) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(discovery_sql())
-            found: dict[str, set[str]] = {}
-            for table, column in cursor.fetchall():
-                view = table.replace("_$", "$", 1)
-                found.setdefault(view, set()).add(column.upper())
+        rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        found: dict[str, set[str]] = {}
+        for table, column in rows:
+            view = table.replace("_$", "$", 1)
+            found.setdefault(view, set()).add(column.upper())
         self.available = found
         user = self.settings.user.upper() or "<user>"
         optional = {"GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM"}  # either one will do
@@ -146,20 +168,47 @@ class Database:
                 f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
             )
 
-    def read(self) -> dict:
-        """The results document of one sample (see dnfsmon.sources.oracle)."""
+    def _discovery_rows(self) -> list:
+        with self.connection.cursor() as cursor:
+            cursor.execute(discovery_sql())
+            return cursor.fetchall()
+
+    def read_bounded(self, inventory: bool = True) -> dict:
+        """read(), abandoned past its deadline: call_timeout_s per round trip it may make, plus 1 s.
+
+        The driver's call_timeout normally ends a slow round trip first; the
+        deadline is the backstop for a server that trickles its answer.
+        """
+        queries = build_queries(self.available, self.settings.scope)
+        round_trips = 2 + len(queries)  # the two statements, and one per query if one fails (below)
+        deadline = self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S
+        return within(deadline, "read", lambda: self.read(inventory))
+
+    def read(self, inventory: bool = True) -> dict:
+        """The results document of one sample (see dnfsmon.sources.oracle).
+
+        One round trip for the counters, and one more for the inventory when
+        it is due. When a statement fails with an ORA- error (a view revoked
+        since discovery), its queries are sent one by one, so the failing one
+        is named and the others still count.
+        """
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
-        for query in build_queries(self.available):
+        for combined in read_groups(build_queries(self.available, self.settings.scope), inventory):
             try:
-                with self.connection.cursor() as cursor:
-                    cursor.prefetchrows = cursor.arraysize = 1000
-                    cursor.execute(query.sql)
-                    results[query.name] = rows_of(cursor)
+                rows, clock = self._execute(combined.sql)
             except Exception as error:  # oracledb.Error and anything the driver raises
-                errors[query.name] = describe(error, query.views, self.settings.user.upper())
-                if getattr(error.args[0] if error.args else None, "is_session_dead", False):
+                if _session_dead(error):
                     raise
+                code = describe(error)
+                if not code.startswith("ORA-") or code.startswith("ORA-03156"):
+                    # A timeout: asking again query by query would only cost more timeouts.
+                    errors[combined.name] = describe(error, user=self.settings.user.upper())
+                    continue
+                self._read_one_by_one(combined.queries, results, errors)
+                continue
+            for name, data in split(combined, rows).items():
+                results[name] = dict(data, agent_clock=clock)
         version = ""
         instances = results.get("instances", {}).get("rows", [])
         if instances:
@@ -169,12 +218,34 @@ class Database:
             database = dict(zip(results["database"]["columns"], results["database"]["rows"][0]))
         return {
             "kind": "live",
+            "target": self.settings.target,
             "version": version,
             "database": database,
             "results": results,
             "errors": errors,
             "down": None,
         }
+
+    def _execute(self, sql: str) -> tuple[list, float]:
+        """(rows, the agent's clock in the middle of the round trip) of one statement."""
+        with self.connection.cursor() as cursor:
+            cursor.prefetchrows = cursor.arraysize = 5000  # every row in the execute's round trip
+            before = self.clock()
+            cursor.execute(sql)
+            rows = cursor.fetchall()
+            return rows, (before + self.clock()) / 2
+
+    def _read_one_by_one(self, queries: tuple[Query, ...], results: dict[str, dict], errors: dict[str, str]) -> None:
+        for query in queries:
+            single = combine(query.name, [query])
+            try:
+                rows, clock = self._execute(single.sql)
+            except Exception as error:
+                if _session_dead(error):
+                    raise
+                errors[query.name] = describe(error, query.views, self.settings.user.upper())
+                continue
+            results[query.name] = dict(split(single, rows)[query.name], agent_clock=clock)
 
     def close(self) -> None:
         if self.connection is not None:
@@ -185,8 +256,21 @@ class Database:
             self.connection = None
 
 
-def down_document(reason: str) -> dict:
-    return {"kind": "live", "version": "", "database": {}, "results": {}, "errors": {}, "down": reason}
+def _session_dead(error: Exception) -> bool:
+    return bool(getattr(error.args[0] if error.args else None, "is_session_dead", False))
+
+
+def down_document(reason: str, target: str = "") -> dict:
+    """The results document of a sample that could not read the database (target: the configured name)."""
+    return {
+        "kind": "live",
+        "target": target,
+        "version": "",
+        "database": {},
+        "results": {},
+        "errors": {},
+        "down": reason,
+    }
 
 
 def to_raw(document: dict, clock: float) -> Raw:
@@ -201,13 +285,23 @@ def to_raw(document: dict, clock: float) -> Raw:
     return Raw({RESULTS: json.dumps(document)}, t, t)
 
 
-def read_once(database: Database, clock: float) -> Raw:
-    """One sample from a session, connecting (again) when needed; never raises for database trouble."""
+def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
+    """One sample from a session, connecting (again) when needed; never raises for database trouble.
+
+    After a step hung, the rest of the run reports the database down at once
+    with the same reason instead of waiting again.
+    """
+    if database.given_up:
+        return to_raw(down_document(database.given_up, database.settings.target), clock)
     try:
         if database.connection is None:
             database.connect()
-        return to_raw(database.read(), clock)
+        return to_raw(database.read_bounded(inventory), clock)
     except Exception as error:
-        database.close()
         reason = describe(error, user=database.settings.user.upper())
-        return to_raw(down_document(reason), clock)
+        if isinstance(error, Hung):
+            database.given_up = reason
+            database.connection = None  # abandoned with its worker: never closed from here, never used again
+        else:
+            database.close()
+        return to_raw(down_document(reason, database.settings.target), clock)

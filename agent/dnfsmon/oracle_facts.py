@@ -1,7 +1,11 @@
 """Which columns each Oracle view has, by release: the column facts.
 
-Transcribed from the Oracle Database Reference of each release, as
-summarised in ../shared/reference/oracle-views.md. Tests check every SQL
+Transcribed from the Oracle Database Reference of each release (the
+"Dynamic Performance Views" part: V$DNFS_STATS, V$DNFS_CHANNELS, ...).
+This module is the one place for every Oracle list dnfsmon uses: the views
+the agent reads (and so the grants it needs), the wait events dNFS I/O is
+timed under, the NFS operation counters, and the version string each
+release reports. Tests check every SQL
 text the agent (and the SQL pack) sends against these facts for every
 release it claims, so a misspelt column or one newer than a release fails
 before it reaches a database. At run time the agent still discovers the
@@ -27,10 +31,55 @@ RELEASES: dict[str, tuple[int, ...]] = {
     "23ai": (23,),
 }
 
+# V$INSTANCE.VERSION of each release (18c on report the release as N.0.0.0.0;
+# VERSION_FULL has the release update).
+VERSION_STRINGS: dict[str, str] = {
+    "11.2.0.4": "11.2.0.4.0",
+    "12.1.0.1": "12.1.0.1.0",
+    "12.1.0.2": "12.1.0.2.0",
+    "12.2": "12.2.0.1.0",
+    "18c": "18.0.0.0.0",
+    "19c": "19.0.0.0.0",
+    "21c": "21.0.0.0.0",
+    "23ai": "23.0.0.0.0",
+}
+
+# Views the agent reads, as queried (the GRANT names SYS.<view with V_$/GV_$>,
+# see grant_name). The setup script grants exactly these; tests hold both to it.
+VIEWS_READ = (
+    "GV$INSTANCE",
+    "V$DATABASE",
+    "GV$DNFS_STATS",
+    "GV$PROCESS",
+    "GV$DNFS_CHANNELS",
+    "GV$DNFS_SERVERS",
+    "GV$DNFS_FILES",
+    "GV$SYSTEM_EVENT",
+    "GV$EVENT_HISTOGRAM",
+    "GV$EVENT_HISTOGRAM_MICRO",
+    "GV$IOSTAT_FILE",
+)
+
+# Wait events dNFS I/O is timed under (there is no dNFS-specific event):
+# Oracle Database Reference, "Descriptions of Wait Events", User I/O and
+# System I/O classes. The agent and the SQL pack read exactly these.
+IO_EVENTS = (
+    "db file sequential read",
+    "db file scattered read",
+    "db file parallel read",
+    "direct path read",
+    "direct path write",
+    "log file parallel write",
+    "db file parallel write",
+    "control file sequential read",
+)
+
 # (column, first release it exists in, last release it exists in or None).
 Column = tuple[str, str, Optional[str]]
 
-_NFS3_OPS = [
+# V$DNFS_STATS's NFSv3 operation counters, in the view's column order (one
+# per NFSv3 procedure of RFC 1813, plus the MOUNT protocol's MNT).
+NFS_OPS = (
     "NFS_NULL",
     "NFS_GETATTR",
     "NFS_SETATTR",
@@ -54,12 +103,14 @@ _NFS3_OPS = [
     "NFS_PATHCONF",
     "NFS_COMMIT",
     "NFS_MOUNT",
-]
+)
+# The operations other than READ and WRITE (published summed as "other").
+OTHER_OPS = tuple(op for op in NFS_OPS if op not in ("NFS_READ", "NFS_WRITE"))
 
 VIEWS: dict[str, list[Column]] = {
     # One row per Oracle process (PNUM); counters die with the process.
-    "V$DNFS_STATS": [("PNUM", "11.2.0.4", None)]
-    + [(op, "11.2.0.4", None) for op in _NFS3_OPS]
+    "V$DNFS_STATS": list[Column]([("PNUM", "11.2.0.4", None)])
+    + [(op, "11.2.0.4", None) for op in NFS_OPS]
     + [
         ("NFS_READBYTES", "11.2.0.4", None),
         ("NFS_WRITEBYTES", "11.2.0.4", None),
@@ -214,6 +265,11 @@ VIEWS: dict[str, list[Column]] = {
         ("COLUMN_ID", "11.2.0.4", None),
     ],
 }
+
+
+def grant_name(view: str) -> str:
+    """The object a GRANT names for a V$/GV$ view: GV$DNFS_STATS -> SYS.GV_$DNFS_STATS."""
+    return "SYS." + view.replace("$", "_$", 1)
 
 
 def release_tuple(name: str) -> tuple[int, ...]:

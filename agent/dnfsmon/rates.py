@@ -6,7 +6,7 @@ and the measured Δt) or the reason why that key has no interval this time.
 Sources then compute their published fields from an `Interval` with the small
 helpers at the end of this module, so every division happens here.
 
-Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
+Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case for each):
 - diff per natural key before any aggregation;
 - a key seen for the first time is a baseline: no point, not even a zero;
 - a declared identity change (instance restart, process replaced under the
@@ -24,9 +24,9 @@ Rules (see ../shared/reference/peers-and-traps.md, "Lessons"):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, TypeVar, Union
 
 from .points import FieldValue, Point, epoch_ns
 
@@ -37,7 +37,8 @@ IMPLAUSIBLE_COUNTER = 2**63
 
 # A source may declare when its counters started (e.g. NFS mount time =
 # sample time - mount `age`, where age is whole seconds). The start may move
-# by rounding; more than this means the counters restarted.
+# by rounding; more than this means the counters restarted (or, for a source
+# that declares its clock offset as the start, that its clock stepped).
 STARTED_TOLERANCE_S = 2.0
 
 Gauge = Union[int, float, str, bool]
@@ -134,6 +135,16 @@ class Skip:
     reason: str
     # True for the expected first sample of a key (logged at debug only).
     baseline: bool = False
+    # What happened, for the agent's events (EVENT_KINDS): "" for the first
+    # sample of a key and for a non-positive interval, which are no events.
+    event: str = ""
+
+
+# Skips that are events a viewer wants marked on a graph (dnfsmon_event.kind):
+# the series started again from a new baseline, or a counter went backwards.
+REBASELINE = "re-baseline"
+COUNTER_RESET = "counter-reset"
+EVENT_KINDS = (REBASELINE, COUNTER_RESET)
 
 
 def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
@@ -145,6 +156,7 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             current,
             f"identity changed {list(previous.identity)} -> {list(current.identity)} (re-baseline)",
             baseline=True,
+            event=REBASELINE,
         )
     if (previous.started is None) != (current.started is None) or (
         previous.started is not None
@@ -153,8 +165,9 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
     ):
         return Skip(
             current,
-            f"counters restarted (start {previous.started} -> {current.started}; re-baseline)",
+            f"counters restarted or the source clock stepped (start {previous.started} -> {current.started}; re-baseline)",
             baseline=True,
+            event=REBASELINE,
         )
     dt = current.time - previous.time
     if not dt > 0:
@@ -181,9 +194,24 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             return Skip(
                 current,
                 f"counter {name} went backwards {before} -> {now} (reset; interval dropped)",
+                event=COUNTER_RESET,
             )
         deltas[name] = delta
     return Interval(previous, current, dt, deltas, dropped)
+
+
+def deltas_counting_new_from_zero(interval: Interval) -> dict[str, int]:
+    """The interval's deltas, plus counters absent from the previous sample counted from zero.
+
+    For a vector of counters whose members appear only once they are non-zero
+    (Oracle's V$EVENT_HISTOGRAM lists only the buckets hit since startup):
+    `diff` already checked the identity, so a member absent before was zero.
+    """
+    deltas = dict(interval.deltas)
+    for name, now in interval.current.counters.items():
+        if name not in interval.previous.counters and 0 <= now < IMPLAUSIBLE_COUNTER:
+            deltas[name] = now
+    return deltas
 
 
 @dataclass
@@ -225,17 +253,20 @@ class Aggregate:
 # interval lengths agree; allow for float rounding only.
 AGGREGATE_DT_TOLERANCE_S = 1e-6
 
+# The key a caller groups intervals by (a tuple of tags); aggregate() gives it back as it came.
+GroupKey = TypeVar("GroupKey", bound=Hashable)
 
-def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Hashable]) -> dict[Hashable, Aggregate]:
+
+def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], GroupKey]) -> dict[GroupKey, Aggregate]:
     """Sum per-key deltas into groups: diff per key first, then aggregate.
 
     Keys that are new this time (baselines) or were reset are not among the
     intervals, so they add nothing - never a negative or a since-start count.
     """
-    groups: dict[Hashable, list[Interval]] = {}
+    groups: dict[GroupKey, list[Interval]] = {}
     for interval in intervals:
         groups.setdefault(group_of(interval), []).append(interval)
-    result: dict[Hashable, Aggregate] = {}
+    result: dict[GroupKey, Aggregate] = {}
     for group, members in groups.items():
         dts = [m.dt for m in members]
         if max(dts) - min(dts) > AGGREGATE_DT_TOLERANCE_S:
@@ -278,7 +309,7 @@ def mean_per_event(total_delta: Optional[float], events_delta: Optional[float]) 
     return total_delta / events_delta
 
 
-def mean(values: list[float]) -> float:
+def mean(values: Sequence[float]) -> float:
     """Arithmetic mean of point-in-time values (callers pass a non-empty list)."""
     return sum(values) / len(values)
 
@@ -288,6 +319,13 @@ def percent(part: Optional[float], whole: Optional[float]) -> Optional[float]:
     if part is None or not whole:
         return None
     return 100.0 * part / whole
+
+
+def ratio(part: Optional[float], whole: Optional[float]) -> Optional[float]:
+    """part / whole of two point-in-time values (e.g. runnable tasks per CPU); None when whole is 0 or unknown."""
+    if part is None or not whole:
+        return None
+    return part / whole
 
 
 def histogram_quantile(buckets: Iterable[tuple[float, float]], quantile: float) -> Optional[float]:
@@ -310,3 +348,28 @@ def histogram_quantile(buckets: Iterable[tuple[float, float]], quantile: float) 
             return bound / 2 + (bound - bound / 2) * (wanted - below) / count
         below += count
     return ordered[-1][0]
+
+
+def difference(minuend: Optional[float], subtrahend: Optional[float]) -> Optional[float]:
+    """minuend - subtrahend when both are known and the result is not negative, else None.
+
+    For "the part of a latency another one does not explain": a negative
+    result means the two were not measured over the same operations, so no
+    number is published rather than a doubtful one.
+    """
+    if minuend is None or subtrahend is None or minuend < subtrahend:
+        return None
+    return minuend - subtrahend
+
+
+def weighted_mean(pairs: Iterable[tuple[Optional[float], Optional[float]]]) -> Optional[float]:
+    """Σ value*weight / Σ weight over (value, weight) pairs with both known; None without weight.
+
+    E.g. the average latency of several instances from each one's average and
+    its waits per second: the average over all their waits.
+    """
+    known = [(value, weight) for value, weight in pairs if value is not None and weight]
+    total = sum(weight for _, weight in known)
+    if not total:
+        return None
+    return sum(value * weight for value, weight in known) / total

@@ -18,7 +18,7 @@ exactly those columns, from a workload model:
   mean, bucketed into power-of-two histograms consistent with the totals;
 - a client slot limit: while the outstanding I/O (Little's law: IOPS x
   unloaded latency) exceeds `client_slots`, every latency grows in
-  proportion - the seed case of a Linux client capped at 16 RPC slots.
+  proportion, as on a Linux client capped at 16 RPC slots.
 
 Every cumulative value is a closed-form integral of the model from the
 instance's startup, so the same instant gives the same rows in any process
@@ -38,19 +38,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import oracle_facts
+from .oracle_facts import IO_EVENTS, OTHER_OPS
 from .sources.base import Raw
-from .sources.oracle import IO_EVENTS, RESULTS, build_queries
+from .sources.oracle import RESULTS, build_queries
 
-VERSIONS = {
-    "11.2.0.4": "11.2.0.4.0",
-    "12.1.0.1": "12.1.0.1.0",
-    "12.1.0.2": "12.1.0.2.0",
-    "12.2": "12.2.0.1.0",
-    "18c": "18.0.0.0.0",
-    "19c": "19.0.0.0.0",
-    "21c": "21.0.0.0.0",
-    "23ai": "23.0.0.0.0",
-}
+VERSIONS = oracle_facts.VERSION_STRINGS
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
 EVENTS: dict[str, tuple[str, float, float, float]] = {
     "db file sequential read": ("read", 0.70, 1.0, 0.95),
@@ -99,11 +91,25 @@ class Workload:
     datafiles_per_server: int = 10
     fallback_datafiles: int = 0  # data files read through the kernel NFS client (OS_LIB)
     epoch: float = 1_700_000_000.0  # model time zero: first instance startup
+    # The agent's side: python-oracledb's mode (thin cannot connect to 11.2),
+    # its scope (dnfsmon.sources.oracle.SCOPES) and the instance its session
+    # is connected to.
+    mode: str = "thin"
+    scope: str = "cluster"
+    connected_instance: int = 1
+    # 0: a non-CDB (CON_ID 0 everywhere); n: a CDB with n PDBs (CON_ID 3 ..
+    # n + 2; the root is 1): foreground processes and data files belong to
+    # the PDBs in turn, background processes and control files to the root.
+    pdbs: int = 0
 
     def __post_init__(self) -> None:
         oracle_facts.release_tuple(self.release)
         if self.instances < 1 or self.processes < 1 or not self.load_phases or not self.servers:
             raise ValueError("a workload needs instances, processes, load phases and servers")
+        if not 1 <= self.connected_instance <= self.instances:
+            raise ValueError(
+                f"connected_instance {self.connected_instance} is not one of the {self.instances} instances"
+            )
 
 
 @dataclass
@@ -268,40 +274,48 @@ def _row(columns: Sequence[str], values: Mapping[str, object]) -> list[object]:
     return [values.get(c) for c in columns]
 
 
-def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
-    """What dnfsmon's queries would return from the simulated database at time t."""
+# python-oracledb's refusal of an 11.2 database in thin mode, as the driver words it
+# (python-oracledb documentation, "Troubleshooting", DPY-3010).
+DPY_3010 = "DPY-3010: connections to this database server version are not supported by python-oracledb in thin mode"
+
+
+def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventory: bool = True) -> Raw:
+    """What dnfsmon's queries would return from the simulated database at time t
+    (without the inventory queries when `inventory` is false, as the agent reads them)."""
+    from .oracle_db import describe, down_document, to_raw
+
+    if workload.mode == "thin" and workload.release.startswith("11."):
+        # What the live reader makes of the driver's error (oracle_db.read_once).
+        document = down_document(describe(_DriverError(DPY_3010)), workload.db_name)
+        document["kind"] = "simulated"
+        return to_raw(document, t)
     model = Model(workload)
     memory = memory if memory is not None else Memory()
     available = {
         view: set(oracle_facts.columns(view, workload.release))
-        for view in (
-            "GV$INSTANCE",
-            "V$DATABASE",
-            "GV$DNFS_STATS",
-            "GV$PROCESS",
-            "GV$DNFS_CHANNELS",
-            "GV$DNFS_SERVERS",
-            "GV$DNFS_FILES",
-            "GV$SYSTEM_EVENT",
-            "GV$EVENT_HISTOGRAM",
-            "GV$IOSTAT_FILE",
-        )
+        for view in oracle_facts.VIEWS_READ
+        if oracle_facts.columns(view, workload.release)
     }
-    if oracle_facts.release_tuple(workload.release) >= oracle_facts.release_tuple("12.1.0.2"):
-        available["GV$EVENT_HISTOGRAM_MICRO"] = set(oracle_facts.columns("GV$EVENT_HISTOGRAM_MICRO", workload.release))
     results = {}
-    for query in build_queries(available):
+    for query in build_queries(available, workload.scope):
+        if query.inventory and not inventory:
+            continue
+        instances = [workload.connected_instance] if query.local else list(range(1, workload.instances + 1))
+        clock = {"DB_TIME": t, "CLOCK_INSTANCE": workload.connected_instance}
         results[query.name] = {
             "columns": list(query.columns),
-            "rows": [_row(query.columns, dict(v, DB_TIME=t)) for v in _rows(model, query.name, t, memory)],
+            "rows": [_row(query.columns, dict(v, **clock)) for v in _rows(model, query.name, t, memory, instances)],
+            "agent_clock": t,  # the simulated agent's clock runs with the database's
         }
-    for inst in range(1, workload.instances + 1):
-        memory.last_channel_select[inst] = t
+        if query.name == "dnfs_channels":
+            for inst in instances:
+                memory.last_channel_select[inst] = t
     database = {"DBID": workload.dbid, "NAME": workload.db_name, "DB_UNIQUE_NAME": workload.db_name}
     if "CDB" in available["V$DATABASE"]:
-        database["CDB"] = "NO"
+        database["CDB"] = "YES" if workload.pdbs else "NO"
     document = {
         "kind": "simulated",
+        "target": workload.db_name,
         "version": VERSIONS[workload.release],
         "database": database,
         "results": results,
@@ -311,13 +325,27 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None) -> Raw:
     return Raw({RESULTS: json.dumps(document)}, t, t)
 
 
+class _DriverError(Exception):
+    """Shaped like python-oracledb's errors: args[0] has full_code and message."""
+
+    def __init__(self, message: str):
+        detail = type("Detail", (), {"full_code": message.split(":")[0], "message": message})()
+        super().__init__(detail)
+
+
 def _iso(t: float) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, object]]:
+def _container(w: Workload, slot: int) -> int:
+    """CON_ID of a process slot: 0 in a non-CDB; the first 5 slots (background) in the root, then PDBs in turn."""
+    if not w.pdbs:
+        return 0
+    return 1 if slot < 5 else 3 + slot % w.pdbs
+
+
+def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence[int]) -> list[dict[str, object]]:
     w = model.w
-    instances = range(1, w.instances + 1)
     rows: list[dict[str, object]] = []
     if name == "instances":
         for inst in instances:
@@ -331,36 +359,13 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, o
                 }
             )
     elif name == "database":
-        rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "NO"})
+        rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "YES" if w.pdbs else "NO"})
     elif name == "dnfs_stats" and w.dnfs_enabled:
         for inst in instances:
             startup = model.startup(inst, t)
             for slot in range(w.processes):
                 g, _ = model.process(inst, slot, t)
-                row: dict[str, object] = dict.fromkeys(
-                    (
-                        "NFS_NULL",
-                        "NFS_SETATTR",
-                        "NFS_LOOKUP",
-                        "NFS_ACCESS",
-                        "NFS_READLINK",
-                        "NFS_CREATE",
-                        "NFS_MKDIR",
-                        "NFS_SYMLINK",
-                        "NFS_MKNOD",
-                        "NFS_REMOVE",
-                        "NFS_RMDIR",
-                        "NFS_RENAME",
-                        "NFS_LINK",
-                        "NFS_READDIR",
-                        "NFS_READDIRPLUS",
-                        "NFS_FSSTAT",
-                        "NFS_FSINFO",
-                        "NFS_PATHCONF",
-                        "NFS_MOUNT",
-                    ),
-                    0,
-                )
+                row: dict[str, object] = dict.fromkeys(OTHER_OPS, 0)
                 row.update(model.process_counts(inst, slot, t))
                 row.update(
                     {
@@ -368,7 +373,7 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, o
                         "PNUM": 20 + slot,
                         "SPID": str(model.spid(inst, slot, g, startup)),
                         "SERIAL#": g + 1,
-                        "CON_ID": 0,
+                        "CON_ID": _container(w, slot),
                     }
                 )
                 rows.append(row)
@@ -445,6 +450,8 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, o
             for event in IO_EVENTS:
                 buckets, _ = model.event_counts(inst, event, t, 1.0 if micro else 1000.0)
                 for b, count in enumerate(buckets):
+                    if not count:
+                        continue  # the view lists only buckets hit since startup
                     bound = 2**b
                     rows.append(
                         {
@@ -455,17 +462,29 @@ def _rows(model: Model, name: str, t: float, memory: Memory) -> list[dict[str, o
                         }
                     )
     elif name == "iostat_file":
+        data_files = w.datafiles_per_server * len(w.servers)
+        data_dnfs = data_files - w.fallback_datafiles if w.dnfs_enabled else 0
+        containers = [3 + n for n in range(w.pdbs)] if w.pdbs else [0]
         for inst in instances:
-            data_dnfs = w.datafiles_per_server * len(w.servers) - w.fallback_datafiles if w.dnfs_enabled else 0
-            data_os = w.datafiles_per_server * len(w.servers) - data_dnfs
-            for filetype, method, count in (
-                ("Data File", "DNFS_LIB", data_dnfs),
-                ("Data File", "OS_LIB", data_os),
-                ("Temp File", "DNFS_LIB" if w.dnfs_enabled else "OS_LIB", 2),
-                ("Control File", "OS_LIB", 2),
+            for filetype, method, count, where in (
+                ("Data File", "DNFS_LIB", data_dnfs, containers),
+                ("Data File", "OS_LIB", data_files - data_dnfs, containers),
+                ("Temp File", "DNFS_LIB" if w.dnfs_enabled else "OS_LIB", 2, containers),
+                ("Control File", "OS_LIB", 2, [1 if w.pdbs else 0]),
             ):
-                if count:
-                    rows.append({"INST_ID": inst, "FILETYPE_NAME": filetype, "ACCESS_METHOD": method, "FILES": count})
+                for number, con_id in enumerate(where):
+                    # Spread the files over the containers; the first takes the remainder.
+                    share = count // len(where) + (count % len(where) if number == 0 else 0)
+                    if share:
+                        rows.append(
+                            {
+                                "INST_ID": inst,
+                                "FILETYPE_NAME": filetype,
+                                "ACCESS_METHOD": method,
+                                "CON_ID": con_id,
+                                "FILES": share,
+                            }
+                        )
     return rows
 
 
@@ -497,9 +516,10 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     )
     latencies = {}
     for event in IO_EVENTS:
-        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)
+        # mypy cannot infer a lambda whose default argument binds the loop variable.
+        waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)  # type: ignore[misc]
         micros = model.integral(
-            lambda m, e=event: (
+            lambda m, e=event: (  # type: ignore[misc]
                 model.event_rate(e, m) * sum(p * c for p, c in model.bucket_shares(model.mean_latency_us(e, m), 1.0))
             ),
             t0,

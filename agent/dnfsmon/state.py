@@ -7,8 +7,10 @@ applied to another's (Telegraf's STATE_PERSISTENCE.md makes the same point).
 
 Files are written atomically (files.write_atomically). A file that cannot be
 used - unreadable JSON, another schema version, another target's id,
-malformed samples - is renamed aside to <name>.bad-<unix time> with one
+malformed samples, unreadable (another owner, a directory in its place,
+nesting too deep) - is renamed aside to <name>.bad-<unix time> with one
 warning, and the run re-baselines: no point is computed from doubtful state.
+Files are opened without following symlinks (files.open_in_directory).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import time
 from collections.abc import Iterable
 from typing import Optional
 
-from .files import write_atomically
+from .errors import EnvironmentProblem
+from .files import check_directory, open_in_directory, write_atomically
 from .rates import Sample
 
 log = logging.getLogger(__name__)
@@ -47,12 +50,26 @@ class StateFile:
         self.target_id = target_id
         self.path = os.path.join(directory, state_file_name(target_id))
 
+    def _read(self) -> Optional[bytes]:
+        """The file's bytes; None when absent or unusable (then set aside)."""
+        try:
+            fd = open_in_directory(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except EnvironmentProblem as problem:
+            self._set_aside(f"unusable ({problem})")
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+        except OSError as error:
+            self._set_aside(f"unreadable ({error.strerror})")
+            return None
+
     def load(self) -> dict[str, Sample]:
         """Previous samples by state key; empty (re-baseline) when there are none usable."""
-        try:
-            with open(self.path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
+        raw = self._read()
+        if raw is None:
             return {}
         problem = None
         try:
@@ -66,14 +83,19 @@ class StateFile:
             else:
                 samples = [Sample.from_json(item) for item in data["samples"]]
                 return {s.state_key: s for s in samples}
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            problem = f"unreadable ({error.__class__.__name__}: {error})"
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+            problem = f"unreadable ({error.__class__.__name__}: {str(error)[:200]})"
         self._set_aside(problem)
         return {}
 
     def _set_aside(self, problem: str) -> None:
         aside = f"{self.path}.bad-{int(time.time())}"
-        os.replace(self.path, aside)
+        try:
+            os.replace(self.path, aside)  # renames a symlink or directory itself, never its target
+        except OSError as error:
+            raise EnvironmentProblem(
+                f"state file {self.path} {problem}, and it cannot be moved aside ({error.strerror}); remove it"
+            ) from None
         log.warning("state file %s %s: moved to %s; this run re-baselines", self.path, problem, aside)
 
     def load_json(self) -> dict:
@@ -83,15 +105,15 @@ class StateFile:
 
     def save_json(self, data: dict) -> None:
         document = {"schema": SCHEMA_VERSION, "target": self.target_id, "data": data}
-        write_atomically(self.path, json.dumps(document).encode(), mode=0o600)
+        self._write(json.dumps(document).encode())
 
     def _load_document(self) -> Optional[dict]:
-        try:
-            with open(self.path, "rb") as f:
-                document = json.loads(f.read())
-        except FileNotFoundError:
+        raw = self._read()
+        if raw is None:
             return None
-        except ValueError:
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
             self._set_aside("unreadable JSON")
             return None
         if (
@@ -109,7 +131,17 @@ class StateFile:
             "target": self.target_id,
             "samples": [s.to_json() for s in sorted(samples, key=lambda s: s.state_key)],
         }
-        write_atomically(self.path, json.dumps(data, separators=(",", ":")).encode(), mode=0o600)
+        self._write(json.dumps(data, separators=(",", ":")).encode())
+
+    def _write(self, data: bytes) -> None:
+        try:
+            write_atomically(self.path, data, mode=0o600)
+        except OSError as error:
+            # The points are stored already; the next run diffs against the older sample.
+            raise EnvironmentProblem(
+                f"cannot save state file {self.path} ({error.strerror}): free space on its file system "
+                "or make the directory writable by the agent's user"
+            ) from None
 
 
 class LockHeld(RuntimeError):
@@ -117,18 +149,21 @@ class LockHeld(RuntimeError):
 
 
 class RunLock:
-    """An exclusive, non-blocking flock on <state_dir>/collect.lock.
+    """An exclusive, non-blocking flock on <directory>/<name> (collect.lock in state_dir).
 
     The kernel releases a flock when its process dies, even by SIGKILL, so a
-    crashed run never leaves a stale lock behind.
+    crashed run never leaves a stale lock behind. The directory is checked
+    (owner, mode) and the lock file opened without following a symlink.
     """
 
-    def __init__(self, directory: str):
-        self.path = os.path.join(directory, LOCK_NAME)
+    def __init__(self, directory: str, name: str = LOCK_NAME):
+        self.directory = directory
+        self.path = os.path.join(directory, name)
         self.fd: Optional[int] = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        check_directory(self.directory)
+        fd = open_in_directory(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -136,7 +171,7 @@ class RunLock:
             os.close(fd)
             if error.errno in (errno.EWOULDBLOCK, errno.EACCES):
                 raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}") from None
-            raise
+            raise EnvironmentProblem(f"cannot lock {self.path}: {error.strerror}") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd

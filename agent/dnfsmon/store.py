@@ -9,38 +9,61 @@ written in sequence order. Each record is one line:
 
     <crc32 of the JSON text, 8 lowercase hex digits> <JSON text of one Point>\n
 
-- Durable: a batch of records is written with one write() and fsync()ed
-  before `append` returns; a new segment's directory entry is fsync()ed too.
+- Durable: a batch of records is written (every byte: a short write is
+  continued) and fsync()ed before `append` returns; a new segment's
+  directory entry is fsync()ed too.
+- Never silent: a write that fails (ENOSPC, EIO, EFBIG) truncates the
+  segment back to its size before the batch, counts the batch's points in
+  `unwritten_points` and raises StoreWriteError (an EnvironmentProblem).
 - Crash-safe: SIGKILL or power loss can leave a torn last line (no newline)
   or garbage (e.g. zero-filled blocks). Readers skip any line whose CRC does
-  not match and count it; a writer that finds a torn tail cuts it off (those
-  bytes never formed a complete record) before appending.
+  not match; a writer that finds a torn tail cuts it off (those bytes never
+  formed a complete record) before appending. Both are counted once in
+  `torn_records`: the cut tail when it is cut, a bad record in the middle of
+  a segment when the ship cursor passes it or the size bound deletes it.
 - Bounded: after an append, whole oldest segments are deleted until the
-  store fits in max_bytes; the unshipped points deleted are counted and
-  reported by the agent as dnfsmon_agent.store_dropped_points.
+  store fits in max_bytes; the unshipped points deleted are counted in
+  `dropped_points`.
+- Counters (counts.json) are totals since the store was created, published
+  with every sample as dnfsmon_agent.store_*: losing any one report point
+  (itself dropped in an outage) loses no count.
+- One writer at a time: store.lock (flock) is held around every change, so
+  two configs sharing a store never interleave or cut each other's records;
+  ship.lock is held by the one process shipping the store.
 - Shipping: cursor.json holds the position (segment, byte offset) up to
   which InfluxDB acknowledged every point; it is written atomically after
   each acknowledgement, and segments wholly before it are deleted. A crash
   between an acknowledgement and the cursor write re-sends those points:
   InfluxDB stores a point again under the same series and timestamp, so the
-  re-send overwrites, never duplicates.
+  re-send overwrites, never duplicates. A cursor beyond the data (a store
+  restored or edited by hand) is detected and reset to the oldest point with
+  a warning.
 - Quarantine: points InfluxDB rejects as malformed (or that cannot be
   written as line protocol) go to quarantine.jsonl, same record format plus
-  the reason, and are logged; they are never retried blindly.
+  the reason, and are logged; they are never retried blindly. The file is
+  bounded: past its limit it is rotated to quarantine.jsonl.1 (the older
+  rotation is deleted), so at most twice the limit is kept.
+- latest.json: the newest point of every series, rewritten after each
+  append, so `dnfsmon show` answers without reading every segment.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import logging
 import os
 import re
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import NoReturn, Optional
 
-from .files import fsync_dir, write_atomically
+from .errors import EnvironmentProblem
+from .files import check_directory, fsync_dir, open_in_directory, remove_stale_temps, write_atomically
 from .points import Point
 
 log = logging.getLogger(__name__)
@@ -50,15 +73,33 @@ SEGMENT_RE = re.compile(r"^seg-(\d{16})\.jsonl$")
 COUNTS_FILE = "counts.json"
 CURSOR_FILE = "cursor.json"
 QUARANTINE_FILE = "quarantine.jsonl"
+LATEST_FILE = "latest.json"
+STORE_LOCK = "store.lock"
+SHIP_LOCK = "ship.lock"
+# A store change takes milliseconds; a lock held longer than this is a stuck process.
+STORE_LOCK_WAIT_S = 30.0
+# The quarantine keeps at most twice this (the file and one rotation).
+QUARANTINE_MIN_BYTES = 64 * 1024
+
+
+class StoreWriteError(EnvironmentProblem):
+    """An append could not be written (disk full, I/O error); its points are counted as unwritten."""
+
+
+class StoreLocked(RuntimeError):
+    """Another process holds the store's lock for longer than a store change takes."""
 
 
 @dataclass
 class StoreCounts:
+    """Totals since the store was created (counters: never reset, never decrease)."""
+
     dropped_points: int = 0
     torn_records: int = 0
+    unwritten_points: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Position:
     """Just after one record: the segment's sequence number and byte offset."""
 
@@ -81,40 +122,126 @@ def decode_record(line: bytes) -> Point:
     crc, _, text = line[:-1].partition(b" ")
     if len(crc) != 8 or f"{zlib.crc32(text):08x}".encode() != crc:
         raise ValueError("checksum mismatch")
-    return Point.from_json(json.loads(text))
+    try:
+        return Point.from_json(json.loads(text))
+    except (KeyError, TypeError, AttributeError, RecursionError) as error:
+        raise ValueError(f"not a point ({error.__class__.__name__})") from None
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written: a short write (nearly full disk) is continued, an error raised."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # not expected from a regular file; never loop forever
+            raise OSError(errno.EIO, "write wrote nothing")
+        view = view[written:]
+
+
+def flock_within(fd: int, seconds: float) -> bool:
+    """Take an exclusive flock, waiting at most `seconds`; False when still held by another process."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as error:
+            if error.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 class Store:
-    def __init__(self, directory: str, max_bytes: int, segment_bytes: int = 1 << 20):
+    def __init__(self, directory: str, max_bytes: int, segment_bytes: int = 1 << 20, read_only: bool = False):
+        """The store in `directory`. Read-only: creates, locks and writes nothing (`dnfsmon show`)."""
         self.directory = directory
         self.max_bytes = max_bytes
         self.segment_bytes = min(segment_bytes, max(max_bytes // 4, 4096))
-        os.makedirs(directory, mode=0o750, exist_ok=True)
+        self.quarantine_max_bytes = max(QUARANTINE_MIN_BYTES, max_bytes // 16)
+        self.read_only = read_only
+        # Positions of bad records met by `unshipped`, counted when the cursor passes them.
+        self._bad_seen: set[Position] = set()
+        if not read_only:
+            check_directory(directory)
+            with self.locked():  # every write in the store holds the lock: no temp is in use now
+                remove_stale_temps(directory)
 
     def segments(self) -> list[tuple[int, str]]:
         """(sequence, path) of every segment, oldest first."""
         found = []
-        for name in os.listdir(self.directory):
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            if self.read_only:
+                return []
+            raise
+        for name in names:
             match = SEGMENT_RE.match(name)
             if match:
                 found.append((int(match.group(1)), os.path.join(self.directory, name)))
         return sorted(found)
 
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold store.lock: one process changes the store at a time."""
+        assert not self.read_only, "a read-only store never changes"
+        path = self._path(STORE_LOCK)
+        fd = open_in_directory(path, os.O_RDWR | os.O_CREAT, 0o640)
+        try:
+            if not flock_within(fd, STORE_LOCK_WAIT_S):
+                raise StoreLocked(f"another process has held {path} for over {STORE_LOCK_WAIT_S:.0f} s")
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
     # --- writing ---
 
     def append(self, points: Sequence[Point]) -> None:
-        """Write points durably, then enforce the size bound."""
+        """Write points durably, then enforce the size bound.
+
+        StoreWriteError when the disk refuses them: the segment is left as it
+        was before, and the points are counted as unwritten.
+        """
         if not points:
             return
         data = b"".join(encode_record(p) for p in points)
-        path = self._active_segment(len(data))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        with self.locked():
+            try:
+                path = self._active_segment(len(data))
+                fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            except OSError as error:
+                self._unwritten(points, error, "")
+            try:
+                size_before = os.fstat(fd).st_size
+                try:
+                    write_all(fd, data)
+                    os.fsync(fd)
+                except OSError as error:
+                    try:  # leave no partial record behind: the batch is all or nothing
+                        os.ftruncate(fd, size_before)
+                        os.fsync(fd)
+                    except OSError:
+                        pass  # the next append cuts the torn tail
+                    self._unwritten(points, error, path)
+            finally:
+                os.close(fd)
+            self._enforce_bound()
+            self._update_latest(points)
+
+    def _unwritten(self, points: Sequence[Point], error: OSError, path: str) -> NoReturn:
         try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._enforce_bound()
+            self._add_counts(unwritten_points=len(points))
+        except OSError:
+            pass  # the disk is full: the log line below still has the exact number
+        raise StoreWriteError(
+            f"store {path or self.directory}: {len(points)} points not written ({error.strerror or error}); "
+            f"free space on its file system (or lower [store] max_bytes); the next run's points cover the gap"
+        ) from None
 
     def _active_segment(self, incoming: int) -> str:
         segments = self.segments()
@@ -128,28 +255,32 @@ class Store:
         else:
             # Never reuse a sequence number the cursor may still name.
             sequence = self.cursor().segment + 1
-        path = os.path.join(self.directory, f"seg-{sequence:016d}.jsonl")
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o640))
+        path = self._path(f"seg-{sequence:016d}.jsonl")
+        os.close(open_in_directory(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         fsync_dir(self.directory)
         return path
 
     def _cut_torn_tail(self, path: str) -> None:
-        with open(path, "rb+") as f:
-            data = f.read()
-            if not data or data.endswith(b"\n"):
+        fd = open_in_directory(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
                 return
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
             keep = data.rfind(b"\n") + 1
-            f.truncate(keep)
-            f.flush()
-            os.fsync(f.fileno())
-        log.warning("store %s: cut a torn record of %d bytes left by an interrupted write", path, len(data) - keep)
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        log.warning("store %s: cut a torn record of %d bytes left by an interrupted write", path, size - keep)
         self._add_counts(torn_records=1)
 
     def _enforce_bound(self) -> None:
         segments = self.segments()
         total = sum(os.path.getsize(p) for _, p in segments)
-        cursor = self.cursor()
-        dropped = 0
+        cursor = self._valid_cursor(segments)
+        dropped = bad = 0
         # Never delete the newest segment: it holds the points just written.
         for sequence, path in segments[:-1]:
             if total <= self.max_bytes:
@@ -157,10 +288,14 @@ class Store:
             size = os.path.getsize(path)
             start = cursor.offset if sequence == cursor.segment else 0
             if sequence >= cursor.segment:
-                dropped += sum(1 for _ in self._read_segment(path, start, count_torn=False))
+                for _, point in self._read_segment(path, start, warn=False):
+                    if point is None:
+                        bad += 1
+                    else:
+                        dropped += 1
             os.unlink(path)
             total -= size
-        if dropped:
+        if dropped or bad:
             fsync_dir(self.directory)
             log.warning(
                 "store %s over %d bytes: dropped the %d oldest unshipped points",
@@ -168,47 +303,90 @@ class Store:
                 self.max_bytes,
                 dropped,
             )
-            self._add_counts(dropped_points=dropped)
+            self._add_counts(dropped_points=dropped, torn_records=bad)
+
+    def _update_latest(self, points: Sequence[Point]) -> None:
+        """Keep latest.json (newest point per series) for `dnfsmon show`; best effort."""
+        latest = self.latest_index() or {}
+        for point in points:
+            key = json.dumps([point.measurement, point.tags])
+            if key not in latest or point.time_ns >= latest[key].time_ns:
+                latest[key] = point
+        document = {key: point.to_json() for key, point in latest.items()}
+        try:
+            write_atomically(self._path(LATEST_FILE), json.dumps(document, separators=(",", ":")).encode())
+        except OSError as error:
+            log.warning(
+                "store %s: could not update %s (%s); `dnfsmon show` reads the segments",
+                self.directory,
+                LATEST_FILE,
+                error.strerror,
+            )
+
+    def latest_index(self) -> Optional[dict[str, Point]]:
+        """latest.json as series key -> point; None when missing or unusable."""
+        try:
+            with open(self._path(LATEST_FILE), "rb") as f:
+                document = json.load(f)
+            return {key: Point.from_json(data) for key, data in document.items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            return None
 
     # --- reading ---
 
-    def _read_segment(self, path: str, start: int = 0, count_torn: bool = True) -> Iterator[tuple[int, Point]]:
-        """(offset just after the record, point) of each good record from `start`."""
+    def _read_segment(
+        self, path: str, start: int = 0, warn: bool = True, newest: bool = False
+    ) -> Iterator[tuple[int, Optional[Point]]]:
+        """(offset just after the record, point or None when bad) of each record from `start`.
+
+        The newest segment's last line without a newline is not yielded: it
+        may be a write in progress; the next writer cuts it and counts it.
+        """
         with open(path, "rb") as f:
             f.seek(start)
             offset = start
             for line in f:
+                if newest and not line.endswith(b"\n"):
+                    return
                 offset += len(line)
                 try:
-                    yield offset, decode_record(line)
-                except (ValueError, KeyError, TypeError) as error:
-                    if count_torn:
+                    point: Optional[Point] = decode_record(line)
+                except ValueError as error:
+                    point = None
+                    if warn:
                         log.warning("store %s at byte %d: skipped a bad record (%s)", path, offset - len(line), error)
+                yield offset, point
 
     def points(self) -> Iterator[Point]:
         """Every stored point, shipped or not, oldest first; bad records skipped with a warning."""
-        for _, path in self.segments():
+        segments = self.segments()
+        for sequence, path in segments:
             try:
-                for _, point in self._read_segment(path):
-                    yield point
+                for _, point in self._read_segment(path, newest=sequence == segments[-1][0]):
+                    if point is not None:
+                        yield point
             except FileNotFoundError:
                 continue  # deleted meanwhile by the bound or a ship
 
     def unshipped(self) -> Iterator[tuple[Position, Point]]:
         """Points after the ship cursor, oldest first, each with the position just after it."""
-        cursor = self.cursor()
-        for sequence, path in self.segments():
+        segments = self.segments()
+        cursor = self._valid_cursor(segments, warn=True)
+        for sequence, path in segments:
             if sequence < cursor.segment:
                 continue
             start = cursor.offset if sequence == cursor.segment else 0
-            for offset, point in self._read_segment(path, start):
-                yield Position(sequence, offset), point
+            for offset, point in self._read_segment(path, start, newest=sequence == segments[-1][0]):
+                if point is None:
+                    self._bad_seen.add(Position(sequence, offset))
+                else:
+                    yield Position(sequence, offset), point
 
     # --- shipping ---
 
     def cursor(self) -> Position:
         try:
-            with open(os.path.join(self.directory, CURSOR_FILE), encoding="utf-8") as f:
+            with open(self._path(CURSOR_FILE), encoding="utf-8") as f:
                 data = json.load(f)
             return Position(int(data["segment"]), int(data["offset"]))
         except FileNotFoundError:
@@ -218,68 +396,105 @@ class Store:
             log.warning("store cursor unreadable (%s): shipping restarts from the oldest stored point", error)
             return Position(0, 0)
 
+    def _valid_cursor(self, segments: list[tuple[int, str]], warn: bool = False) -> Position:
+        """The cursor, or the oldest point when it points beyond the data (restored or edited store)."""
+        cursor = self.cursor()
+        if not segments or cursor == Position(0, 0):
+            return cursor
+        problem = None
+        paths = dict(segments)
+        if cursor.segment > segments[-1][0]:
+            problem = f"names segment {cursor.segment}, beyond the newest ({segments[-1][0]})"
+        elif cursor.segment in paths and cursor.offset > 0:
+            try:
+                with open(paths[cursor.segment], "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    if cursor.offset > size:
+                        problem = f"offset {cursor.offset} is beyond segment {cursor.segment}'s {size} bytes"
+                    else:
+                        f.seek(cursor.offset - 1)
+                        if f.read(1) != b"\n":
+                            problem = f"offset {cursor.offset} is not at a record boundary"
+            except FileNotFoundError:
+                pass
+        if problem is None:
+            return cursor
+        if warn:
+            log.warning(
+                "store %s: the ship cursor %s: shipping restarts from the oldest stored point "
+                "(InfluxDB overwrites what it already has)",
+                self.directory,
+                problem,
+            )
+        return Position(0, 0)
+
     def acknowledge(self, position: Position) -> None:
         """Everything up to `position` reached InfluxDB: move the cursor, delete shipped segments."""
-        write_atomically(os.path.join(self.directory, CURSOR_FILE), json.dumps(position.__dict__).encode())
-        segments = self.segments()
-        for sequence, path in segments[:-1]:
-            if sequence < position.segment or (
-                sequence == position.segment and position.offset >= os.path.getsize(path)
-            ):
-                os.unlink(path)
+        with self.locked():
+            try:
+                write_atomically(self._path(CURSOR_FILE), json.dumps(position.__dict__).encode())
+            except OSError as error:
+                raise EnvironmentProblem(
+                    f"store {self.directory}: cannot record what InfluxDB took ({error.strerror}); free space "
+                    "there: until then those points are sent again (InfluxDB overwrites them, no duplicates)"
+                ) from None
+            passed = {p for p in self._bad_seen if p <= position}
+            if passed:
+                self._bad_seen -= passed
+                self._add_counts(torn_records=len(passed))
+            segments = self.segments()
+            for sequence, path in segments[:-1]:
+                if sequence < position.segment or (
+                    sequence == position.segment and position.offset >= os.path.getsize(path)
+                ):
+                    os.unlink(path)
 
     def quarantine(self, point: Point, reason: str) -> None:
-        """Set aside a point InfluxDB will not take, with the reason; durable."""
-        path = os.path.join(self.directory, QUARANTINE_FILE)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-        try:
-            os.write(fd, encode_record(point, {"quarantined_because": reason}))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        """Set aside a point InfluxDB will not take, with the reason; durable and bounded."""
+        path = self._path(QUARANTINE_FILE)
+        record = encode_record(point, {"quarantined_because": reason})
+        with self.locked():
+            fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                if os.fstat(fd).st_size + len(record) > self.quarantine_max_bytes:
+                    os.replace(path, path + ".1")
+                    os.close(fd)
+                    fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
+                write_all(fd, record)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         log.error("quarantined a point of %s (%s) in %s: %s", point.measurement, dict(point.tags), path, reason)
 
     def quarantined(self) -> list[tuple[Point, str]]:
-        path = os.path.join(self.directory, QUARANTINE_FILE)
         found = []
-        try:
-            with open(path, "rb") as f:
-                for line in f:
-                    try:
-                        point = decode_record(line)
-                    except (ValueError, KeyError, TypeError):
-                        continue
-                    found.append((point, json.loads(line[9:])["quarantined_because"]))
-        except FileNotFoundError:
-            pass
+        for path in (self._path(QUARANTINE_FILE + ".1"), self._path(QUARANTINE_FILE)):
+            try:
+                with open(path, "rb") as f:
+                    for line in f:
+                        try:
+                            point = decode_record(line)
+                        except ValueError:
+                            continue
+                        found.append((point, json.loads(line[9:])["quarantined_because"]))
+            except FileNotFoundError:
+                pass
         return found
 
     # --- the store's own counters, reported by the agent ---
 
-    def _counts_path(self) -> str:
-        return os.path.join(self.directory, COUNTS_FILE)
-
-    def _add_counts(self, dropped_points: int = 0, torn_records: int = 0) -> None:
-        counts = self.pending_counts()
+    def _add_counts(self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0) -> None:
+        counts = self.counts()
         counts.dropped_points += dropped_points
         counts.torn_records += torn_records
-        self._write_counts(counts)
+        counts.unwritten_points += unwritten_points
+        write_atomically(self._path(COUNTS_FILE), json.dumps(counts.__dict__).encode())
 
-    def _write_counts(self, counts: StoreCounts) -> None:
-        write_atomically(self._counts_path(), json.dumps(counts.__dict__).encode())
-
-    def pending_counts(self) -> StoreCounts:
-        """Drops and torn records not yet reported."""
+    def counts(self) -> StoreCounts:
+        """The store's totals since it was created."""
         try:
-            with open(self._counts_path(), encoding="utf-8") as f:
-                return StoreCounts(**{k: int(v) for k, v in json.load(f).items()})
-        except (OSError, ValueError, TypeError):
+            with open(self._path(COUNTS_FILE), encoding="utf-8") as f:
+                data = json.load(f)
+            return StoreCounts(**{k: int(v) for k, v in data.items() if k in StoreCounts.__dataclass_fields__})
+        except (OSError, ValueError, TypeError, AttributeError):
             return StoreCounts()
-
-    def acknowledge_counts(self, reported: StoreCounts) -> None:
-        """Subtract what a stored report point now carries (call after appending it)."""
-        if reported.dropped_points or reported.torn_records:
-            counts = self.pending_counts()
-            counts.dropped_points = max(0, counts.dropped_points - reported.dropped_points)
-            counts.torn_records = max(0, counts.torn_records - reported.torn_records)
-            self._write_counts(counts)

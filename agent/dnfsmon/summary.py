@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from . import catalogue
 from .points import Point
+from .store import Store
 
 # (title, measurement, tag columns, field columns)
 TABLES: Sequence[tuple[str, str, Sequence[str], Sequence[str]]] = (
@@ -91,8 +92,19 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
-def render(latest: dict[tuple, Point]) -> str:
-    """Tables of the latest point per series; measurements not tabled are counted at the end."""
+def age(nanoseconds: int) -> str:
+    """A point's age for people: 42s, 5m, 3h, 2d (negative: the clock moved back)."""
+    seconds = nanoseconds / 1e9
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{sign}{int(seconds // size)}{unit}"
+    return f"{sign}{int(seconds)}s"
+
+
+def render(latest: dict[tuple, Point], now_ns: int) -> str:
+    """Tables of the latest point per series, each with its age; measurements not tabled are counted at the end."""
     entries = catalogue.load()
     out: list[str] = []
     shown = set()
@@ -104,14 +116,20 @@ def render(latest: dict[tuple, Point]) -> str:
             continue
         shown.add(measurement)
         simulated = any(dict(p.tags).get("simulated") == "true" for p in points)
-        headers = list(tags) + [
-            f"{f} [{entries[(measurement, 'field', f)].unit}]"
-            if entries.get((measurement, "field", f)) and entries[(measurement, "field", f)].unit
-            else f
-            for f in fields
-        ]
+        headers = (
+            ["age"]
+            + list(tags)
+            + [
+                f"{f} [{entries[(measurement, 'field', f)].unit}]"
+                if entries.get((measurement, "field", f)) and entries[(measurement, "field", f)].unit
+                else f
+                for f in fields
+            ]
+        )
         rows = [
-            [dict(p.tags).get(t, "") for t in tags] + [_cell(p.fields[f]) if f in p.fields else "-" for f in fields]
+            [age(now_ns - p.time_ns)]
+            + [dict(p.tags).get(t, "") for t in tags]
+            + [_cell(p.fields[f]) if f in p.fields else "-" for f in fields]
             for p in points
         ]
         out.append(f"{title}{'  (SIMULATED)' if simulated else ''}")
@@ -139,3 +157,13 @@ def latest_per_series(points: Iterable[Point]) -> tuple[dict[tuple, Point], int]
         if key not in latest or point.time_ns >= latest[key].time_ns:
             latest[key] = point
     return latest, total
+
+
+def latest_of(store: Store) -> dict[tuple, Point]:
+    """The newest point of every series: from the store's latest.json index when it is
+    usable (no segment read: instant on a full store), else by reading every segment."""
+    index = store.latest_index()
+    if index is not None:
+        return {(p.measurement, p.tags): p for p in index.values()}
+    latest, _ = latest_per_series(store.points())
+    return latest

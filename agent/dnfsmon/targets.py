@@ -33,17 +33,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem
+from .rates import Sample
 from .sources import HOST_SOURCES, oracle
 from .sources.base import HostInputs, Raw
 from .state import StateFile
 
 if TYPE_CHECKING:  # python-oracledb is imported only with [oracle]
     from .oracle_db import Database
+
+
+# The simulator's inventory cadence: [oracle] inventory_interval_s's default.
+SIMULATED_INVENTORY_INTERVAL_S = 600.0
 
 
 @dataclass
@@ -64,6 +70,10 @@ class Target:
 
     def read(self) -> Reading:
         raise NotImplementedError
+
+    def starting(self, previous: Mapping[str, Sample]) -> None:
+        """collect hands over the target's stored samples before its first read (the
+        database targets time their inventory reads from them); most readers ignore them."""
 
     def remember(self) -> None:
         """Save what the reader keeps between runs; most readers keep nothing."""
@@ -99,11 +109,18 @@ class OracleTarget(Target):
         self.id = f"oracle:{settings.target}"
         self.sources = (oracle.NAME,)
         self.database: Database = Database(settings)
+        # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
+        self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
+
+    def starting(self, previous: Mapping[str, Sample]) -> None:
+        self.inventory = oracle.InventoryCadence(self.inventory.interval_s, previous.values())
 
     def read(self) -> Reading:
         from .oracle_db import read_once
 
-        return Reading(raws={oracle.NAME: read_once(self.database, time.time())})
+        raw = read_once(self.database, time.time(), self.inventory.due(time.time()))
+        self.inventory.read(raw)
+        return Reading(raws={oracle.NAME: raw})
 
     def close(self) -> None:
         self.database.close()
@@ -126,11 +143,19 @@ class SimulatedTarget(Target):
         self.memory_file = None if state_dir is None else StateFile(state_dir, f"{self.id}:memory")
         remembered = {} if self.memory_file is None else self.memory_file.load_json()
         self.memory = simulator.Memory({int(k): float(v) for k, v in remembered.items()})
+        # The same inventory cadence as a live database's, at [oracle]'s default.
+        self.inventory = oracle.InventoryCadence(SIMULATED_INVENTORY_INTERVAL_S)
+
+    def starting(self, previous: Mapping[str, Sample]) -> None:
+        self.inventory = oracle.InventoryCadence(self.inventory.interval_s, previous.values())
 
     def read(self) -> Reading:
         from . import simulator
 
-        return Reading(raws={oracle.NAME: simulator.read(self.workload, time.time(), self.memory)})
+        now = time.time()
+        raw = simulator.read(self.workload, now, self.memory, self.inventory.due(now))
+        self.inventory.read(raw)
+        return Reading(raws={oracle.NAME: raw})
 
     def remember(self) -> None:
         if self.memory_file is not None:

@@ -1,70 +1,152 @@
 -- File name:   setup/create_monitor_user.sql
--- Purpose:     Create the least-privilege user the dnfsmon SQL pack and agent
---              connect as: CREATE SESSION and SELECT on exactly the views they
---              read (a test keeps this list in step with them).
+-- Purpose:     Create, or bring up to date, the least-privilege user the
+--              dnfsmon SQL pack and agent connect as: CREATE SESSION and
+--              SELECT on exactly the views they read (a test keeps the list
+--              in step with them), and in a CDB the CONTAINER_DATA to see
+--              every container's rows.
 -- Usage:       @setup/create_monitor_user [user]
 -- Examples:    @setup/create_monitor_user              C##DNFSMON in a CDB, DNFSMON otherwise
 --              @setup/create_monitor_user C##MONITOR
--- Notes:       Run as a DBA (SYSDBA or a user with CREATE USER and GRANT ANY
---              OBJECT PRIVILEGE); in a CDB, from the root: the user is common
---              (CONTAINER=ALL) and sees every PDB. The password is asked for
---              and not echoed; it never appears on a command line.
---              Grants name SYS.V_$/GV_$ views, not the V$ synonyms.
---              Before 18c the pack sleeps with DBMS_LOCK: EXECUTE is granted.
+-- Notes:       Run as a DBA (SYSDBA, or CREATE USER, ALTER USER and GRANT ANY
+--              OBJECT PRIVILEGE); in a CDB from the root (refused in a PDB):
+--              the user is common (C##..., CONTAINER=ALL), and CONTAINER=ALL
+--              alone shows it the root's rows only, so CONTAINER_DATA=ALL is
+--              set for each view it reads.
+--              An existing user keeps its password; its grants are completed.
+--              The password is asked for without echo, never on a command
+--              line, and used only inside a PL/SQL block, whose errors
+--              SQL*Plus reports without the block's text.
+--              Any error stops the script with a failure exit status; the
+--              last line, "DNFSMON_RESULT=created|updated|unchanged ...", is
+--              printed only after the user and every grant were read back
+--              from the dictionary.
+--              Grants name SYS.V_$/GV_$ views, not the V$ synonyms. Before 18c
+--              the pack sleeps with DBMS_LOCK: EXECUTE is granted there.
 --              This is the only script of the pack that changes the database.
 
-set verify off feedback off
+-- noqa: disable=LT01,LT02,LT14
+-- (sqlfluff's oracle dialect misreads PL/SQL collection calls such as
+-- needed(i) and the layout of EXECUTE IMMEDIATE; SQL*Plus's side of this
+-- script is checked by tests/sqlplus_rules.py.)
+
+whenever sqlerror exit failure
+set verify off feedback off termout on
+define _dnfs_user = ""
 column 1 new_value 1 noprint
 select null as "1"
 from dual
 where 1 = 0;
 
-column container new_value _dnfs_container noprint
-column user_name new_value _dnfs_user noprint
-column pre18 new_value _dnfs_pre18 noprint
-select
-    case
-        when to_number(substr(version, 1, instr(version, '.') - 1)) >= 18 then '--'
-        else ''
-    end as pre18
-from v$instance;
+-- CDB or not, and the container: V$DATABASE.CDB and CON_NAME exist from
+-- 12.1, so they are read by dynamic SQL that 11.2 never parses.
+variable dnfs_cdb varchar2(3)
+variable dnfs_container varchar2(128)
+variable dnfs_result varchar2(20)
+declare
+    cdb varchar2(3) := 'NO';
+    container varchar2(128) := '';
+begin
+    if dbms_db_version.version >= 12 then
+        execute immediate 'select cdb, sys_context(''USERENV'', ''CON_NAME'') from v$database'
+        into cdb, container;
+    end if;
+    :dnfs_cdb := cdb;
+    :dnfs_container := container;
+end;
+/
 
--- In a CDB root the user is common (C##...) and sees every container.
-select
-    case
-        when sys_context('USERENV', 'CON_NAME') = 'CDB$ROOT' then 'container = all'
-        else ''
-    end as container,
-    upper(
-        nvl(
-            '&1',
-            case when sys_context('USERENV', 'CON_NAME') = 'CDB$ROOT' then 'C##DNFSMON' else 'DNFSMON' end
-        )
-    ) as user_name
+column user_name new_value _dnfs_user noprint
+select upper(nvl('&1', case when :dnfs_cdb = 'YES' then 'C##DNFSMON' else 'DNFSMON' end)) as user_name
 from dual;
 
-accept _dnfs_password char prompt 'Password for &_dnfs_user: ' hide
+accept _dnfs_password char prompt 'Password for &_dnfs_user (used only if the user is created): ' hide
 
-create user &_dnfs_user identified by "&_dnfs_password" &_dnfs_container;
+declare
+    user_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_user');
+    new_password constant varchar2(128) := q'~&_dnfs_password~';
+    is_cdb boolean := :dnfs_cdb = 'YES';
+    scope varchar2(20) := '';
+    -- The views the pack and the agent read (tests/test_sql_pack.py keeps
+    -- this list equal to what they read).
+    needed sys.odcivarchar2list := sys.odcivarchar2list(
+        'GV_$INSTANCE', 'V_$INSTANCE', 'V_$DATABASE', 'GV_$DNFS_STATS', 'GV_$PROCESS',
+        'GV_$DNFS_CHANNELS', 'GV_$DNFS_SERVERS', 'GV_$DNFS_FILES', 'GV_$SYSTEM_EVENT',
+        'GV_$EVENT_HISTOGRAM', 'GV_$IOSTAT_FILE', 'GV_$PARAMETER', 'GV_$DATAFILE',
+        'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$CONTROLFILE'
+    );
+    existed number;
+    before_grants number;
+    after_grants number;
+    missing varchar2(4000) := '';
+    outcome varchar2(20);
+begin
+    if is_cdb and :dnfs_container != 'CDB$ROOT' then
+        raise_application_error(
+            -20001, 'Connected to ' || :dnfs_container || ': run this script in the CDB root (the user is common).'
+        );
+    end if;
+    if is_cdb and user_name not like 'C##%' then
+        raise_application_error(-20002, 'In a CDB the user must be common: name it C##..., not ' || user_name || '.');
+    end if;
+    if is_cdb then
+        scope := ' container = all';
+    end if;
+    -- Release-dependent views: the microsecond histogram from 12.1.0.2, the
+    -- alert log view (read by dnfs_check.sql) from 12.2.
+    if dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2) then
+        needed.extend(2);
+        needed(needed.count - 1) := 'GV_$EVENT_HISTOGRAM_MICRO';
+        needed(needed.count) := 'V_$DIAG_ALERT_EXT';
+    end if;
+    select count(*) into existed from dba_users where username = user_name;
+    select count(*) into before_grants from dba_tab_privs where grantee = user_name;
+    if existed = 0 then
+        execute immediate 'create user ' || user_name || ' identified by "' || new_password || '"' || scope;
+    end if;
+    execute immediate 'grant create session to ' || user_name || scope;
+    for i in 1 .. needed.count loop
+        execute immediate 'grant select on sys.' || needed(i) || ' to ' || user_name || scope;
+        if is_cdb then
+            execute immediate 'alter user ' || user_name || ' set container_data = all for sys.' || needed(i)
+            || ' container = current';
+        end if;
+    end loop;
+    if dbms_db_version.version < 18 then
+        execute immediate 'grant execute on sys.dbms_lock to ' || user_name || scope;
+        needed.extend;
+        needed(needed.count) := 'DBMS_LOCK';
+    end if;
+    -- Read everything back from the dictionary before saying it is done.
+    for i in 1 .. needed.count loop
+        select count(*) into after_grants
+        from dba_tab_privs
+        where grantee = user_name and owner = 'SYS' and table_name = needed(i);
+        if after_grants = 0 then
+            missing := missing || ' ' || needed(i);
+        end if;
+    end loop;
+    select count(*) into after_grants
+    from dba_sys_privs
+    where grantee = user_name and privilege = 'CREATE SESSION';
+    if after_grants = 0 then
+        missing := missing || ' CREATE SESSION';
+    end if;
+    if missing is not null then
+        raise_application_error(-20003, user_name || ' lacks, after granting:' || missing);
+    end if;
+    select count(*) into after_grants from dba_tab_privs where grantee = user_name;
+    outcome := case when existed = 0 then 'created' when after_grants > before_grants then 'updated' else 'unchanged' end;
+    :dnfs_result := outcome;
+end;
+/
 undefine _dnfs_password
-grant create session to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$instance to &_dnfs_user &_dnfs_container;
-grant select on sys.v_$instance to &_dnfs_user &_dnfs_container;
-grant select on sys.v_$database to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$dnfs_stats to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$process to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$dnfs_channels to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$dnfs_servers to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$dnfs_files to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$system_event to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$event_histogram to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$iostat_file to &_dnfs_user &_dnfs_container;
-grant select on sys.gv_$parameter to &_dnfs_user &_dnfs_container;
--- 12.1.0.2+ only (an error on older releases is expected and harmless):
-grant select on sys.gv_$event_histogram_micro to &_dnfs_user &_dnfs_container;
--- Before 18c the pack sleeps with DBMS_LOCK.SLEEP:
-&_dnfs_pre18.grant execute on sys.dbms_lock to &_dnfs_user &_dnfs_container;
 
-prompt User &_dnfs_user created with the grants dnfsmon needs.
-undefine 1 _dnfs_user _dnfs_container _dnfs_pre18
+column result new_value _dnfs_result noprint
+select :dnfs_result as result
+from dual;
+prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs.
+column 1 clear
+column user_name clear
+column result clear
+undefine 1 _dnfs_user _dnfs_result
 set feedback on

@@ -9,6 +9,8 @@ declare -A needed=(
   [nicstat]=nicstat          # tests/test_nic.py compares our NIC rates with nicstat -p
   [mountstats]=nfs-common    # tests/test_mountstats.py compares per-op figures with mountstats iostat
   [tmux]=tmux                # tests/test_top.py runs dnfsmon top in a real terminal
+  [logrotate]=logrotate       # tests/test_install.py checks the recipe's logrotate file with logrotate -d
+  [systemd-analyze]=systemd  # tests/test_install.py verifies the contrib units with systemd-analyze verify
 )
 
 missing=()

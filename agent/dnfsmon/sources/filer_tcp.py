@@ -2,14 +2,14 @@
 
 dNFS channels are ordinary TCP sockets owned by Oracle processes, and the
 kernel NFS client's transports are TCP sockets too: tcp_info is the Linux
-answer to the DTrace tcp:::send/receive probes the seed articles used (srtt,
+answer to Solaris' DTrace tcp:::send/receive probes (srtt,
 cwnd, unacked bytes, retransmissions), and what `ss -ti` prints.
 
 Read through netlink sock_diag (include/uapi/linux/inet_diag.h, the
 INET_DIAG_INFO extension carrying struct tcp_info of
 include/uapi/linux/tcp.h) with pyroute2, a maintained netlink library,
-rather than by parsing `ss` output (another tool's human display, see
-peers-and-traps.md). pyroute2 is imported only when this source runs; its
+rather than by parsing `ss` output (another tool's human display, whose
+format changes between iproute2 releases). pyroute2 is imported only when this source runs; its
 import costs about 0.1 s of CPU (bench/collect_cost.py measures it).
 
 The reader keeps established sockets whose remote port is an NFS port

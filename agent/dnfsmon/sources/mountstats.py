@@ -4,8 +4,8 @@ Sources of truth: the kernel's nfs_show_stats() (fs/nfs/super.c),
 rpc_clnt_show_stats()/rpc_print_iostats() (net/sunrpc/stats.c) and the
 transports' print_stats (net/sunrpc/xprtsock.c, xprtrdma/transport.c);
 nfs-utils' tools/mountstats/mountstats.py for the arithmetic of its iostat
-view, which tests/test_mountstats.py compares with ours. Format notes and
-traps: ../shared/reference/linux-sources.md.
+view, which tests/test_mountstats.py compares with ours. The format's
+variants and traps are the kernel-variant cases in tests/test_mountstats.py.
 
 Counters here are per mount namespace; bind mounts of one export show the
 same counters under each mount point, and per-op counters really belong to

@@ -2,8 +2,8 @@
 
 Source of truth for the counters: the kernel's dev_seq_printf_stats()
 (net/core/net-procfs.c), which prints 16 counters per interface after a
-two-line header. nicstat's Linux columns (see
-../shared/reference/linux-sources.md) over a measured interval t:
+two-line header. nicstat's Linux columns (nicstat.c; tests/test_nic.py
+runs Debian's nicstat as the reference) over a measured interval t:
   rKB/s = Δrx_bytes/t/1024, rPk/s = Δrx_packets/t, rAvs = Δrx_bytes/Δrx_packets
   (tx likewise), %Util = max(rx, tx) bits/s * 100 / speed (full duplex) or
   (rx + tx) bits/s * 100 / speed (half duplex), capped at 100,
@@ -148,7 +148,8 @@ def utilisation_pct(
         return None
     # nicstat assumes full duplex when it cannot tell.
     busy = max(rx_bytes_per_s, tx_bytes_per_s) if full_duplex is not False else rx_bytes_per_s + tx_bytes_per_s
-    return min(100.0, rates.percent(busy * 8, speed_mbit * 1_000_000))
+    pct = rates.percent(busy * 8, speed_mbit * 1_000_000)
+    return None if pct is None else min(100.0, pct)
 
 
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
@@ -158,6 +159,7 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     rx_bytes_per_s = rates.per_second(d["rx_bytes"], interval.dt)
     tx_bytes_per_s = rates.per_second(d["tx_bytes"], interval.dt)
     gauges = interval.current.gauges
+    speed_mbit, full_duplex = gauges.get("speed_mbit"), gauges.get("full_duplex")  # int and bool when the link says
     out: dict[str, Optional[rates.Gauge]] = {
         "rx_kib_per_s": rx_bytes_per_s / 1024,
         "tx_kib_per_s": tx_bytes_per_s / 1024,
@@ -166,7 +168,10 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
         "rx_avg_packet_bytes": rates.mean_per_event(d["rx_bytes"], d["rx_packets"]),
         "tx_avg_packet_bytes": rates.mean_per_event(d["tx_bytes"], d["tx_packets"]),
         "util_pct": utilisation_pct(
-            rx_bytes_per_s, tx_bytes_per_s, gauges.get("speed_mbit"), gauges.get("full_duplex")
+            rx_bytes_per_s,
+            tx_bytes_per_s,
+            speed_mbit if isinstance(speed_mbit, int) else None,
+            full_duplex if isinstance(full_duplex, bool) else None,
         ),
         "saturation_per_s": rates.per_second(sum(d[name] for name in SATURATION_COUNTERS), interval.dt),
         "rx_errors_per_s": interval.rate("rx_errs"),

@@ -1,6 +1,6 @@
 """Oracle Direct NFS: IOPS, bytes, channels, servers, I/O latency, histograms.
 
-Facts and traps: ../shared/reference/oracle-views.md. This module is pure:
+Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
 (dnfsmon.oracle_facts names them per release) and turns result rows into
 samples and points. The I/O happens in dnfsmon.oracle_db (a live database
@@ -32,9 +32,10 @@ How the traps are handled:
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -63,45 +64,25 @@ MEASUREMENTS = (
     STATUS_MEASUREMENT,
 )
 
-# Wait events dNFS I/O is timed under (there is no dNFS-specific event).
-IO_EVENTS = (
-    "db file sequential read",
-    "db file scattered read",
-    "db file parallel read",
-    "direct path read",
-    "direct path write",
-    "log file parallel write",
-    "db file parallel write",
-    "control file sequential read",
-)
-# V$DNFS_STATS operation counters other than READ/WRITE, summed as "other".
-OTHER_OPS = (
-    "NFS_NULL",
-    "NFS_GETATTR",
-    "NFS_SETATTR",
-    "NFS_LOOKUP",
-    "NFS_ACCESS",
-    "NFS_READLINK",
-    "NFS_CREATE",
-    "NFS_MKDIR",
-    "NFS_SYMLINK",
-    "NFS_MKNOD",
-    "NFS_REMOVE",
-    "NFS_RMDIR",
-    "NFS_RENAME",
-    "NFS_LINK",
-    "NFS_READDIR",
-    "NFS_READDIRPLUS",
-    "NFS_FSSTAT",
-    "NFS_FSINFO",
-    "NFS_PATHCONF",
-    "NFS_COMMIT",
-    "NFS_MOUNT",
-)
+# The Oracle lists live in dnfsmon.oracle_facts (one source of truth).
+IO_EVENTS = oracle_facts.IO_EVENTS
+OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
-DB_TIME = "SYS_EXTRACT_UTC(SYSTIMESTAMP) AS db_time"
+# Every counter query reads the database clock in the same statement (one
+# SYSTIMESTAMP per statement) and the instance whose clock that is.
+DB_TIME = "SYS_EXTRACT_UTC(SYSTIMESTAMP) AS db_time, TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE')) AS clock_instance"
+CLOCK_COLUMNS = ("DB_TIME", "CLOCK_INSTANCE")
+# The instance the session is connected to (Oracle SQL Language Reference,
+# SYS_CONTEXT, namespace USERENV, parameter INSTANCE: "the instance
+# identification number of the current instance").
+LOCAL_INSTANCE = "TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))"
+
+# oracle.scope: "instance" reads only the instance the session is connected
+# to (one agent per RAC node, each with a node-local connection: the
+# default); "cluster" reads every instance through GV$ from one agent.
+SCOPES = ("instance", "cluster")
 
 
 @dataclass(frozen=True)
@@ -113,128 +94,225 @@ class Query:
     # Result column names, upper case, in order (what cursor.description says).
     columns: tuple[str, ...]
     views: tuple[str, ...]
+    # True when rows are limited to the connected instance (scope "instance").
+    local: bool = False
+    # True for what changes rarely (filers, files, coverage): read every
+    # oracle.inventory_interval_s rather than every sample.
+    inventory: bool = False
 
 
 def _pick(available: set[str], wanted: Sequence[str]) -> list[str]:
     return [c for c in wanted if c in available]
 
 
-def _simple(name: str, view: str, columns: Sequence[str], where: str = "") -> Query:
-    """SELECT columns, db_time FROM view [WHERE ...]."""
-    sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {view.lower()}{where}"
-    return Query(name, sql, (*tuple(columns), "DB_TIME"), (view,))
-
-
-def build_queries(available: Mapping[str, set[str]]) -> list[Query]:
+def build_queries(available: Mapping[str, set[str]], scope: str = "instance") -> list[Query]:
     """SQL for the columns the database has ({"GV$DNFS_STATS": {"INST_ID", ...}, ...}).
 
     A view missing from `available` (not granted, or absent in the release)
     leaves its query out; required columns are used unconditionally so the
     facts test catches a release that lacks them.
     """
+    local = scope == "instance"
     queries = []
 
     def has(view: str) -> set[str]:
         return set(available.get(view, ()))
 
-    events = " WHERE event IN (" + ", ".join("'" + e + "'" for e in IO_EVENTS) + ")"
+    def where(*conditions: str, alias: str = "") -> str:
+        both = [*conditions, *([f"{alias}inst_id = {LOCAL_INSTANCE}"] if local else [])]
+        return (" WHERE " + " AND ".join(both)) if both else ""
+
+    def simple(name: str, view: str, columns: Sequence[str], *conditions: str, inventory: bool = False) -> Query:
+        """SELECT columns, the clock FROM view [WHERE ...]."""
+        sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {view.lower()}{where(*conditions)}"
+        return Query(name, sql, (*columns, *CLOCK_COLUMNS), (view,), local, inventory)
+
+    events = "event IN (" + ", ".join("'" + e + "'" for e in IO_EVENTS) + ")"
     if has("GV$INSTANCE"):
         queries.append(
-            _simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
+            simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
         )
     if has("V$DATABASE"):
-        columns = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
-        queries.append(
-            Query(
-                "database",
-                f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database",
-                tuple(columns),
-                ("V$DATABASE",),
-            )
-        )
+        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
+        sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
+        queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
         counters = _pick(has("GV$DNFS_STATS"), STATS_COUNTERS)
-        queries.append(
-            Query(
-                "dnfs_stats",
-                f"SELECT s.inst_id, s.pnum, p.spid, p.serial#, {', '.join('s.' + c.lower() for c in counters)}, {DB_TIME} "
-                "FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum",
-                ("INST_ID", "PNUM", "SPID", "SERIAL#", *tuple(counters), "DB_TIME"),
-                ("GV$DNFS_STATS", "GV$PROCESS"),
-            )
+        container = _pick(has("GV$DNFS_STATS"), ["CON_ID"])
+        sql = (
+            f"SELECT s.inst_id, s.pnum, p.spid, p.serial#, {', '.join('s.' + c.lower() for c in [*counters, *container])}, "
+            f"{DB_TIME} FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
+            + where(alias="s.")
         )
+        columns = ("INST_ID", "PNUM", "SPID", "SERIAL#", *counters, *container, *CLOCK_COLUMNS)
+        queries.append(Query("dnfs_stats", sql, columns, ("GV$DNFS_STATS", "GV$PROCESS"), local))
     if has("GV$DNFS_CHANNELS"):
         channel = has("GV$DNFS_CHANNELS")
-        queries.append(
-            _simple(
-                "dnfs_channels",
-                "GV$DNFS_CHANNELS",
-                ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL"]), *_pick(channel, CHANNEL_COUNTS)],
-            )
-        )
+        columns = ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL"]), *_pick(channel, CHANNEL_COUNTS)]
+        queries.append(simple("dnfs_channels", "GV$DNFS_CHANNELS", columns))
     if has("GV$DNFS_SERVERS"):
-        queries.append(
-            _simple(
-                "dnfs_servers",
-                "GV$DNFS_SERVERS",
-                [
-                    "INST_ID",
-                    "ID",
-                    "SVRNAME",
-                    "DIRNAME",
-                    "NFSPORT",
-                    *_pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"]),
-                    "WTMAX",
-                    "RTMAX",
-                ],
-            )
-        )
+        version = _pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"])
+        columns = ["INST_ID", "ID", "SVRNAME", "DIRNAME", "NFSPORT", *version, "WTMAX", "RTMAX"]
+        queries.append(simple("dnfs_servers", "GV$DNFS_SERVERS", columns, inventory=True))
     if has("GV$DNFS_FILES"):
         # One row per process and file in the view: count each file once.
-        queries.append(
-            Query(
-                "dnfs_files",
-                f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
-                "FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM gv$dnfs_files) GROUP BY inst_id, svr_id",
-                ("INST_ID", "SVR_ID", "FILES", "BYTES", "DB_TIME"),
-                ("GV$DNFS_FILES",),
-            )
+        sql = (
+            f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
+            f"FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM gv$dnfs_files{where()}) "
+            "GROUP BY inst_id, svr_id"
         )
+        columns = ("INST_ID", "SVR_ID", "FILES", "BYTES", *CLOCK_COLUMNS)
+        queries.append(Query("dnfs_files", sql, columns, ("GV$DNFS_FILES",), local, inventory=True))
     if has("GV$SYSTEM_EVENT"):
-        queries.append(
-            _simple(
-                "system_event",
-                "GV$SYSTEM_EVENT",
-                ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"],
-                events,
-            )
-        )
+        columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
+        queries.append(simple("system_event", "GV$SYSTEM_EVENT", columns, events))
     if has("GV$EVENT_HISTOGRAM_MICRO"):
-        queries.append(
-            _simple(
-                "event_histogram",
-                "GV$EVENT_HISTOGRAM_MICRO",
-                ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"],
-                events,
-            )
-        )
+        columns = ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"]
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM_MICRO", columns, events))
     elif has("GV$EVENT_HISTOGRAM"):
-        queries.append(
-            _simple(
-                "event_histogram", "GV$EVENT_HISTOGRAM", ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"], events
-            )
-        )
+        columns = ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"]
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events))
     if "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
-        queries.append(
-            Query(
-                "iostat_file",
-                f"SELECT inst_id, filetype_name, access_method, COUNT(*) AS files, {DB_TIME} "
-                "FROM gv$iostat_file GROUP BY inst_id, filetype_name, access_method",
-                ("INST_ID", "FILETYPE_NAME", "ACCESS_METHOD", "FILES", "DB_TIME"),
-                ("GV$IOSTAT_FILE",),
-            )
+        # Per container in a CDB (V$IOSTAT_FILE.CON_ID: the file's container).
+        container = [c.lower() for c in _pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
+        group = ", ".join(["inst_id", "filetype_name", "access_method", *container])
+        sql = f"SELECT {group}, COUNT(*) AS files, {DB_TIME} FROM gv$iostat_file{where()} GROUP BY {group}"
+        columns = (
+            "INST_ID",
+            "FILETYPE_NAME",
+            "ACCESS_METHOD",
+            *(c.upper() for c in container),
+            "FILES",
+            *CLOCK_COLUMNS,
         )
+        queries.append(Query("iostat_file", sql, columns, ("GV$IOSTAT_FILE",), local, inventory=True))
     return queries
+
+
+# --- one round trip per sample ---
+
+# Result columns that hold text; every other column is a NUMBER (or the clock).
+TEXT_COLUMNS = frozenset(
+    {
+        "INSTANCE_NAME",
+        "HOST_NAME",
+        "VERSION",
+        "STARTUP_TIME",
+        "NAME",
+        "DB_UNIQUE_NAME",
+        "CDB",
+        "SPID",
+        "SVRNAME",
+        "PATH",
+        "LOCAL",
+        "DIRNAME",
+        "NFSVERSION",
+        "EVENT",
+        "FILETYPE_NAME",
+        "ACCESS_METHOD",
+    }
+)
+# TO_CHAR formats of the two time columns (DB_TIME is a TIMESTAMP in UTC,
+# STARTUP_TIME a DATE); DB_TIME_FORMAT is the same layout for Python.
+ORACLE_FORMATS = {"DB_TIME": 'YYYY-MM-DD"T"HH24:MI:SS.FF6', "STARTUP_TIME": 'YYYY-MM-DD"T"HH24:MI:SS'}
+DB_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Several queries as one statement: one execute and one fetch (review D1/D2).
+
+    A long-format UNION ALL: each branch wraps one query and returns its name
+    and its columns as text (TO_CHAR keeps every digit of a NUMBER), padded
+    with NULLs to the widest query. UNION ALL of CHAR literals of different
+    lengths gives VARCHAR2 (SQL Language Reference, "The UNION [ALL],
+    INTERSECT, MINUS Operators"), so the names come back unpadded. One
+    SYSTIMESTAMP per statement: every query of the statement has the same
+    clock reading, taken with its counters.
+    """
+
+    name: str
+    sql: str
+    queries: tuple[Query, ...]
+
+
+def combine(name: str, queries: Sequence[Query]) -> Combined:
+    width = max(len(q.columns) for q in queries)
+    branches = []
+    for query in queries:
+        values = [
+            f"TO_CHAR(r.{c.lower()}, '{ORACLE_FORMATS[c]}')" if c in ORACLE_FORMATS else f"TO_CHAR(r.{c.lower()})"
+            for c in query.columns
+        ]
+        values += ["NULL"] * (width - len(values))
+        select = ", ".join(f"{value} AS c{number}" for number, value in enumerate(values, start=1))
+        branches.append(f"SELECT '{query.name}' AS q, {select} FROM ({query.sql}) r")
+    return Combined(name, " UNION ALL ".join(branches), tuple(queries))
+
+
+def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
+    """The long-format rows of a combined statement back as each query's {"columns", "rows"}."""
+    by_name = {q.name: q for q in combined.queries}
+    results: dict[str, dict] = {q.name: {"columns": list(q.columns), "rows": []} for q in combined.queries}
+    for row in rows:
+        query = by_name[str(row[0]).strip()]
+        values = [_from_text(column, value) for column, value in zip(query.columns, row[1:])]
+        results[query.name]["rows"].append(values)
+    return results
+
+
+def _from_text(column: str, value: object) -> object:
+    """A TO_CHAR value as the JSON value the parsers read: DB_TIME as epoch seconds, numbers as numbers."""
+    if value is None or column in TEXT_COLUMNS:
+        return value
+    text = str(value).strip()
+    if column == "DB_TIME":
+        moment = datetime.datetime.strptime(text, DB_TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
+        return moment.timestamp()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return float(text)
+
+
+def read_groups(queries: Sequence[Query], inventory: bool) -> list[Combined]:
+    """The statements of one sample: the counters, and the inventory when it is due."""
+    counters = [q for q in queries if not q.inventory]
+    stock = [q for q in queries if q.inventory] if inventory else []
+    return [combine(name, group) for name, group in (("counters", counters), ("inventory", stock)) if group]
+
+
+INVENTORY_MEASUREMENTS = (SERVER_MEASUREMENT, COVERAGE_MEASUREMENT)
+
+
+def inventory_due(previous: Iterable[Sample], now: float, interval_s: float) -> bool:
+    """True when the newest inventory sample (filers, coverage) is older than interval_s (or missing)."""
+    times = [s.wall_time for s in previous if s.measurement in INVENTORY_MEASUREMENTS]
+    return not times or now - max(times) >= interval_s
+
+
+class InventoryCadence:
+    """When a database target reads its inventory next.
+
+    Seeded from the target's stored samples (cron starts a new process every
+    run), then advanced by each read that brought the inventory back.
+    """
+
+    def __init__(self, interval_s: float, stored: Iterable[Sample] = ()):
+        self.interval_s = interval_s
+        self.stored = [s for s in stored if s.measurement in INVENTORY_MEASUREMENTS]
+
+    def due(self, now: float) -> bool:
+        return inventory_due(self.stored, now, self.interval_s)
+
+    def read(self, raw: Raw) -> None:
+        """Note a read: when it holds inventory rows, the next is due interval_s later."""
+        try:
+            found, _ = samples(raw, "")
+        except ParseError:
+            return
+        inventory = [s for s in found if s.measurement in INVENTORY_MEASUREMENTS]
+        if inventory:
+            self.stored = inventory
 
 
 # --- parsing result rows ---
@@ -250,6 +328,10 @@ class Results:
         except (KeyError, TypeError) as error:
             raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
+        # The agent's CLOCK_BOOTTIME in the middle of this query's round trip,
+        # when the reader recorded it (oracle_db does; older captures do not).
+        clock = data.get("agent_clock")
+        self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
         self.rows = []
         for number, row in enumerate(rows, start=1):
             # Oracle returns scalars only; anything else is a damaged recording.
@@ -264,9 +346,13 @@ class Results:
         """The database clock of this query (seconds since the epoch), None without rows."""
         for row in self.rows:
             value = row.get("DB_TIME")
-            if isinstance(value, (int, float)):
-                return float(value)
+            if _finite(value):
+                return float(value)  # type: ignore[arg-type]
         return None
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _number(value: object) -> Optional[int]:
@@ -276,11 +362,28 @@ def _number(value: object) -> Optional[int]:
     return int(value)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Instance:
     name: str
     startup: str
-    host_name: str
+    # The `host` tag of the instance's points: the host it runs on (B5 of
+    # the review: never the agent's host for another node's instance).
+    host: str
+
+
+def host_tag(host_name: object, agent_host: str) -> str:
+    """GV$INSTANCE.HOST_NAME as a host tag: the agent's own spelling when it is the agent's host.
+
+    HOST_NAME is what the instance's OS reports (often fully qualified);
+    the agent's host may be configured short. The same short name means the
+    same host, so its points line up with that host's own points.
+    """
+    name = str(host_name or "").strip()
+    if not name:
+        return agent_host
+    if name.split(".")[0].lower() == agent_host.split(".")[0].lower():
+        return agent_host
+    return name
 
 
 def load(raw: Raw) -> dict:
@@ -314,77 +417,89 @@ def failure(samples: list[Sample]) -> Optional[str]:
     return None
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
-    document = load(raw)
-    simulated = document.get("kind") == "simulated"
-    base_tags: tuple[tuple[str, str], ...] = (("host", host),)
-    database = document.get("database") or {}
-    db_name = str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or "")
-    base_tags += (("database", db_name),)
-    if simulated:
-        base_tags += (("simulated", "true"),)
-    dbid = str(database.get("DBID", ""))
-    problems: list[ParseError] = []
-    results = {name: Results(name, data, problems) for name, data in (document.get("results") or {}).items()}
+Located = tuple[float, dict, rates.Key, tuple[str, ...], Optional[float]]
 
-    instances: dict[object, Instance] = {}
-    if "instances" in results:
-        for row in results["instances"].rows:
-            instances[row["INST_ID"]] = Instance(
-                str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), str(row.get("HOST_NAME", ""))
-            )
 
-    status_gauges: dict[str, rates.Gauge] = {
+@dataclass
+class Context:
+    """One sample's parsed results and what every per-query parser needs."""
+
+    results: dict[str, Results]
+    instances: dict[object, Instance]
+    # database (and simulated) tags, common to every point.
+    database_tags: rates.Key
+    dbid: str
+    problems: list[ParseError]
+
+    def located(self, name: str) -> Iterator[Located]:
+        """(time, row, tags, identity, started) of each row of a query whose instance is known.
+
+        Samples carry the database clock (UTC epoch seconds) both for the
+        interval and as the point's timestamp. The identity holds the
+        instance's startup and the instance whose clock was read (a
+        reconnect to another RAC node changes the clock: re-baseline).
+        `started` is the database clock minus the agent's CLOCK_BOOTTIME at
+        the same moment: it moves when the database clock steps (NTP, a VM
+        pause), and rates.diff then re-baselines instead of publishing a
+        wrong rate (review B8).
+        """
+        result = self.results.get(name)
+        t = result.time() if result else None
+        if result is None or t is None:
+            return
+        started = None if result.agent_clock is None else t - result.agent_clock
+        for row in result.rows:
+            instance = self.instances.get(row.get("INST_ID"))
+            if instance is None:  # an instance that left between queries
+                continue
+            tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
+            identity = (self.dbid, instance.startup, str(row.get("CLOCK_INSTANCE", "")))
+            yield t, row, tags, identity, started
+
+
+def _pdb_tags(row: Mapping) -> rates.Key:
+    """("pdb", CON_ID) for a row of one container of a CDB; nothing for CON_ID 0 (the whole
+    CDB, or a non-CDB) or a view without CON_ID (Reference, "CON_ID" column of V$ views)."""
+    con_id = _number(row.get("CON_ID"))
+    return (("pdb", str(con_id)),) if con_id else ()
+
+
+def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> list[Sample]:
+    """The database's state, published every sample (the agent's host: its view of the database)."""
+    gauges: dict[str, rates.Gauge] = {
         "up": not document.get("down"),
-        "instances": len(instances),
+        "instances": len(context.instances),
         "failed_queries": len(document.get("errors") or {}),
     }
     if document.get("version"):
-        status_gauges["version"] = str(document["version"])
+        gauges["version"] = str(document["version"])
         try:
-            status_gauges["release"] = oracle_facts.release_of_version(str(document["version"]))
+            gauges["release"] = oracle_facts.release_of_version(str(document["version"]))
         except ValueError as error:
-            problems.append(ParseError(RESULTS, str(error)))
+            context.problems.append(ParseError(RESULTS, str(error)))
     reason = reason_of(document)
     if reason:
-        status_gauges["error"] = reason
-    found: list[Sample] = [Sample(STATUS_MEASUREMENT, base_tags, raw.time, raw.wall_time, {}, status_gauges)]
+        gauges["error"] = reason
+    key = (("host", agent_host), *context.database_tags)
+    return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
-    def instance_of(row: Mapping) -> Optional[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]:
-        """(tags, identity) of a row's instance; None for an instance that left between queries."""
-        instance = instances.get(row.get("INST_ID"))
-        if instance is None:
-            return None
-        return (*base_tags, ("instance", instance.name)), (dbid, instance.startup)
 
-    def located(name: str):
-        """(time, row, tags, identity) of each row of a query whose instance is known.
-
-        Samples carry the database clock (UTC epoch seconds) both for the
-        interval and as the point's timestamp.
-        """
-        result = results.get(name)
-        t = result.time() if result else None
-        if t is None:
-            return
-        for row in result.rows:
-            where = instance_of(row)
-            if where is not None:
-                yield (t, row, *where)
-
-    # dNFS I/O per process.
-    for t, row, tags, identity in located("dnfs_stats"):
+def _io(context: Context) -> list[Sample]:
+    """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines)."""
+    found = []
+    for t, row, tags, identity, started in context.located("dnfs_stats"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
         process = (str(row.get("SPID") or "?"), str(row.get("SERIAL#") or "?"))
-        found.append(
-            Sample(IO_MEASUREMENT, (*tags, ("pnum", str(row["PNUM"]))), t, t, counters, {}, identity + process)
-        )
+        key = (*tags, *_pdb_tags(row), ("pnum", str(row["PNUM"])))
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, {}, identity + process, started))
+    return found
 
-    # Channels: interval counts since the last select, summed per path; the
-    # paths' shares of their filer's sends.
-    paths: dict[tuple, dict[str, int]] = {}
-    located_paths: dict[tuple, tuple[float, tuple]] = {}
-    for t, row, tags, identity in located("dnfs_channels"):
+
+def _channels(context: Context) -> list[Sample]:
+    """Channels: interval counts since the last select, summed per path; each path's share of its filer's sends."""
+    paths: dict[rates.Key, dict[str, int]] = {}
+    located_paths: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    for t, row, tags, identity, started in context.located("dnfs_channels"):
         key = (
             *tags,
             ("server", str(row["SVRNAME"])),
@@ -397,46 +512,66 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             value = _number(row.get(name))
             if value is not None:
                 counts[name] = counts.get(name, 0) + value
-        located_paths[key] = (t, identity)
-    server_sends: dict[tuple, int] = {}
+        located_paths[key] = (t, identity, started)
+    server_sends: dict[rates.Key, int] = {}
     for key, counts in paths.items():
         server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
+    found = []
     for key, counts in paths.items():
         gauges: dict[str, rates.Gauge] = {f"interval_{k.lower()}": v for k, v in counts.items() if k != "processes"}
         gauges["processes"] = counts["processes"]
         share = rates.percent(counts.get("SENDS", 0), server_sends[key[:-2]])
         if share is not None:
             gauges["share_pct"] = share
-        t, identity = located_paths[key]
-        found.append(Sample(CHANNEL_MEASUREMENT, key, t, t, {}, gauges, identity))
+        t, identity, started = located_paths[key]
+        found.append(Sample(CHANNEL_MEASUREMENT, key, t, t, {}, gauges, identity, started))
+    return found
 
-    # Servers with their open files.
-    files = {(r["INST_ID"], r["SVR_ID"]): r for r in results["dnfs_files"].rows} if "dnfs_files" in results else {}
-    for t, row, tags, identity in located("dnfs_servers"):
-        server_gauges = {
+
+def _servers(context: Context) -> list[Sample]:
+    """Filers and exports the instances use, with their open files (inventory)."""
+    files = {}
+    if "dnfs_files" in context.results:
+        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].rows}
+    found = []
+    for t, row, tags, identity, started in context.located("dnfs_servers"):
+        gauges: dict[str, Optional[rates.Gauge]] = {
             "wtmax_bytes": _number(row.get("WTMAX")),
             "rtmax_bytes": _number(row.get("RTMAX")),
             "nfs_port": _number(row.get("NFSPORT")),
         }
         if row.get("NFSVERSION"):
-            server_gauges["nfs_version"] = str(row["NFSVERSION"])
+            gauges["nfs_version"] = str(row["NFSVERSION"])
         opened = files.get((row["INST_ID"], row["ID"]), {})
-        server_gauges["open_files"] = _number(opened.get("FILES")) or 0
-        server_gauges["open_file_bytes"] = _number(opened.get("BYTES")) or 0
+        gauges["open_files"] = _number(opened.get("FILES")) or 0
+        gauges["open_file_bytes"] = _number(opened.get("BYTES")) or 0
         key = (*tags, ("server", str(row["SVRNAME"])), ("export", str(row["DIRNAME"])))
-        found.append(
-            Sample(
-                SERVER_MEASUREMENT, key, t, t, {}, {k: v for k, v in server_gauges.items() if v is not None}, identity
-            )
-        )
+        present = {k: v for k, v in gauges.items() if v is not None}
+        found.append(Sample(SERVER_MEASUREMENT, key, t, t, {}, present, identity, started))
+    return found
 
-    # Wait events.
-    for t, row, tags, identity in located("system_event"):
+
+def _events(context: Context) -> list[Sample]:
+    """I/O wait events (instance-wide: V$SYSTEM_EVENT read from the root covers every container)."""
+    found = []
+    for t, row, tags, identity, started in context.located("system_event"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in EVENT_COUNTERS) if v is not None}
-        found.append(Sample(EVENT_MEASUREMENT, (*tags, ("event", str(row["EVENT"]))), t, t, counters, {}, identity))
+        key = (*tags, ("event", str(row["EVENT"])))
+        found.append(Sample(EVENT_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
 
-    # Latency histogram buckets (upper bounds in microseconds).
-    for t, row, tags, identity in located("event_histogram"):
+
+def _histogram(context: Context) -> list[Sample]:
+    """One sample per (instance, event): its buckets as counters named by their upper bound in µs.
+
+    V$EVENT_HISTOGRAM(_MICRO) lists only the buckets hit since startup, so a
+    bucket absent from the previous sample of the same identity was zero
+    then: aggregate() counts it from zero (the first outliers in a new, slow
+    bucket are exactly what one wants to see; review B2).
+    """
+    buckets: dict[rates.Key, dict[str, int]] = {}
+    located: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    for t, row, tags, identity, started in context.located("event_histogram"):
         if "WAIT_TIME_MICRO" in row:
             bound = _number(row["WAIT_TIME_MICRO"])
         else:
@@ -444,29 +579,62 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             bound = None if milli is None else milli * 1000
         count = _number(row.get("WAIT_COUNT"))
         if bound is None or count is None:
-            problems.append(ParseError(RESULTS, f"event_histogram row without a bucket bound or count: {row}"))
+            context.problems.append(ParseError(RESULTS, f"event_histogram row without a bucket bound or count: {row}"))
             continue
-        key = (*tags, ("event", str(row["EVENT"])), ("le_us", str(bound)))
-        found.append(Sample(HISTOGRAM_MEASUREMENT, key, t, t, {"WAIT_COUNT": count}, {}, identity))
+        key = (*tags, ("event", str(row["EVENT"])))
+        buckets.setdefault(key, {})[str(bound)] = count
+        located[key] = (t, identity, started)
+    return [
+        Sample(HISTOGRAM_MEASUREMENT, key, located[key][0], located[key][0], counts, {}, *located[key][1:])
+        for key, counts in buckets.items()
+    ]
 
-    # dNFS coverage per file type.
-    per_type: dict[tuple, dict[str, int]] = {}
-    located_types: dict[tuple, tuple[float, tuple]] = {}
-    for t, row, tags, identity in located("iostat_file"):
-        key = (*tags, ("file_type", str(row["FILETYPE_NAME"])))
+
+def _coverage(context: Context) -> list[Sample]:
+    """Data files per file type (and container), and how many dNFS serves (V$IOSTAT_FILE.ACCESS_METHOD)."""
+    per_type: dict[rates.Key, dict[str, int]] = {}
+    located: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    for t, row, tags, identity, started in context.located("iostat_file"):
+        key = (*tags, *_pdb_tags(row), ("file_type", str(row["FILETYPE_NAME"])))
         counts = per_type.setdefault(key, {"files": 0, "dnfs_files": 0})
         number = _number(row.get("FILES")) or 0
         counts["files"] += number
         if row.get("ACCESS_METHOD") == "DNFS_LIB":
             counts["dnfs_files"] += number
-        located_types[key] = (t, identity)
+        located[key] = (t, identity, started)
+    found = []
     for key, counts in per_type.items():
-        coverage: dict[str, rates.Gauge] = dict(counts)
+        gauges: dict[str, rates.Gauge] = dict(counts)
         pct = rates.percent(counts["dnfs_files"], counts["files"])
         if pct is not None:
-            coverage["dnfs_pct"] = pct
-        t, identity = located_types[key]
-        found.append(Sample(COVERAGE_MEASUREMENT, key, t, t, {}, coverage, identity))
+            gauges["dnfs_pct"] = pct
+        t, identity, started = located[key]
+        found.append(Sample(COVERAGE_MEASUREMENT, key, t, t, {}, gauges, identity, started))
+    return found
+
+
+def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
+    """The samples of one read: each query's rows through its own parser."""
+    document = load(raw)
+    database = document.get("database") or {}
+    # The configured target names the database when it could not be asked:
+    # the status point always has a `database` tag (the dashboards select on it).
+    db_name = str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or document.get("target") or "")
+    database_tags: rates.Key = (("database", db_name),)
+    if document.get("kind") == "simulated":
+        database_tags += (("simulated", "true"),)
+    problems: list[ParseError] = []
+    results = {name: Results(name, data, problems) for name, data in (document.get("results") or {}).items()}
+    instances: dict[object, Instance] = {}
+    if "instances" in results:
+        for row in results["instances"].rows:
+            instances[row["INST_ID"]] = Instance(
+                str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
+            )
+    context = Context(results, instances, database_tags, str(database.get("DBID", "")), problems)
+    found = _status(document, context, raw, host)
+    for parse in (_io, _channels, _servers, _events, _histogram, _coverage):
+        found.extend(parse(context))
     return found, problems
 
 
@@ -513,13 +681,19 @@ def _reconnects(gauges: Mapping[str, rates.Gauge]) -> Optional[int]:
 
 
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
-    """Per-key figures of every measurement but dnfsmon_dnfs_io (summed in aggregate)."""
+    """Per-key figures of the channels and events (I/O is summed, histograms split, states published as read)."""
     sample, d, g = interval.current, interval.deltas, interval.current.gauges
     if sample.measurement == CHANNEL_MEASUREMENT:
         out: dict[str, Optional[rates.Gauge]] = {
-            "sends_per_s": None if "interval_sends" not in g else rates.per_second(g["interval_sends"], interval.dt),
-            "recvs_per_s": None if "interval_recvs" not in g else rates.per_second(g["interval_recvs"], interval.dt),
-            "pings_per_s": None if "interval_pings" not in g else rates.per_second(g["interval_pings"], interval.dt),
+            "sends_per_s": None
+            if "interval_sends" not in g
+            else rates.per_second(float(g["interval_sends"]), interval.dt),
+            "recvs_per_s": None
+            if "interval_recvs" not in g
+            else rates.per_second(float(g["interval_recvs"]), interval.dt),
+            "pings_per_s": None
+            if "interval_pings" not in g
+            else rates.per_second(float(g["interval_pings"]), interval.dt),
             "reconnects": _reconnects(g),
             "sends": g.get("interval_sends"),
             "share_pct": g.get("share_pct"),
@@ -533,38 +707,48 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
             "fg_avg_latency_us": rates.mean_per_event(d.get("TIME_WAITED_MICRO_FG"), d.get("TOTAL_WAITS_FG")),
             "wait_time_us_per_s": interval.rate("TIME_WAITED_MICRO"),
         }
-    elif sample.measurement == HISTOGRAM_MEASUREMENT:
-        out = {"waits_per_s": interval.rate("WAIT_COUNT")}
-    else:  # servers, coverage: inventory gauges
-        out = dict(g)
+    else:
+        raise ValueError(f"{sample.measurement} is not published per interval")
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _histogram_points(interval: rates.Interval) -> list[Point]:
+    """One point per bucket of an (instance, event) histogram; new buckets count from zero."""
+    deltas = rates.deltas_counting_new_from_zero(interval)
+    wall_ns = round(interval.current.wall_time * 1e9)
+    return [
+        Point(
+            HISTOGRAM_MEASUREMENT,
+            (*interval.current.key, ("le_us", bound)),
+            {"waits_per_s": rates.per_second(delta, interval.dt)},
+            wall_ns,
+        )
+        for bound, delta in sorted(deltas.items(), key=lambda item: int(item[0]))
+    ]
 
 
 def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
     points: list[Point] = []
     for sample in current:
-        if sample.measurement == STATUS_MEASUREMENT:  # a state, published every time, not a rate
-            points.append(Point(STATUS_MEASUREMENT, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
+        # States, not rates: published from every read that has them (the
+        # inventory's from its first read on, every inventory_interval_s).
+        if sample.measurement in (STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
+            points.append(Point(sample.measurement, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
     io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT]
-    processes: dict[tuple, int] = {}
-    for sample in current:
-        if sample.measurement == IO_MEASUREMENT:
-            processes[_instance_tags(sample)] = processes.get(_instance_tags(sample), 0) + 1
     for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
-        values = io_fields(summed, processes.get(tags, 0))
+        # Processes that did dNFS I/O in the interval (V$DNFS_STATS has a row,
+        # mostly zeros, for every process; review B6).
+        active = sum(1 for member in summed.members if any(member.deltas.values()))
+        values = io_fields(summed, active)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
     for interval in result.intervals:
-        if interval.current.measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT):
+        measurement = interval.current.measurement
+        if measurement == HISTOGRAM_MEASUREMENT:
+            points.extend(_histogram_points(interval))
+        elif measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
             values = fields(interval)
             if values:
-                points.append(
-                    Point(
-                        interval.current.measurement,
-                        interval.current.key,
-                        values,
-                        round(interval.current.wall_time * 1e9),
-                    )
-                )
+                points.append(Point(measurement, interval.current.key, values, round(interval.current.wall_time * 1e9)))
     return points
 
 

@@ -9,8 +9,8 @@ The net and rpc counters are `unsigned int` in struct rpc_stat: 32 bits wide
 on every architecture, so they wrap, and are declared so to the rate engine.
 
 /proc/sys/sunrpc/tcp_slot_table_entries and tcp_max_slot_table_entries cap
-the RPCs a kernel NFS transport has in flight. The seed case: a client capped
-at 16 made Oracle's latency far above the filer's, fixed by raising it to 128;
+the RPCs a kernel NFS transport has in flight. A client capped at 16 keeps
+Oracle's latency far above the filer's, and raising the cap to 128 fixes it;
 compare with dnfsmon_nfs_mount.avg_backlog (RPCs waiting for a slot).
 
 Both files exist only while the kernel's NFS client (sunrpc) is loaded:
@@ -18,6 +18,8 @@ without them this source has nothing to measure, which is not a failure.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from .. import rates
 from ..points import Point
@@ -80,7 +82,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
 
 def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
-    out = {
+    out: dict[str, Optional[rates.Gauge]] = {
         "calls_per_s": interval.rate("rpc_calls"),
         "retrans_per_s": interval.rate("rpc_retrans"),
         "retrans_pct": rates.percent(d.get("rpc_retrans"), d.get("rpc_calls")),

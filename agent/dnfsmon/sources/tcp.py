@@ -5,7 +5,7 @@ which prints each protocol as a pair of lines, names then values:
     Tcp: RtoAlgorithm RtoMin ... RetransSegs InErrs OutRsts InCsumErrors
     Tcp: 1 200 ... 0 0 10 0
 Retransmit % over an interval = ΔRetransSegs / ΔOutSegs * 100 (nicstat's
-Linux -t columns are broken; see linux-sources.md). Columns are found by
+Linux -t columns do not compute it this way). Columns are found by
 name, so kernels that add columns are read as they are.
 """
 
@@ -44,11 +44,11 @@ def parse_snmp(text: str, path: str = NET_SNMP) -> dict[str, dict[str, int]]:
         raise ParseError(path, "names line without a values line", n, line)
     tables: dict[str, dict[str, int]] = {}
     for (_n1, names_line), (n2, values_line) in zip(lines[0::2], lines[1::2]):
-        proto, _, names = names_line.partition(":")
-        proto2, _, values = values_line.partition(":")
+        proto, _, names_text = names_line.partition(":")
+        proto2, _, values_text = values_line.partition(":")
         if proto != proto2 or not proto:
             raise ParseError(path, f"values line for {proto2!r} follows names line for {proto!r}", n2, values_line)
-        names, values = names.split(), values.split()
+        names, values = names_text.split(), values_text.split()
         if len(names) != len(values):
             raise ParseError(path, f"{len(names)} names but {len(values)} values for {proto}", n2, values_line)
         try:

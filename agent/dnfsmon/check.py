@@ -1,0 +1,222 @@
+"""`dnfsmon check`: everything a run needs, one line per item with what to do.
+
+Run it as the agent's user after installing or changing the config. It
+reads and connects, and writes nothing: no directory is created, no point is
+sent (the InfluxDB item posts an empty write, which InfluxDB answers without
+storing anything). Exit codes (docs/troubleshooting.md):
+
+    0  every item is ok (warnings allowed)
+    2  the config, a directory or a secret is wrong
+    3  the database cannot be read (unreachable, login refused, a grant missing)
+    4  InfluxDB cannot take points (unreachable, no such database/bucket, token refused)
+
+The lowest failing code wins, because the local items must be right first.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import ssl
+import stat
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from . import config as configuration
+from .config import Config, ConfigError, read_secret
+from .errors import EnvironmentProblem
+
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+EXIT_LOCAL, EXIT_DATABASE, EXIT_INFLUXDB = 2, 3, 4
+
+
+@dataclass
+class Item:
+    status: str  # OK, WARN or FAIL
+    what: str  # the thing checked, with its path or setting
+    detail: str = ""  # what was found and, unless ok, what to do
+    exit_code: int = EXIT_LOCAL
+
+    def line(self) -> str:
+        return f"[{self.status:<4}] {self.what}" + (f": {self.detail}" if self.detail else "")
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_directory(setting: str, path: str) -> list[Item]:
+    """The directory exists (or can be created), belongs to this user, is writable and not world-writable,
+    and holds nothing another user owns (a lock or state file left by a run as root)."""
+    me = os.geteuid()
+    who = user_name(me)
+    what = f"{setting} {path}"
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(parent):  # collect creates the missing parents too
+            parent = os.path.dirname(parent)
+        if os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
+            return [Item(WARN, what, "does not exist yet; the first collect run creates it")]
+        return [Item(FAIL, what, f"does not exist and {who} cannot create it: install -d -o {who} -m 750 {path}")]
+    except OSError as error:
+        return [Item(FAIL, what, f"{error.strerror}: check the path and its parents' permissions")]
+    if not stat.S_ISDIR(info.st_mode):
+        return [Item(FAIL, what, "is not a directory: move it away, or point the setting elsewhere")]
+    if not os.access(path, os.W_OK | os.X_OK):
+        owner = user_name(info.st_uid)
+        return [Item(FAIL, what, f"owned by {owner}, not writable by {who}: chown -R {who} {path}")]
+    if info.st_mode & 0o002:
+        return [Item(FAIL, what, f"writable by every user (mode {info.st_mode & 0o777:04o}): chmod 750 {path}")]
+    foreign = sorted(name for name in os.listdir(path) if os.lstat(os.path.join(path, name)).st_uid != me)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        return [Item(FAIL, what, f"holds files {who} does not own ({shown}; a run as root?): chown -R {who} {path}")]
+    if info.st_uid != me:
+        return [Item(WARN, what, f"owned by {user_name(info.st_uid)}, not {who}; writable, but chown {who} {path}")]
+    return [Item(OK, what, f"owned by {who}, mode {info.st_mode & 0o777:04o}")]
+
+
+def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
+    """A secret file readable by its owner only and owned by this user; else the environment variable."""
+    if path:
+        label = f"{what} file {path}"
+        try:
+            info = os.lstat(path)
+        except OSError as error:
+            return Item(FAIL, label, f"{error.strerror}: create it (install -m 600 -o {user_name(os.geteuid())})")
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            return Item(FAIL, label, "is not a regular file (a symlink or directory?): put the secret in a plain file")
+        if info.st_uid != os.geteuid():
+            return Item(FAIL, label, f"owned by {user_name(info.st_uid)}: chown {user_name(os.geteuid())} {path}")
+        try:
+            read_secret(path, None, what)
+        except (ConfigError, EnvironmentProblem) as error:
+            return Item(FAIL, label, str(error).replace(f"{label} ", ""))
+        return Item(OK, label, f"mode {info.st_mode & 0o777:04o}, owned by {user_name(info.st_uid)}")
+    if env_var and os.environ.get(env_var):
+        return Item(OK, what, f"from the environment variable {env_var}")
+    if required:
+        return Item(FAIL, what, f"none: set password_file (chmod 600) or the environment variable {env_var}")
+    return Item(OK, what, "none set (InfluxDB without authentication)")
+
+
+def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
+    """Log in and list the views the user cannot see, each with the GRANT that fixes it."""
+    from .oracle_db import Database, describe
+
+    assert cfg.oracle is not None
+    settings = cfg.oracle
+    what = f"database {settings.target or settings.dsn}"
+    database = Database(settings)
+    try:
+        (connect or Database.connect)(database)
+    except ConfigError as error:
+        return [Item(FAIL, what, str(error), EXIT_LOCAL)]
+    except Exception as error:  # oracledb.Error and anything the driver raises: one line via describe()
+        return [Item(FAIL, what, describe(error), EXIT_DATABASE)]
+    try:
+        if database.missing:
+            return [
+                Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
+            ]
+        return [
+            Item(OK, what, f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible")
+        ]
+    finally:
+        database.close()
+
+
+def check_influxdb(cfg: Config) -> list[Item]:
+    """An empty write: InfluxDB checks the token and the database/bucket, and stores nothing.
+
+    InfluxDB 1.8 answers 204 when both are right, 404 "database not found",
+    401 for bad credentials (verified against 1.8.10 in tests/test_check.py).
+    2.x/3.x answer 404 for an unknown bucket and 401 for a refused token
+    (InfluxDB v2 API reference, POST /api/v2/write); an empty body may be
+    answered 400 ("no points"), which also proves bucket and token good.
+    """
+    from .influx import token_of
+
+    settings = cfg.influxdb
+    assert settings is not None
+    what = f"InfluxDB {settings.url} bucket {settings.bucket}"
+    try:
+        token = token_of(settings)
+    except ConfigError as error:
+        return [Item(FAIL, what, str(error), EXIT_LOCAL)]
+    query = urllib.parse.urlencode({"bucket": settings.bucket, "org": settings.org, "precision": "ns"})
+    request = urllib.request.Request(f"{settings.url.rstrip('/')}/api/v2/write?{query}", data=b"", method="POST")
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    context = None
+    if settings.url.startswith("https"):
+        context = ssl.create_default_context(cafile=settings.ca_file or None)
+        if not settings.verify_tls:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout_s, context=context) as response:
+            status = response.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        return [Item(FAIL, what, f"unreachable ({reason}): is InfluxDB up and [influxdb] url right?", EXIT_INFLUXDB)]
+    if status in (204, 400):
+        return [Item(OK, what, "the token and the database/bucket are accepted")]
+    if status == 404:
+        fix = 'CREATE DATABASE "<name>" on 1.8, or create the bucket on 2.x/3.x, or fix [influxdb] bucket'
+        return [Item(FAIL, what, f"no such database or bucket (HTTP 404): {fix}", EXIT_INFLUXDB)]
+    if status in (401, 403):
+        return [
+            Item(FAIL, what, f"the token was refused (HTTP {status}): check token_file or token_env", EXIT_INFLUXDB)
+        ]
+    return [Item(FAIL, what, f"unexpected answer HTTP {status}: see InfluxDB's log", EXIT_INFLUXDB)]
+
+
+def items(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
+    found = [Item(OK, "config", cfg.path or f"built-in defaults ({configuration.DEFAULT_PATH} does not exist)")]
+    found += check_directory("[agent] state_dir", cfg.state_dir)
+    found += check_directory("[store] dir", cfg.store_dir)
+    if cfg.oracle is not None and not cfg.oracle.external_auth:
+        found.append(check_secret("Oracle password", cfg.oracle.password_file, cfg.oracle.password_env, True))
+    if cfg.influxdb is not None:
+        found.append(check_secret("InfluxDB token", cfg.influxdb.token_file, cfg.influxdb.token_env, False))
+    if cfg.oracle is not None:
+        found += check_database(cfg, connect)
+    elif cfg.simulator is not None:
+        found.append(Item(WARN, "database", "the simulator is on ([simulator] enabled): no real database is read"))
+    else:
+        found.append(Item(WARN, "database", "[oracle] is not enabled: only the host is monitored"))
+    if cfg.influxdb is not None:
+        found += check_influxdb(cfg)
+    else:
+        found.append(Item(WARN, "InfluxDB", "[influxdb] is not enabled: points stay in the local store"))
+    return found
+
+
+def exit_code(found: list[Item]) -> int:
+    failed = [item.exit_code for item in found if item.status == FAIL]
+    return min(failed) if failed else 0
+
+
+def run(load: Callable[[], Config], connect: Optional[Callable] = None) -> int:
+    try:
+        cfg = load()
+    except ConfigError as error:
+        found = [Item(FAIL, "config", str(error))]
+    else:
+        found = items(cfg, connect)
+    for item in found:
+        print(item.line())
+    code = exit_code(found)
+    print("all good" if code == 0 else "fix the FAIL lines above, then run dnfsmon check again")
+    return code

@@ -1,0 +1,494 @@
+"""SQL*Plus's documented script-entry rules, as a checker that walks a script the way SQL*Plus reads it.
+
+No SQL*Plus or Oracle runs here, so the rules themselves are what the tests
+check. `run()` reads a script line by line like SQL*Plus does (statement
+entry, PL/SQL blocks, client commands, substitution variables, nested @@
+scripts) and reports every place where SQL*Plus would not do what the script
+means. Queries that set substitution variables (COLUMN ... NEW_VALUE) and
+read only DUAL, V$INSTANCE or ALL_OBJECTS are executed in SQLite (transpiled
+by sqlglot) against a one-row V$INSTANCE for the release, so the release
+switches and the loop counter are computed by the scripts' own SQL, not by a
+copy of it. The rule table with its sources is in sql/README.md; RULES below
+is its single source (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import sqlite3
+from typing import Optional
+
+import sqlglot
+from sqlglot import exp
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "Unsupported TO_NUMBER": SQLite's CAST is what we want
+
+# rule id -> what SQL*Plus does (the README's table adds the source of each).
+RULES = {
+    "blank-line": "a blank line inside a SQL statement ends its entry without running it (SQLBLANKLINES is OFF by default)",
+    "unterminated": "a SQL statement ends with ; at the end of a line or / alone on a line; a PL/SQL block with / alone",
+    "slash-reruns": "/ alone on a line runs the buffer again: after a statement ended with ; it runs it twice",
+    "substitution-first-word": "a substitution variable cannot be the first word of a command",
+    "undefined-variable": "a substitution variable not defined before use makes SQL*Plus prompt for it",
+    "new-value-unsafe": "a NEW_VALUE variable set by a query that can fail or return no rows keeps its old value: define it first",
+    "nesting": "@, @@ and START nest at most 20 scripts deep",
+    "variable-type": "VARIABLE takes NUMBER, CHAR(n<=2000), VARCHAR2(n<=32767), CLOB and the other documented types",
+    "bind-undeclared": "a bind variable must be declared with VARIABLE before a statement uses it",
+    "whenever": "a script that changes the database sets WHENEVER SQLERROR EXIT before its first change",
+    "set-unknown": "SET takes only the documented system variables",
+    "termout-off": "with TERMOUT OFF a script's statements print nothing, their errors included",
+    "store-set": "STORE SET saves SET system variables only: COLUMN settings and DEFINEs must be cleared by hand",
+    "unknown-command": "a line starting with an unknown word is an unknown command (SP2-0734)",
+    "ampersand-comment": "& in a comment inside a statement or block is substituted too",
+    "column-clear": "COLUMN name CLEAR for a column never set prints an error (SP2-0046)",
+}
+
+# SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
+# User's Guide and Reference, "SET System Variable Summary"). Abbreviations
+# are listed as the guide writes them: the shortest accepted form first.
+SET_DEFAULTS = {
+    "autoprint": "off",
+    "autotrace": "off",
+    "concat": ".",
+    "define": "&",
+    "echo": "off",
+    "feedback": "6",
+    "heading": "on",
+    "linesize": "80",
+    "newpage": "1",
+    "numformat": "",
+    "pagesize": "14",
+    "serveroutput": "off",
+    "sqlblanklines": "off",
+    "sqlterminator": ";",
+    "tab": "on",
+    "termout": "on",
+    "timing": "off",
+    "trimout": "on",
+    "trimspool": "off",
+    "underline": "-",
+    "verify": "on",
+}
+SET_ABBREVIATIONS = {
+    "autop": "autoprint",
+    "autot": "autotrace",
+    "con": "concat",
+    "def": "define",
+    "echo": "echo",
+    "feed": "feedback",
+    "hea": "heading",
+    "lin": "linesize",
+    "newp": "newpage",
+    "numf": "numformat",
+    "pages": "pagesize",
+    "serveroutput": "serveroutput",
+    "serverout": "serveroutput",
+    "sqlbl": "sqlblanklines",
+    "sqlt": "sqlterminator",
+    "tab": "tab",
+    "term": "termout",
+    "timi": "timing",
+    "trim": "trimout",
+    "trims": "trimspool",
+    "und": "underline",
+    "ver": "verify",
+}
+CLIENT_COMMANDS = {
+    "accept",
+    "acc",
+    "clear",
+    "cl",
+    "column",
+    "col",
+    "define",
+    "def",
+    "exit",
+    "quit",
+    "prompt",
+    "pro",
+    "remark",
+    "rem",
+    "set",
+    "store",
+    "undefine",
+    "undef",
+    "variable",
+    "var",
+    "whenever",
+    "password",
+    "execute",
+    "exec",
+}
+SQL_STARTS = {"select", "with", "insert", "update", "delete", "merge", "create", "alter", "drop", "grant", "revoke"}
+BLOCK_STARTS = {"begin", "declare"}
+WRITES = {"insert", "update", "delete", "merge", "create", "alter", "drop", "grant", "revoke"}
+MAX_DEPTH = 20
+VARIABLE_TYPES = re.compile(
+    r"(?i)^(number|binary_float|binary_double|clob|nclob|refcursor|char|nchar"
+    r"|char\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nchar\s*\(\s*(\d+)\s*\)"
+    r"|varchar2\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nvarchar2\s*\(\s*(\d+)\s*\))$"
+)
+SUBSTITUTION = re.compile(r"&&?([A-Za-z0-9_#$]+)\.?")
+# Tables a NEW_VALUE query may read for the checker to run it (SQLite).
+EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    script: str
+    line: int
+    rule: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.script}:{self.line}: {self.rule}: {self.text}"
+
+
+@dataclasses.dataclass
+class Database:
+    """What the checker's SQLite answers: V$INSTANCE.VERSION and the SYS objects ALL_OBJECTS shows."""
+
+    version: str = "19.0.0.0.0"
+    sys_objects: tuple[str, ...] = ("DBMS_LOCK", "DBMS_SESSION", "GV_$EVENT_HISTOGRAM_MICRO")
+    user: str = "DNFSMON"
+
+    def connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:")
+        db.create_function("regexp", 2, lambda pattern, text: text is not None and re.search(pattern, text) is not None)
+        db.execute("create table dual (dummy text)")
+        db.execute("insert into dual values ('X')")
+        db.execute('create table "v$instance" (version text, instance_name text)')
+        db.execute('insert into "v$instance" values (?, ?)', (self.version, "orcl"))
+        db.execute("create table all_objects (owner text, object_name text)")
+        db.executemany("insert into all_objects values ('SYS', ?)", [(o,) for o in self.sys_objects])
+        return db
+
+
+@dataclasses.dataclass
+class Run:
+    """What one run of a script did: findings, prompts printed, statements sent, scripts entered."""
+
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    prompts: list[str] = dataclasses.field(default_factory=list)
+    statements: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
+    scripts: list[str] = dataclasses.field(default_factory=list)
+    defined: dict[str, str] = dataclasses.field(default_factory=dict)
+    settings: dict[str, str] = dataclasses.field(default_factory=lambda: dict(SET_DEFAULTS))
+    columns: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    binds: dict[str, str] = dataclasses.field(default_factory=dict)
+    sqlerror_exit: bool = False
+    stored: bool = False
+    stored_files: list[str] = dataclasses.field(default_factory=list)
+
+
+class SqlPlus:
+    """Reads scripts as SQL*Plus does; see RULES for what it reports."""
+
+    def __init__(self, directory: str, database: Optional[Database] = None) -> None:
+        self.directory = directory
+        self.database = database or Database()
+        self.run_state = Run()
+
+    def start(self, script: str, *args: str, defines: Optional[dict[str, str]] = None) -> Run:
+        """`@script args...` at the SQL> prompt, from `directory`, after `define name = value` for `defines`."""
+        self.run_state.defined.update(defines or {})
+        for i, value in enumerate(args, 1):
+            self.run_state.defined[str(i)] = value
+        self._script(os.path.join(self.directory, script), 1)
+        return self.run_state
+
+    # --- reading ---
+
+    def _find(self, script: str, line: int, rule: str, text: str) -> None:
+        self.run_state.findings.append(Finding(os.path.relpath(script, self.directory), line, rule, text))
+
+    def _substitute(self, script: str, number: int, text: str) -> str:
+        if self.run_state.settings["define"] == "off":
+            return text
+
+        def value(match: re.Match) -> str:
+            name = match.group(1).lower()
+            if name not in self.run_state.defined:
+                self._find(script, number, "undefined-variable", f"&{name} is not defined: SQL*Plus prompts for it")
+                return ""
+            return self.run_state.defined[name]
+
+        return SUBSTITUTION.sub(value, text)
+
+    def _script(self, path: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            self._find(path, 0, "nesting", f"nested {depth} deep (SP2-0309 past {MAX_DEPTH})")
+            return
+        if not path.endswith(".sql"):
+            path += ".sql"
+        self.run_state.scripts.append(os.path.relpath(path, self.directory))
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        i = 0
+        previous_ended_with_semicolon = False
+        while i < len(lines):
+            raw = lines[i]
+            number = i + 1
+            stripped = raw.strip()
+            i += 1
+            if not stripped or stripped.startswith("--"):
+                continue
+            first = stripped.split()[0].lower()
+            if stripped == "/":
+                if previous_ended_with_semicolon:
+                    self._find(path, number, "slash-reruns", "/ after a statement ended with ; runs it again")
+                continue
+            previous_ended_with_semicolon = False
+            if first.startswith("&"):
+                self._find(path, number, "substitution-first-word", f"{first} is the command's first word")
+                continue
+            if first.startswith("@"):
+                target = self._substitute(path, number, stripped.lstrip("@").split()[0])
+                if target in self.run_state.stored_files:
+                    continue  # the file STORE SET wrote: SET commands only
+                base = os.path.dirname(path) if stripped.startswith("@@") else self.directory
+                self._script(os.path.join(base, target), depth + 1)
+                continue
+            if first in CLIENT_COMMANDS:
+                text = stripped
+                while text.endswith(" -") and i < len(lines):  # continuation
+                    text = text[:-2] + " " + lines[i].strip()
+                    i += 1
+                if self._command(path, number, self._substitute(path, number, text)) == "exit":
+                    return
+                continue
+            if first in BLOCK_STARTS:
+                end = self._until_slash(lines, i - 1)
+                block = "\n".join(lines[i - 1 : end])
+                self._comments_with_ampersand(path, number, block)
+                self._statement(path, number, self._substitute(path, number, block), block=True)
+                if end >= len(lines):
+                    self._find(path, number, "unterminated", "PL/SQL block without / alone on a line")
+                i = end + 1
+                continue
+            if first in SQL_STARTS:
+                end, blank = self._until_terminator(lines, i - 1)
+                if blank is not None and self.run_state.settings["sqlblanklines"] == "off":
+                    self._find(path, blank + 1, "blank-line", "blank line inside a statement with SQLBLANKLINES OFF")
+                if end >= len(lines):
+                    self._find(path, number, "unterminated", "statement without ; or /")
+                    return
+                text = "\n".join(lines[i - 1 : end + 1])
+                self._comments_with_ampersand(path, number, text)
+                self._statement(path, number, self._substitute(path, number, text), block=False)
+                previous_ended_with_semicolon = lines[end].strip() != "/"
+                i = end + 1
+                continue
+            self._find(path, number, "unknown-command", f"SP2-0734: unknown command beginning {stripped[:20]!r}")
+
+    @staticmethod
+    def _until_slash(lines: list[str], start: int) -> int:
+        end = start
+        while end < len(lines) and lines[end].strip() != "/":
+            end += 1
+        return end
+
+    @staticmethod
+    def _until_terminator(lines: list[str], start: int) -> tuple[int, Optional[int]]:
+        """Index of the line that ends the statement, and of the first blank line before it."""
+        blank = None
+        end = start
+        while end < len(lines):
+            line = lines[end]
+            code = _code_part(line).rstrip()
+            if line.strip() == "/" and end > start:
+                return end, blank
+            if code.endswith(";"):
+                return end, blank
+            if not line.strip() and blank is None:
+                blank = end
+            end += 1
+        return end, blank
+
+    def _comments_with_ampersand(self, path: str, number: int, text: str) -> None:
+        for offset, line in enumerate(text.split("\n")):
+            if "--" in line and "&" in line[line.index("--") :]:
+                self._find(path, number + offset, "ampersand-comment", "& in a comment is substituted")
+
+    # --- client commands ---
+
+    def _command(self, path: str, number: int, text: str) -> str:
+        words = text.split()
+        first = words[0].lower()
+        state = self.run_state
+        if first in ("exit", "quit"):
+            return "exit"
+        if first in ("define", "def"):
+            match = re.match(r'(?is)^\w+\s+(\w+)\s*=\s*(?:"(.*)"|\'(.*)\'|(\S*))\s*$', text)
+            if match:
+                value = next(v for v in match.groups()[1:] if v is not None)
+                state.defined[match.group(1).lower()] = value
+        elif first in ("undefine", "undef"):
+            for name in words[1:]:
+                state.defined.pop(name.lower(), None)
+        elif first in ("accept", "acc"):
+            state.defined[words[1].lower()] = "<typed>"
+        elif first in ("column", "col"):
+            name = words[1].lower()
+            options = [w.lower() for w in words[2:]]
+            if options == ["clear"]:
+                if name not in state.columns:
+                    self._find(path, number, "column-clear", f"SP2-0046: COLUMN '{name}' not defined")
+                state.columns.pop(name, None)
+            else:
+                column = state.columns.setdefault(name, {})
+                if "new_value" in options:
+                    column["new_value"] = options[options.index("new_value") + 1]
+                column["formatted"] = "yes"
+        elif first in ("clear", "cl") and len(words) > 1 and words[1].lower().startswith("col"):
+            state.columns.clear()
+        elif first in ("variable", "var"):
+            kind = " ".join(words[2:])
+            match = VARIABLE_TYPES.match(kind)
+            sizes = [int(g) for g in (match.groups() if match else ()) if g and g.isdigit()]
+            too_big = sizes and (sizes[0] > 2000 if kind.lower().startswith(("char", "nchar")) else sizes[0] > 32767)
+            if not match or too_big:
+                self._find(path, number, "variable-type", f"VARIABLE {words[1]} {kind}: not a documented type/size")
+            state.binds[words[1].lower()] = kind
+        elif first == "whenever":
+            if len(words) >= 3 and words[1].lower() == "sqlerror":
+                state.sqlerror_exit = words[2].lower() == "exit"
+        elif first == "store":
+            state.stored = True
+            state.stored_files.append(words[2] if len(words) > 2 else "")
+        elif first == "set":
+            self._set(path, number, words[1:])
+        elif first in ("prompt", "pro"):
+            state.prompts.append(text.split(None, 1)[1] if len(words) > 1 else "")
+        return ""
+
+    def _set(self, path: str, number: int, words: list[str]) -> None:
+        i = 0
+        while i < len(words):
+            name = words[i].lower()
+            full = SET_ABBREVIATIONS.get(name, name if name in SET_DEFAULTS else "")
+            if not full:
+                self._find(path, number, "set-unknown", f"SET {name}: not a system variable the checker knows")
+                return
+            value = words[i + 1].strip("'\"").lower() if i + 1 < len(words) else ""
+            if full == "autotrace" and value == "off":
+                i += 2
+                continue
+            self.run_state.settings[full] = value
+            i += 2
+
+    # --- statements ---
+
+    def _statement(self, path: str, number: int, text: str, block: bool) -> None:
+        state = self.run_state
+        state.statements.append((os.path.relpath(path, self.directory), number, text))
+        if state.settings["termout"] == "off":
+            self._find(path, number, "termout-off", "statement run with TERMOUT OFF: its errors are not shown")
+        for bind in re.findall(r"(?<![:\w]):([A-Za-z]\w*)", _strip_literals(text)):
+            if bind.lower() not in state.binds:
+                self._find(path, number, "bind-undeclared", f":{bind} is not declared with VARIABLE")
+        first = text.split()[0].lower()
+        if first in WRITES and not state.sqlerror_exit:
+            self._find(path, number, "whenever", f"{first} runs without WHENEVER SQLERROR EXIT: a failure goes on")
+        if not block and first in ("select", "with"):
+            self._new_values(path, number, text)
+
+    def _new_values(self, path: str, number: int, text: str) -> None:
+        state = self.run_state
+        targets = {c: o["new_value"] for c, o in state.columns.items() if "new_value" in o}
+        if not targets:
+            return
+        try:
+            tree = sqlglot.parse_one(text.rstrip().rstrip(";").rstrip("/"), read="oracle")
+        except sqlglot.errors.ParseError:
+            return
+        if not isinstance(tree, exp.Select):
+            return
+        aliases = [s.alias_or_name.lower() for s in tree.selects]
+        affected = [a for a in aliases if a in targets]
+        if not affected:
+            return
+        ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
+        tables = {t.name.upper() for t in tree.find_all(exp.Table)} - ctes
+        rows = self._execute(tree) if tables <= EXECUTABLE_TABLES else None
+        if tables - {"DUAL"} or rows is None:
+            # A query that reads a view can fail (no grant, a column or function
+            # the release lacks) and then sets nothing: its variables need a
+            # safe value before it.
+            for alias in affected:
+                if targets[alias] not in state.defined:
+                    self._find(
+                        path, number, "new-value-unsafe", f"{targets[alias]} is set only by a query that can fail"
+                    )
+        if rows is None:
+            return
+        if not rows:
+            # No rows: a NEW_VALUE variable keeps its value, or becomes defined and empty.
+            for alias in affected:
+                state.defined.setdefault(targets[alias], "")
+            return
+        for alias, value in zip(aliases, rows[-1]):
+            if alias in targets:
+                state.defined[targets[alias]] = _as_text(value)
+
+    def _execute(self, tree: exp.Expression) -> Optional[list[tuple]]:
+        tree = tree.copy()
+        for literal in list(tree.find_all(exp.Literal)):
+            if literal.is_string and literal.this == "":
+                literal.replace(exp.Null())  # Oracle: '' is NULL
+        for column in list(tree.find_all(exp.Column)):
+            if column.name.upper() == "USER" and not column.table:
+                column.replace(exp.Literal.string(self.database.user))  # Oracle's USER function
+        for placeholder in list(tree.find_all(exp.Placeholder)):
+            placeholder.replace(exp.Null())  # bind variables: NULL until PL/SQL sets them
+        sql = tree.sql(dialect="sqlite")
+        try:
+            return self.database.connect().execute(sql).fetchall()
+        except sqlite3.OperationalError:
+            return None  # a function SQLite lacks (SYS_CONTEXT): treated as a query that can fail
+
+
+def _as_text(value: object) -> str:
+    """A NEW_VALUE variable's text: numbers as SQL*Plus prints them without a format (no trailing .0)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _strip_literals(text: str) -> str:
+    text = re.sub(r"'[^']*'", "''", text)
+    return "\n".join(_code_part(line) for line in text.split("\n"))
+
+
+def _code_part(line: str) -> str:
+    """The line without a trailing -- comment (outside quotes)."""
+    quoted = False
+    for i, ch in enumerate(line):
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and line.startswith("--", i):
+            return line[:i]
+    return line
+
+
+def start(
+    directory: str,
+    script: str,
+    *args: str,
+    database: Optional[Database] = None,
+    defines: Optional[dict[str, str]] = None,
+) -> Run:
+    """Run `@script args` from `directory` through the checker."""
+    return SqlPlus(directory, database).start(script, *args, defines=defines)
+
+
+def leftovers(run: Run) -> list[str]:
+    """What STORE SET does not restore and the script left behind: COLUMN settings and _dnfs variables."""
+    left = [f"column {c}" for c in run.columns]
+    left += [f"define {d}" for d in run.defined if d.startswith("_dnfs") or d.isdigit()]
+    return left

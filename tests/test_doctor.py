@@ -1,0 +1,206 @@
+"""dnfsmon doctor: the scenarios of tests/cases/doctor, run the way users run them.
+
+Each case directory holds two captures (old, new), a README saying what the
+case is and why its findings follow, and expected.json: the findings (id,
+layer, severity and every evidence number), the latency ladder and the exit
+code. The captures are written by make_cases.py beside them; a test checks
+the committed captures are exactly what it writes.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from configs import write_config
+from dnfsmon import capture, catalogue, diagnosis, rates
+from dnfsmon.collect import compute
+from dnfsmon.diagnosis import rules
+from dnfsmon.store import Store
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = os.path.join(HERE, "cases", "doctor")
+NAMES = sorted(n for n in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, n)) and n != "__pycache__")
+DOCS = os.path.join(HERE, "..", "docs", "doctor.md")
+DNFSMON = [sys.executable, "-m", "dnfsmon"]
+
+
+def doctor(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*DNFSMON, "doctor", *args], capture_output=True, text=True, timeout=120)
+
+
+def expected(name: str) -> dict:
+    with open(os.path.join(CASES, name, "expected.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_case_findings_evidence_ladder_and_exit_code(name):
+    want = expected(name)
+    result = doctor(os.path.join(CASES, name, "old"), os.path.join(CASES, name, "new"), "--format", "json")
+    assert result.returncode == want["exit_code"], result.stderr
+    got = json.loads(result.stdout)
+    assert [(f["id"], f["layer"], f["severity"]) for f in got["findings"]] == [
+        (f["id"], f["layer"], f["severity"]) for f in want["findings"]
+    ]
+    for mine, theirs in zip(got["findings"], want["findings"]):
+        assert mine["evidence"] == pytest.approx(theirs["evidence"], abs=1e-3), mine["id"]
+        assert mine["summary"] and mine["remedy"]
+    assert got["ladder"] == pytest.approx(want["ladder"], abs=1e-3)
+
+
+def test_every_finding_id_fires_in_some_case_and_healthy_cases_fire_nothing():
+    fired = {f["id"] for name in NAMES for f in expected(name)["findings"]}
+    assert fired == set(rules.RULES)
+    for name in ("healthy", "busy-but-healthy"):
+        assert expected(name)["findings"] == [] and expected(name)["exit_code"] == 0
+
+
+def test_every_case_has_a_readme_naming_its_findings():
+    for name in NAMES:
+        with open(os.path.join(CASES, name, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        for finding in expected(name)["findings"]:
+            assert finding["id"] in text, name
+
+
+def test_committed_captures_are_what_the_generator_writes(tmp_path):
+    result = subprocess.run(
+        [sys.executable, os.path.join(CASES, "make_cases.py"), str(tmp_path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    for name in NAMES:
+        for when in ("old", "new"):
+            compared = filecmp.dircmp(os.path.join(tmp_path, name, when), os.path.join(CASES, name, when))
+            stack = [compared]
+            while stack:
+                d = stack.pop()
+                assert not d.left_only and not d.right_only, (name, when, d.left_only, d.right_only)
+                _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
+                assert mismatch == [] and errors == [], (name, when, mismatch)
+                stack.extend(d.subdirs.values())
+
+
+def test_text_output_shows_the_ladder_and_the_verdict():
+    case = os.path.join(CASES, "linux-client-16-slots")
+    result = doctor(os.path.join(case, "old"), os.path.join(case, "new"))
+    assert result.returncode == 11
+    assert "Oracle single-block read, average            49.989 ms" in result.stdout
+    assert "kernel NFS READ, queued for a slot           48.500 ms" in result.stdout
+    assert "CRITICAL client-rpc-slots [client] (simulated database)" not in result.stdout  # host evidence
+    assert "CRITICAL client-rpc-slots [client]: kernel NFS mount /u02/oradata1" in result.stdout
+    healthy = os.path.join(CASES, "healthy")
+    result = doctor(os.path.join(healthy, "old"), os.path.join(healthy, "new"))
+    assert result.returncode == 0 and "Verdict: healthy, no rule fired." in result.stdout
+
+
+def test_usage_errors_exit_2_with_one_line():
+    result = doctor(os.path.join(CASES, "healthy", "old"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == "dnfsmon: doctor takes two capture directories (OLD NEW) or none (live)"
+    result = doctor("/nonexistent/old", "/nonexistent/new")
+    assert (
+        result.returncode == 2 and result.stderr.count("\n") == 1 and "/nonexistent/old/capture.json" in result.stderr
+    )
+
+
+def test_live_doctor_on_the_simulator(tmp_path):
+    config = write_config(tmp_path, simulator={"enabled": True})
+    result = subprocess.run(
+        [*DNFSMON, "--config", str(config), "doctor", "--interval", "0.5", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode in (0, 10, 11), result.stderr
+    got = json.loads(result.stdout)
+    assert got["simulated_database"] is True
+    assert got["ladder"]["oracle_read_avg_ms"] > 0
+    assert not os.path.exists(tmp_path / "store")  # the doctor stores nothing
+
+
+def test_collect_stores_the_ladder_and_findings_of_every_interval(tmp_path):
+    # The simulated database with one path carrying twice its share: a finding to store.
+    config = write_config(tmp_path, simulator={"enabled": True, "path_imbalance": 1.0})
+    result = subprocess.run(
+        [*DNFSMON, "--config", str(config), "collect", "--count", "2", "--interval", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode in (0, 3), result.stderr
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    ladders = [p for p in points if p.measurement == diagnosis.LADDER_MEASUREMENT]
+    assert len(ladders) == 1 and dict(ladders[0].tags)["simulated"] == "true"
+    assert ladders[0].fields["oracle_read_avg_ms"] > 0
+    findings = [dict(p.tags) for p in points if p.measurement == diagnosis.FINDING_MEASUREMENT]
+    assert {f["id"] for f in findings} == {"dnfs-path-imbalance"}
+    assert all(f["simulated"] == "true" for f in findings)
+
+
+def diagnosis_points(name: str) -> list:
+    _, old_raws, old_failures = capture.read(os.path.join(CASES, name, "old"))
+    host, raws, failures = capture.read(os.path.join(CASES, name, "new"))
+    baseline = compute(old_raws, old_failures, host, {})
+    outcome = compute(raws, failures, host, baseline.samples)
+    return diagnosis.to_points(diagnosis.diagnose(outcome.points, host), 1)
+
+
+def test_ladder_and_findings_are_catalogued_points():
+    entries = catalogue.load()
+    points = [p for name in NAMES for p in diagnosis_points(name)]
+    assert {p.measurement for p in points} == {diagnosis.LADDER_MEASUREMENT, diagnosis.FINDING_MEASUREMENT}
+    assert [v for p in points for v in catalogue.violations(p, entries)] == []
+    finding = next(p for p in diagnosis_points("filer-16-threads") if p.measurement == diagnosis.FINDING_MEASUREMENT)
+    assert dict(finding.tags) == {
+        "host": "db1",
+        "id": "filer-latency",
+        "layer": "filer",
+        "severity": "critical",
+        "simulated": "true",
+    }
+    assert json.loads(str(finding.fields["evidence"]))["tcp_srtt_ms"] == 44.0
+
+
+def test_docs_name_every_finding_threshold_and_exit_code():
+    with open(DOCS, encoding="utf-8") as f:
+        text = f.read()
+    for finding_id in rules.RULES:
+        assert f"`{finding_id}`" in text
+    with open(rules.__file__, encoding="utf-8") as f:
+        constants = re.findall(r"^([A-Z][A-Z_]+) = [0-9]", f.read(), re.MULTILINE)
+    assert constants
+    for name in constants:
+        assert f"`{name}`" in text, name
+    for code in ("10", "11"):
+        assert f"| {code} |" in text
+
+
+def test_rates_helpers_of_the_ladder():
+    # Oracle buckets [bound/2, bound): 90 waits below 1 ms, 10 in [1, 2) ms: p95 is half way into the second.
+    assert rates.histogram_quantile([(1000.0, 90.0), (2000.0, 10.0), (4000.0, 0.0)], 0.95) == 1500.0
+    assert rates.histogram_quantile([(1000.0, 0.0)], 0.95) is None
+    assert rates.difference(5.0, 2.0) == 3.0 and rates.difference(1.0, 2.0) is None
+    assert rates.difference(None, 1.0) is None
+    assert rates.weighted_mean([(1.0, 3.0), (5.0, 1.0), (None, 9.0), (7.0, 0.0)]) == 2.0
+    assert rates.weighted_mean([]) is None
+    assert rates.ratio(3, 2) == 1.5 and rates.ratio(3, 0) is None
+
+
+def test_paths_join_dnfs_channels_tcp_and_kernel_mounts_to_their_interface():
+    case = os.path.join(CASES, "healthy")
+    got = json.loads(doctor(os.path.join(case, "old"), os.path.join(case, "new"), "--format", "json").stdout)
+    by_server = {p["server"]: p for p in got["paths"]}
+    assert by_server["10.0.1.5"]["interface"] == "eth1" and by_server["10.0.2.5"]["interface"] == "eth2"
+    assert by_server["10.0.1.5"]["users"] == ["dnfs:simdb1", "nfs:/u02/oradata1"]
+    assert by_server["10.0.2.5"]["users"] == ["dnfs:simdb1"]
+    # TCP 8000 KiB/s received + 400 acknowledged, of eth1's 5 % of 10 Gbit/s received
+    # (61035.156 KiB/s) + a tenth of that sent: 8400 / 67138.672 = 12.511 %.
+    assert by_server["10.0.1.5"]["share_of_interface_pct"] == pytest.approx(12.511, abs=1e-3)
+    assert by_server["10.0.1.5"]["mtu_bytes"] == 9000

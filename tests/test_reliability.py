@@ -1,0 +1,594 @@
+"""Reliability: time bounds per run, no silent loss in the store, safe file opens, secrets.
+
+Each test is named after the finding of the reliability review it guards
+(M1-M10, L1-L7; D-numbers are the user review's). Every one ran against the
+code before the fix and failed there.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from configs import write_config
+from dnfsmon import capture, config
+from dnfsmon.config import ConfigError, parse
+from dnfsmon.errors import EnvironmentProblem
+from dnfsmon.influx import REJECTED_REQUESTS_MAX, ShipError, ship
+from dnfsmon.points import Point
+from dnfsmon.state import RunLock, StateFile
+from dnfsmon.store import Position, Store, StoreWriteError, encode_record
+from fake_influx import FakeInflux
+
+DNFSMON = [sys.executable, "-m", "dnfsmon"]
+# Only a hang guard: every bounded run here ends in a few seconds.
+HANG_GUARD_S = 120
+
+
+def points(n, start=0, measurement="m"):
+    return [
+        Point(measurement, (("host", "h"),), {"i": i, "f": i / 3}, 1_700_000_000_000_000_000 + i)
+        for i in range(start, start + n)
+    ]
+
+
+def settings(url, **overrides):
+    table = {"enabled": True, "url": url, "bucket": "db", "token_env": "DNFSMON_TEST_NO_TOKEN"}
+    table.update(overrides)
+    return parse({"influxdb": table}, None).influxdb
+
+
+def run(*args, **kwargs):
+    return subprocess.run([*DNFSMON, *map(str, args)], capture_output=True, text=True, timeout=HANG_GUARD_S, **kwargs)
+
+
+@pytest.fixture
+def fake():
+    servers = []
+
+    def start(mode, **kwargs):
+        server = FakeInflux(mode, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+# --- 1. A time budget per run ---------------------------------------------------------------
+
+
+def test_m1_cron_schedule_with_a_stalled_influxdb_takes_every_host_sample(tmp_path, fake):
+    """The README's cron line, compressed: 5 ticks of `collect --count 6`, InfluxDB accepting and never answering.
+
+    Each tick starts while the previous one is still shipping (it is stuck on
+    the stalled server, or waiting for the ship lock): that is the cron
+    overlap that used to make every other tick exit 75 with no sample.
+    """
+    server = fake("stall")
+    config = write_config(
+        tmp_path,
+        host={"sources": ["nic", "tcp"]},
+        influxdb={"enabled": True, "url": server.url, "timeout_s": 2.0, "max_retries": 3, "retry_backoff_s": 0.1},
+    )
+    ticks = []
+    for tick in range(5):
+        log = open(tmp_path / f"tick{tick}.log", "w+")
+        connections_before = server.connections
+        process = subprocess.Popen(
+            [*DNFSMON, "--config", str(config), "collect", "--count", "6", "--interval", "0.05"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        ticks.append((process, log))
+
+        def shipping(process=process, log=log, before=connections_before):
+            # Past sampling: connected to InfluxDB, found another ship under way, or done.
+            text = open(log.name).read()
+            return process.poll() is not None or server.connections > before or "ship.lock" in text
+
+        wait_for(shipping, f"tick {tick} to reach its ship")
+    results = []
+    for process, log in ticks:
+        process.wait(timeout=HANG_GUARD_S)
+        results.append((process.returncode, open(log.name).read()))
+    for code, text in results:
+        assert code in (0, 4), text  # never 75: sampling never waits on a ship
+        assert "6 samples:" in text
+    stalled = [text for code, text in results if code == 4]
+    assert stalled and all("did not answer within 2.0 s" in text for text in stalled)
+    # One request per ship: the first timeout ends it (no retries on a stalled server).
+    assert all(text.count("retry") == 0 for text in stalled)
+    samples = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"]
+    assert len(samples) == 30
+
+
+def test_m2_a_trickling_reply_is_cut_at_timeout_s(tmp_path, fake):
+    """A server sending one byte every 0.3 s used to hold a request for minutes; timeout_s bounds the whole reply."""
+    server = fake("trickle", trickle_s=0.3)
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "timeout_s": 1.5, "max_retries": 0})
+    Store(str(tmp_path / "store"), 10**8).append(points(5))
+    started = time.monotonic()
+    result = run("--config", config, "ship")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 4, result.stderr
+    assert "did not answer within 1.5 s" in result.stderr
+    assert elapsed < 20  # it used to run until the test gave up; measured about 2.5 s with start-up
+    assert len(list(Store(str(tmp_path / "store"), 10**8).unshipped())) == 5  # kept for a later run
+
+
+def test_m1_deadline_bounds_retries_and_backoff(tmp_path, fake):
+    """Retries never wait past deadline_s: a backoff that would, stops the ship at once."""
+    server = fake("respond", responses=[(503, {}, b"")])
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(3))
+    with pytest.raises(ShipError, match="would pass deadline_s"):
+        ship(store, settings(server.url, max_retries=10, retry_backoff_s=30, deadline_s=5))
+    assert len(server.requests) == 1
+
+
+def test_l6_retry_after_is_honoured(tmp_path, fake):
+    server = fake("respond", responses=[(429, {"Retry-After": "1"}, b""), (204, {}, b"")])
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(3))
+    report = ship(store, settings(server.url, max_retries=3, retry_backoff_s=0.01))
+    assert report.sent == 3
+    first, second = server.requests
+    assert second - first >= 1.0  # what the server asked, not the 0.01 s backoff
+
+
+def test_l6_retry_after_beyond_the_deadline_stops_the_ship(tmp_path, fake):
+    server = fake("respond", responses=[(429, {"Retry-After": "120"}, b"")])
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(3))
+    with pytest.raises(ShipError, match="as Retry-After asks"):
+        ship(store, settings(server.url, max_retries=3, deadline_s=10))
+    assert len(server.requests) == 1
+    assert len(list(store.unshipped())) == 3
+
+
+def test_d9_missing_bucket_is_a_configuration_error(tmp_path, fake):
+    server = fake("respond", responses=[(404, {}, b'{"error":"database not found: \\"nodb\\""}')])
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "bucket": "nodb", "max_retries": 3})
+    Store(str(tmp_path / "store"), 10**8).append(points(2))
+    result = run("--config", config, "ship")
+    assert result.returncode == 2, result.stderr
+    assert "bucket 'nodb' not found" in result.stderr and "Traceback" not in result.stderr
+    assert len(server.requests) == 1  # not retried: waiting does not create a database
+
+
+def test_m9_a_storm_of_rejections_stops_after_a_bound_and_exits_non_zero(tmp_path, fake):
+    server = fake("respond", responses=[(400, {}, b'{"error":"partial write: max-values-per-tag limit exceeded"}')])
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "batch_size": 1000})
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append(points(2000))
+    result = run("--config", config, "ship")
+    assert result.returncode == 4, result.stderr
+    assert "rejected" in result.stderr and "stopping" in result.stderr
+    assert len(server.requests) == REJECTED_REQUESTS_MAX + 1  # it used to be 2n-1 = 3,999
+    quarantined = len(store.quarantined())
+    left = len(list(store.unshipped()))
+    assert 0 < quarantined < 100 and quarantined + left == 2000  # nothing lost, nothing counted twice
+
+
+def test_m9_quarantine_is_bounded(tmp_path):
+    store = Store(str(tmp_path), max_bytes=4096)
+    for point in points(3000):
+        store.quarantine(point, "InfluxDB rejected it: HTTP 400: a reason of some length")
+    sizes = [os.path.getsize(tmp_path / name) for name in ("quarantine.jsonl", "quarantine.jsonl.1")]
+    assert all(size <= store.quarantine_max_bytes for size in sizes)
+    assert store.quarantined()[-1][0] == points(1, start=2999)[0]  # the newest are kept
+
+
+# --- 2. The store never loses silently ------------------------------------------------------
+
+
+def test_m6_short_write_on_full_disk_is_counted(tmp_path, monkeypatch):
+    """A short write (what a nearly full disk does) then ENOSPC: nothing torn is left, every point is counted."""
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(10))
+    ((_, segment),) = store.segments()
+    size_before = os.path.getsize(segment)
+    real_write = os.write
+    calls = []
+
+    def full_disk(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[: len(data) // 3]))  # a short write
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(StoreWriteError) as error:
+        store.append(points(100, start=10))
+    monkeypatch.undo()
+    assert isinstance(error.value, EnvironmentProblem) and error.value.exit_code == 2
+    assert "100 points not written (No space left on device)" in str(error.value)
+    assert len(calls) == 2  # the short write was continued, not ignored
+    assert os.path.getsize(segment) == size_before  # the batch rolled back, no torn record
+    assert store.counts().unwritten_points == 100
+    store.append(points(1, start=110))
+    assert [p.fields["i"] for p in store.points()] == [*range(10), 110]
+
+
+def test_m6_a_real_short_write_through_the_cli_exits_2_and_counts(tmp_path):
+    """The kernel's own short write: RLIMIT_FSIZE makes write() stop at the limit, then fail with EFBIG."""
+    config = write_config(tmp_path, host={"sources": ["nic", "tcp"]})
+    assert run("--config", config, "collect").returncode == 0
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append(points(200))  # the segment is now the largest file the run writes
+    ((_, segment),) = store.segments()
+    size_before = os.path.getsize(segment)
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of death
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size_before + 100, size_before + 100))
+
+    result = run("--config", config, "collect", preexec_fn=limit_file_size)
+    assert result.returncode == 2, result.stderr
+    assert "points not written (File too large)" in result.stderr
+    assert len(result.stderr.strip().splitlines()[-1]) < 300 and "Traceback" not in result.stderr
+    assert os.path.getsize(segment) == size_before
+    unwritten = int(result.stderr.split(" points not written")[0].split()[-1])
+    assert Store(str(tmp_path / "store"), 10**8).counts().unwritten_points == unwritten > 0
+    # The next run works and publishes the count.
+    assert run("--config", config, "collect").returncode == 0
+    agent = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
+    assert agent.fields["store_unwritten_points"] == unwritten
+
+
+@pytest.mark.parametrize("cursor", [{"segment": 1, "offset": 99999999}, {"segment": 6, "offset": 0}, "mid-record"])
+def test_m8_cursor_beyond_the_data_is_reset_with_a_warning(tmp_path, caplog, cursor):
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(5))
+    if cursor == "mid-record":
+        cursor = {"segment": 1, "offset": len(encode_record(points(1)[0])) + 7}
+    (tmp_path / "cursor.json").write_text(json.dumps(cursor))
+    assert [p.fields["i"] for _, p in store.unshipped()] == list(range(5))
+    assert "ship cursor" in caplog.text and "restarts from the oldest stored point" in caplog.text
+
+
+def test_m8_a_valid_cursor_is_kept(tmp_path, caplog):
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(5))
+    position, _ = list(store.unshipped())[2]
+    store.acknowledge(position)
+    assert [p.fields["i"] for _, p in store.unshipped()] == [3, 4]
+    assert "ship cursor" not in caplog.text
+
+
+def test_l4_corrupt_records_in_the_middle_are_counted_once(tmp_path):
+    store = Store(str(tmp_path), 10**6, segment_bytes=4096)
+    for batch in range(6):
+        store.append(points(10, start=batch * 10))
+    (_, oldest), *_ = store.segments()
+    lines = open(oldest, "rb").read().split(b"\n")
+    lines[2] = lines[2].replace(b'"i":2', b'"i":9')  # checksum no longer matches
+    lines[4] = b"garbage"
+    open(oldest, "wb").write(b"\n".join(lines))
+    for _ in range(2):  # reading twice (a ship that failed, then one that worked) counts once
+        pending = list(store.unshipped())
+    assert len(pending) == 58
+    store.acknowledge(pending[-1][0])
+    assert store.counts().torn_records == 2
+    list(store.unshipped())
+    assert store.counts().torn_records == 2
+
+
+def test_l5_two_processes_sharing_a_store_interleave_no_records(tmp_path):
+    writer = (
+        "import sys; from dnfsmon.store import Store; from dnfsmon.points import Point\n"
+        "s = Store(sys.argv[1], 10**9)\n"
+        "for b in range(150):\n"
+        "    s.append([Point('m', (('w', sys.argv[2]),), {'i': b * 20 + i, 'pad': 'x' * 300}, b * 20 + i) for i in range(20)])\n"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), name], stderr=subprocess.PIPE, text=True)
+        for name in ("a", "b")
+    ]
+    errors = [w.communicate(timeout=HANG_GUARD_S)[1] for w in writers]
+    assert all(w.returncode == 0 for w in writers), errors
+    assert "torn" not in "".join(errors)
+    stored = list(Store(str(tmp_path), 10**9).points())
+    assert len(stored) == 6000
+    for name in ("a", "b"):
+        assert sorted(p.fields["i"] for p in stored if p.tags == (("w", name),)) == list(range(3000))
+
+
+# --- 3. Files opened safely -----------------------------------------------------------------
+
+
+def _victim(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("line1\nline2")
+    os.chmod(victim, 0o600)
+    return victim
+
+
+@pytest.mark.parametrize("planted", ["state/collect.lock", "store/seg-0000000000000001.jsonl", "store/store.lock"])
+def test_m4_planted_symlinks_are_refused_not_followed(tmp_path, planted):
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    (tmp_path / "state").mkdir(mode=0o750)
+    (tmp_path / "store").mkdir(mode=0o750)
+    victim = _victim(tmp_path)
+    os.symlink(victim, tmp_path / planted)
+    result = run("--config", config, "collect")
+    assert result.returncode == 2, result.stderr
+    assert f"{tmp_path / planted} is a symbolic link" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert victim.read_text() == "line1\nline2"
+
+
+def test_m4_planted_quarantine_symlink_is_refused(tmp_path):
+    victim = _victim(tmp_path / "..")
+    store = Store(str(tmp_path), 10**8)
+    os.symlink(victim, tmp_path / "quarantine.jsonl")
+    with pytest.raises(EnvironmentProblem, match="is a symbolic link"):
+        store.quarantine(points(1)[0], "test")
+    assert victim.read_text() == "line1\nline2"
+
+
+def test_m5_a_run_in_directories_owned_by_another_user_is_refused(tmp_path):
+    """A root run in the service user's directories would leave root-owned files that break that user's runs."""
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    (tmp_path / "state").mkdir(mode=0o750)
+    if os.geteuid() == 0:
+        os.chown(tmp_path / "state", 65534, 65534)  # the service user's directory, root running
+        owner = 65534
+    else:
+        os.rmdir(tmp_path / "state")
+        os.symlink("/usr", tmp_path / "state")  # root's directory, the service user running
+        owner = 0
+    result = run("--config", config, "collect")
+    assert result.returncode == 2, result.stderr
+    assert f"is owned by uid {owner}, not by this user" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    if owner == 65534:
+        assert os.listdir(tmp_path / "state") == []  # nothing created there
+
+
+def test_m5_group_writable_directory_is_refused(tmp_path):
+    (tmp_path / "store").mkdir()
+    os.chmod(tmp_path / "store", 0o770)
+    with pytest.raises(EnvironmentProblem, match="mode 0770: group or others could plant files"):
+        Store(str(tmp_path / "store"), 10**8)
+
+
+@pytest.mark.parametrize("kind", ["unreadable", "directory", "deeply nested"])
+def test_m5_any_unusable_state_file_is_set_aside(tmp_path, caplog, kind):
+    state = StateFile(str(tmp_path), "host:h")
+    if kind == "directory":
+        os.mkdir(state.path)
+    elif kind == "deeply nested":
+        open(state.path, "w").write("[" * 100000)
+    else:
+        open(state.path, "w").write("{}")
+        os.chmod(state.path, 0o600)
+        if os.geteuid() == 0:
+            os.chown(state.path, 65534, 65534)  # root-owned files break other users' runs the same way
+        else:
+            os.chmod(state.path, 0)
+    assert state.load() == {}
+    assert "re-baselines" in caplog.text
+    assert not os.path.exists(state.path)
+
+
+def test_l3_lock_path_that_is_a_directory_is_an_environment_problem(tmp_path):
+    os.mkdir(tmp_path / "collect.lock")
+    with pytest.raises(EnvironmentProblem, match="not a regular file"):
+        RunLock(str(tmp_path)).acquire()
+
+
+def _secret(tmp_path, text="s3cret\n", mode=0o600):
+    path = tmp_path / "token"
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def test_m10_symlinked_secret_file_is_refused(tmp_path):
+    target = _secret(tmp_path)
+    os.symlink(target, tmp_path / "link")
+    with pytest.raises(EnvironmentProblem, match="is a symbolic link"):
+        config.read_secret(str(tmp_path / "link"), None, "InfluxDB token")
+
+
+def test_m10_fifo_as_secret_file_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "token", 0o600)
+    with pytest.raises(EnvironmentProblem, match="not a regular file"):
+        config.read_secret(str(tmp_path / "token"), None, "InfluxDB token")
+
+
+def test_m10_secret_file_of_another_user_is_refused(tmp_path):
+    path = _secret(tmp_path)
+    if os.geteuid() == 0:
+        os.chown(path, 65534, 65534)
+        with pytest.raises(EnvironmentProblem, match="owned by uid 65534"):
+            config.read_secret(str(path), None, "InfluxDB token")
+    else:  # only root can read another user's 0600 file; the owner check is what stops root
+        with pytest.raises(EnvironmentProblem, match="Permission denied"):
+            config.read_secret("/etc/shadow", None, "InfluxDB token")
+
+
+@pytest.mark.parametrize("setup", ["symlink", "fifo", "dev-zero", "huge", "directory"])
+def test_l1_hostile_capture_files_are_refused(tmp_path, setup):
+    directory = tmp_path / "cap"
+    (directory / "proc" / "net").mkdir(parents=True)
+    manifest = {"format": 1, "host": "h", "sources": {"nic": {"time": 1, "wall_time": 2, "files": ["proc/net/dev"]}}}
+    (directory / "capture.json").write_text(json.dumps(manifest))
+    target = directory / "proc" / "net" / "dev"
+    secret = _secret(tmp_path, "root:$y$SECRETHASH\n")
+    if setup == "symlink":
+        os.symlink(secret, target)
+    elif setup == "fifo":
+        os.mkfifo(target)
+    elif setup == "dev-zero":
+        os.symlink("/dev/zero", target)
+    elif setup == "directory":
+        target.mkdir()
+    else:
+        with open(target, "wb") as f:
+            f.truncate(capture.MAX_FILE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(capture.CaptureError) as error:
+        capture.read(str(directory))
+    assert str(target) in str(error.value) and "SECRETHASH" not in str(error.value)
+    result = run("diff", directory, directory)
+    assert result.returncode == 2 and "SECRETHASH" not in result.stderr
+
+
+# --- 4. Secrets never printed; 5. config bounds ---------------------------------------------
+
+
+def test_m3_token_with_a_line_break_is_refused_and_never_printed(tmp_path, fake):
+    server = fake("respond")
+    token = _secret(tmp_path, "admin:S3cretPassw0rd\nsecondline\n")
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "token_file": str(token)})
+    Store(str(tmp_path / "store"), 10**8).append(points(1))
+    result = run("--config", config, "ship")
+    assert result.returncode == 2
+    assert "S3cret" not in result.stderr and "secondline" not in result.stderr
+    assert f"{token} holds a line break" in result.stderr
+    assert server.requests == []
+
+
+def test_m3_token_in_the_environment_with_a_line_break_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("DNFSMON_TEST_TOKEN", "abc\ndef")
+    with pytest.raises(EnvironmentProblem) as error:
+        config.read_secret(None, "DNFSMON_TEST_TOKEN", "InfluxDB token")
+    assert "DNFSMON_TEST_TOKEN" in str(error.value) and "abc" not in str(error.value)
+
+
+def test_m3_surrounding_whitespace_is_stripped(tmp_path):
+    assert config.read_secret(str(_secret(tmp_path, "  tok3n \r\n")), None, "InfluxDB token") == "tok3n"
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("influxdb", "url", "http://admin:S3cr3t@influx:8086"),
+        ("influxdb", "url", "https://S3cr3t@influx:8086"),
+        ("oracle", "dsn", "dnfsmon/S3cr3t@db1:1521/ORCL"),
+    ],
+)
+def test_l2_password_in_a_url_or_dsn_is_refused_without_echo(section, key, value):
+    with pytest.raises(ConfigError) as error:
+        parse({section: {key: value}}, None)
+    assert f"[{section}] {key}" in str(error.value) and "password" in str(error.value)
+    assert "S3cr3t" not in str(error.value)
+
+
+def test_l2_a_short_valid_url_is_accepted():
+    assert parse({"influxdb": {"enabled": True, "url": "http://a"}}, None).influxdb.url == "http://a"
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("influxdb", "retry_backoff_s", 1e9),
+        ("influxdb", "max_retries", 100000),
+        ("influxdb", "timeout_s", float("inf")),
+        ("influxdb", "timeout_s", 0.0005),
+        ("influxdb", "deadline_s", 1e9),
+        ("influxdb", "batch_size", 10**9),
+        ("oracle", "call_timeout_s", 0.0005),
+        ("simulator", "read_iops", float("inf")),
+        ("simulator", "instances", 100000),
+        ("store", "max_bytes", 1),
+        ("agent", "host", "db1\\"),
+        ("agent", "host", "db1\nx"),
+    ],
+)
+def test_l2_absurd_values_are_refused_with_the_key_named(section, key, value):
+    with pytest.raises(ConfigError, match=rf"\[{section}\] {key} = "):
+        parse({section: {key: value}}, None)
+
+
+@pytest.mark.parametrize("args", [["--interval", "inf"], ["--interval", "1e9"], ["--count", "100000000"]])
+def test_l2_absurd_count_or_interval_is_a_usage_error(tmp_path, args):
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    result = run("--config", config, "collect", *args)
+    assert result.returncode == 2 and args[0] in result.stderr
+
+
+# --- 7. dnfsmon show ------------------------------------------------------------------------
+
+
+def test_show_is_read_only_and_needs_no_write_access(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["nic", "tcp"]})
+    assert run("--config", config, "collect").returncode == 0
+    assert run("--config", config, "collect").returncode == 0
+    before = {name: os.stat(tmp_path / "store" / name).st_mtime_ns for name in os.listdir(tmp_path / "store")}
+    os.chmod(tmp_path / "store", 0o550)  # show must not need to write
+    try:
+        result = run("--config", config, "show")
+    finally:
+        os.chmod(tmp_path / "store", 0o750)
+    assert result.returncode == 0, result.stderr
+    assert "age" in result.stdout and "Host TCP" in result.stdout
+    after = {name: os.stat(tmp_path / "store" / name).st_mtime_ns for name in os.listdir(tmp_path / "store")}
+    assert after == before  # no lock, no file created or touched
+
+
+def test_show_on_a_store_that_does_not_exist_creates_nothing(tmp_path):
+    config = write_config(tmp_path)
+    result = run("--config", config, "show")
+    assert result.returncode == 0 and "(it does not exist)" in result.stdout
+    assert not (tmp_path / "store").exists() and not (tmp_path / "state").exists()
+
+
+def test_show_reads_the_index_not_every_segment(tmp_path):
+    """The latest point per series comes from latest.json: show's time does not grow with the store."""
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append(points(3, measurement="dnfsmon_tcp"))
+    config = write_config(tmp_path)
+    for _, path in store.segments():
+        open(path, "wb").write(b"not read by show\n")
+    result = run("--config", config, "show", "--measurement", "dnfsmon_tcp")
+    assert result.returncode == 0, result.stderr
+    assert "i " in result.stdout and " 2" in result.stdout  # the newest point, i = 2
+    assert "ago)" in result.stdout
+
+
+def test_d19_show_of_an_unknown_measurement_is_a_usage_error(tmp_path):
+    config = write_config(tmp_path)
+    result = run("--config", config, "show", "--measurement", "dnfsmon_typo")
+    assert result.returncode == 2
+    assert "no such measurement" in result.stderr and "dnfsmon_tcp" in result.stderr
+
+
+def test_unshipped_position_order_is_store_order():
+    assert Position(1, 500) < Position(2, 0) < Position(2, 10)
+
+
+def test_l3_a_full_disk_when_saving_state_or_the_cursor_is_an_environment_problem(tmp_path, monkeypatch):
+    import dnfsmon.files
+
+    store = Store(str(tmp_path), 10**8)
+    store.append(points(2))
+    position, _ = list(store.unshipped())[-1]
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(dnfsmon.files.tempfile, "mkstemp", no_space)
+    with pytest.raises(EnvironmentProblem, match=r"cannot record what InfluxDB took \(No space left on device\)"):
+        store.acknowledge(position)
+    with pytest.raises(EnvironmentProblem, match=r"cannot save state file .* \(No space left on device\)"):
+        StateFile(str(tmp_path), "host:h").save([])
