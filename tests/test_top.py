@@ -25,7 +25,7 @@ import time
 import pytest
 
 from configs import write_config
-from dnfsmon import rates, top
+from dnfsmon import diagnosis, rates, top
 from dnfsmon.collect import diff_captures
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
@@ -98,7 +98,7 @@ def inputs(tmp_path):
         tmp_path,
         agent={"host": "testhost"},
         host={"proc_root": str(root / "proc"), "sys_root": str(root / "sys"), "sources": ["nic"]},
-        simulator={"enabled": True, "instances": 2},
+        simulator={"enabled": True, "instances": 2, "scope": "cluster"},  # both instances from this node
     )
     return config, tmp_path / "rec", str(root / "proc" / "net" / "dev")
 
@@ -167,6 +167,32 @@ def diff_points(record, number):
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def doctor(record, number):
+    """`dnfsmon doctor --format json` on the inputs of refresh `number` and the one before."""
+    result = subprocess.run(
+        [*DNFSMON, "doctor", str(record / f"{number - 1:04d}"), str(record / f"{number:04d}"), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode in (0, 10, 11), result.stderr
+    return json.loads(result.stdout)
+
+
+def assert_doctor_matches(screen, found):
+    """The verdict line and the ladder's rungs as `dnfsmon doctor` gives them."""
+    if found["findings"]:
+        worst = min(found["findings"], key=lambda f: (f["severity"] != "critical", f["layer"], f["id"]))
+        assert f"Verdict: {worst['severity'].upper()} {worst['id']} [{worst['layer']}]" in screen
+    else:
+        assert "Verdict: healthy, no rule fired" in screen
+    for name, label in diagnosis.ladder.RUNGS.items():
+        if label in screen:
+            (line,) = [line for line in screen.splitlines() if line.startswith(label)]
+            value = found["ladder"].get(name)
+            assert line[len(label) :].split()[0] == ("-" if value is None else f"{value:.2f}"), line
 
 
 def point(points, measurement, **tags):
@@ -255,6 +281,12 @@ def test_screen_shows_what_diff_computes_and_keys_switch_views(tmp_path, inputs,
                 terminal.keys(key)
                 screen = terminal.wait_for(f"view {key}", lambda s, t=title: t in s and "dNFS per instance" not in s)
                 assert_fits(screen, width, height)
+            terminal.keys("f")
+            screen = terminal.wait_for("the findings view", lambda s: "Latency ladder" in s and "Kernel NFS" not in s)
+            assert_fits(screen, width, height)
+            found = doctor(record, refresh_number(screen))
+            assert_doctor_matches(screen, found)
+            assert "Oracle single-block read, average" in screen and found["ladder"]["oracle_read_avg_ms"] > 0
             terminal.keys("n")
             screen = terminal.wait_for("the NIC view", lambda s: "Network interfaces" in s and "Paths" not in s)
             points = diff_points(record, refresh_number(screen))
@@ -353,8 +385,17 @@ def test_batch_prints_plain_text_blocks_that_match_diff(tmp_path, inputs):
         points = diff_points(record, number)
         assert_instances_match_diff(block, points)
         assert_nic_matches_diff(block, points)
+        assert_doctor_matches(block, doctor(record, number))
     # Every view's table, every column, in each block.
-    for title in ("dNFS per instance", "Network interfaces", "Paths to the filers", "Kernel NFS mounts"):
+    titles = (
+        "dNFS per instance",
+        "Network interfaces",
+        "Paths to the filers",
+        "Kernel NFS mounts",
+        "Findings",
+        "Latency",
+    )
+    for title in titles:
         assert text.count(title) == 2
     assert "DATABASE" in text and "keys:" not in text
     assert not (tmp_path / "state").exists()
@@ -383,9 +424,8 @@ def test_without_a_terminal_says_so(tmp_path, inputs):
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "dnfsmon: dnfsmon top needs a terminal: use --once or --batch N for plain text"
-    ]
+    (line,) = result.stderr.strip().splitlines()  # one timestamped line, as every dnfsmon error
+    assert line.endswith(" ERROR: dnfsmon top needs a terminal: use --once or --batch N for plain text"), line
 
 
 def test_paths_join_dnfs_channels_with_filer_tcp():
@@ -455,7 +495,7 @@ def test_unknown_terminal_type_is_one_line(tmp_path, inputs):
         terminal.start(["--config", config, "top"], env="TERM=no-such-terminal")
         assert terminal.exit_status() == 2
         (line,) = terminal.err_file.read_text().splitlines()
-        assert line.startswith("dnfsmon: dnfsmon top cannot drive the terminal TERM='no-such-terminal'")
+        assert " ERROR: dnfsmon top cannot drive the terminal TERM='no-such-terminal'" in line
         assert "TERM=vt100" in line and "--once" in line
     finally:
         terminal.kill()
@@ -466,3 +506,24 @@ def test_tables_share_the_screen():
     assert top.share_lines([7, 11, 3], 15) == [6, 6, 3]
     assert top.share_lines([4, 4], 20) == [4, 4]
     assert top.share_lines([10, 10], 5) == [2, 2]
+
+
+@pytest.mark.parametrize("case", ["nic-saturated", "dnfs-path-down", "healthy"])
+def test_findings_are_the_doctors(case):
+    """The doctor's golden cases: top's findings and verdict are the doctor's, critical first."""
+    directory = os.path.join(os.path.dirname(__file__), "cases", "doctor", case)
+    with open(os.path.join(directory, "expected.json")) as f:
+        expected = json.load(f)
+    _, outcome = diff_captures(os.path.join(directory, "old"), os.path.join(directory, "new"))
+    frame = top.Frame(1, outcome.points, diagnosis=diagnosis.diagnose(outcome.points, "h"))
+    rows = top.findings_table(frame.diagnosis).rows
+    assert sorted(r["id"] for r in rows) == sorted(f["id"] for f in expected["findings"])
+    severities = [r["severity"] for r in rows]
+    assert severities == sorted(severities, key=lambda s: s != "CRITICAL")
+    lines = [text for text, _ in top.screen_lines(frame, "h", 5, top.VIEW_BY_KEY["f"], 80, 24)]
+    assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
+    verdict = next(line for line in lines if line.startswith("Verdict: "))
+    if rows:
+        assert verdict.startswith(f"Verdict: {rows[0]['severity']} {rows[0]['id']} [{rows[0]['layer']}]")
+    else:
+        assert verdict == "Verdict: healthy, no rule fired"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Callable, Optional, Union
 
-from . import capture, rates
+from . import capture, catalogue, diagnosis, rates
 from .collect import compute
 from .config import Config
 from .errors import EnvironmentProblem
@@ -65,6 +65,8 @@ class Frame:
     failures: dict[str, str] = field(default_factory=dict)
     # Malformed input lines the sources skipped (the rest was used).
     problems: list[str] = field(default_factory=list)
+    # The doctor's ladder and findings over this refresh's points (docs/doctor.md).
+    diagnosis: Optional[diagnosis.Diagnosis] = None
     # Seconds between this reading and the previous one (monotonic clock).
     interval_s: Optional[float] = None
     wall_time: float = 0.0
@@ -100,6 +102,8 @@ class Sampler:
             frame.failures.update(outcome.failures)
             frame.problems.extend(str(problem) for problem in outcome.problems)
             frame.points.extend(outcome.points)
+        if frame.number > 0:  # the baseline has no figures to judge
+            frame.diagnosis = diagnosis.diagnose(frame.points, self.host)
         if self.record_dir is not None:
             # The raw inputs of this refresh, as `dnfsmon capture` writes them:
             # `dnfsmon diff DIR/0002 DIR/0003` recomputes refresh 3 offline.
@@ -325,23 +329,73 @@ def mounts_table(points: Sequence[Point]) -> Table:
     )
 
 
+def findings_table(found: Optional[diagnosis.Diagnosis]) -> Table:
+    """The doctor's findings, critical first: the layer to blame and what to do."""
+    rank = {severity: number for number, severity in enumerate(diagnosis.SEVERITIES)}
+    findings = sorted(found.findings if found else [], key=lambda f: (rank.get(f.severity, len(rank)), f.layer, f.id))
+    rows: list[Row] = [
+        {
+            "severity": f.severity.upper(),
+            "layer": f.layer,
+            "id": f.id,
+            "summary": f.summary + (" (simulated database)" if f.simulated else ""),
+            "remedy": f.remedy,
+        }
+        for f in findings
+    ]
+    columns = (
+        Column("severity", "SEVERITY", 8),
+        Column("layer", "LAYER", 7),
+        Column("summary", "SUMMARY", 62),
+        Column("id", "ID", 24, optional=True),
+        Column("remedy", "REMEDY", 70, optional=True),
+    )
+    return Table("Findings of the doctor (critical first; docs/doctor.md)", columns, rows, "healthy: no rule fired")
+
+
+def ladder_table(found: Optional[diagnosis.Diagnosis]) -> Table:
+    """The latency ladder, top (what Oracle waits) to bottom (the wire), units from the catalogue."""
+    entries = catalogue.load()
+    rows: list[Row] = []
+    for name, label in diagnosis.ladder.RUNGS.items():
+        entry = entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))
+        rows.append(
+            {"rung": label, "value": found.ladder.get(name) if found else None, "unit": entry.unit if entry else ""}
+        )
+    columns = (Column("rung", "RUNG", 44), Column("value", "VALUE", 9, 2), Column("unit", "UNIT", 7))
+    return Table("Latency ladder: Oracle's single-block read, layer by layer", columns, rows)
+
+
+def verdict(found: Optional[diagnosis.Diagnosis]) -> Optional[Line]:
+    """The doctor's current verdict in one line: the most severe finding and how many more."""
+    if found is None:
+        return None
+    if not found.findings:
+        return ("Verdict: healthy, no rule fired", NORMAL)
+    worst = findings_table(found).rows[0]
+    more = len(found.findings) - 1
+    text = f"Verdict: {worst['severity']} {worst['id']} [{worst['layer']}]: {worst['summary']}"
+    return (printable(text + (f" (+{more} more: key f)" if more else "")), ALERT)
+
+
 @dataclass(frozen=True)
 class View:
     key: str
     name: str
     # The main table first; the others fill the rest of a tall screen.
-    tables: Callable[[Sequence[Point]], list[Table]]
+    tables: Callable[[Frame], list[Table]]
 
 
 VIEWS: tuple[View, ...] = (
     View(
         "i",
         "instances",
-        lambda points: [instances_table(points), nics_table(points), paths_table(points), mounts_table(points)],
+        lambda f: [instances_table(f.points), nics_table(f.points), paths_table(f.points), mounts_table(f.points)],
     ),
-    View("p", "paths", lambda points: [paths_table(points)]),
-    View("n", "nics", lambda points: [nics_table(points)]),
-    View("m", "mounts", lambda points: [mounts_table(points)]),
+    View("p", "paths", lambda f: [paths_table(f.points)]),
+    View("n", "nics", lambda f: [nics_table(f.points)]),
+    View("m", "mounts", lambda f: [mounts_table(f.points)]),
+    View("f", "findings", lambda f: [findings_table(f.diagnosis), ladder_table(f.diagnosis)]),
 )
 VIEW_BY_KEY = {view.key: view for view in VIEWS}
 
@@ -416,6 +470,9 @@ def header_lines(frame: Optional[Frame], host: str, interval_s: float, view: Vie
     points = frame.points if frame else []
     lines.append((database_summary(points), NORMAL))
     lines.append((layers_summary(points), NORMAL))
+    found = verdict(frame.diagnosis if frame else None)
+    if found:
+        lines.append(found)
     for name, reason in sorted((frame.failures if frame else {}).items()):
         lines.append((printable(f"source {name} failed: {reason}"), ALERT))
     if frame and frame.problems:
@@ -472,7 +529,7 @@ def screen_lines(
     if frame is None or frame.number == 0:
         lines.append((f"reading the baseline; the first figures come after {interval_s:g} s", NORMAL))
         return [(text[:width], style) for text, style in lines[:height]]
-    tables = view.tables(frame.points)
+    tables = view.tables(frame)
     needs = [needs_of(table) for table in tables]
     main = min(needs[0], height - len(lines))
     for table, room in zip(tables, [main, *share_lines(needs[1:], height - len(lines) - main)]):
@@ -511,16 +568,16 @@ def share_lines(needs: Sequence[int], room: int) -> list[int]:
 def text_block(frame: Frame, host: str, interval_s: float) -> str:
     """One refresh as plain text (--batch, --once): every view's tables, every row and column."""
     lines = header_lines(frame, host, interval_s, VIEWS[0], keys=False)
-    for table in _all_tables(frame.points):
+    for table in _all_tables(frame):
         lines.append(("", NORMAL))
         lines.extend(table_lines(table, None, None))
     return "\n".join(text for text, _ in lines) + "\n"
 
 
-def _all_tables(points: Sequence[Point]) -> Iterator[Table]:
+def _all_tables(frame: Frame) -> Iterator[Table]:
     seen = set()
     for view in VIEWS:
-        for table in view.tables(points):
+        for table in view.tables(frame):
             if table.title not in seen:
                 seen.add(table.title)
                 yield table
