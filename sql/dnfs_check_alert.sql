@@ -14,7 +14,8 @@ select
 from v$diag_alert_ext
 where
     message_text like '%Direct NFS%'
-    and originating_timestamp > (select i.startup_time from v$instance i)
+    -- STARTUP_TIME is a DATE in the server's time: compare as DATEs, not in the session's time zone.
+    and cast(originating_timestamp as date) >= (select i.startup_time from v$instance i)
 order by originating_timestamp;
 column logged clear
 column message_text clear

@@ -165,7 +165,7 @@ def _ports(value: Any) -> Optional[str]:
 # What to do about a release-11 database (config validation and DPY-3010 say the same).
 THIN_MODE_TOO_OLD = (
     'python-oracledb thin mode cannot connect to Oracle Database 11.2; set mode = "thick" '
-    "with Oracle Client libraries of release 19 or older (they still connect to 11.2)"
+    "with Oracle Client libraries of release 18c or 19c (Instant Client 19c is the usual choice) (they still connect to 11.2)"
 )
 
 

@@ -146,6 +146,14 @@ class Database:
                 tcp_connect_timeout=s.call_timeout_s,
             )
         # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
+        # In thick mode the attribute exists only with Oracle Client 18c or later (python-oracledb API
+        # manual, Connection.call_timeout); older libraries are refused at connect with that advice.
+        if s.mode == "thick" and oracledb.clientversion()[0] < 18:
+            connection.close()
+            raise RuntimeError(
+                f"Oracle Client libraries {'.'.join(map(str, oracledb.clientversion()))} in [oracle] lib_dir are "
+                "older than 18c: use Instant Client 19c (it connects to 11.2.0.4 too)"
+            )
         connection.call_timeout = int(s.call_timeout_s * 1000)
         return connection
 

@@ -91,13 +91,18 @@ begin
     if is_cdb then
         scope := ' container = all';
     end if;
-    -- Release-dependent views: the microsecond histogram from 12.1.0.2, the
-    -- alert log view (read by dnfs_check.sql) from 12.2.
-    if dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2) then
-        needed.extend(2);
-        needed(needed.count - 1) := 'GV_$EVENT_HISTOGRAM_MICRO';
-        needed(needed.count) := 'V_$DIAG_ALERT_EXT';
-    end if;
+    -- Release-dependent views, granted where the database has them: the
+    -- microsecond histogram (12.1.0.2 on; DBMS_DB_VERSION cannot tell 12.1.0.1
+    -- from 12.1.0.2) and the alert log view read by dnfs_check.sql (12.2 on).
+    for optional in (
+        select object_name from dba_objects
+        where owner = 'SYS' and object_type = 'VIEW'
+            and object_name in ('GV_$EVENT_HISTOGRAM_MICRO', 'V_$DIAG_ALERT_EXT')
+        order by object_name
+    ) loop
+        needed.extend;
+        needed(needed.count) := optional.object_name;
+    end loop;
     select count(*) into existed from dba_users where username = user_name;
     select count(*) into before_grants from dba_tab_privs where grantee = user_name;
     if existed = 0 then
@@ -149,4 +154,6 @@ column 1 clear
 column user_name clear
 column result clear
 undefine 1 _dnfs_user _dnfs_result
+-- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
+whenever sqlerror continue none
 set feedback on
