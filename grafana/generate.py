@@ -312,6 +312,14 @@ def health_row() -> list[dict]:
                 [(None, "green"), (1, "red")],
             ),
             stat(
+                "Doctor findings",
+                "Findings of dnfsmon doctor's rules in the latest interval (collect stores them; docs/doctor.md lists the ids); "
+                "the table in the Host pressure row names them.",
+                series("dnfsmon_finding", [("summary", "")], HOST, [], aggregate="count"),
+                [(None, "green"), (1, "red")],
+                unit="short",
+            ),
+            stat(
                 "Database reachable",
                 "Yes when the agent could read the database in its latest sample; the reason is in dnfsmon_oracle_status.error when not.",
                 [
@@ -329,7 +337,6 @@ def health_row() -> list[dict]:
 
 def latency_row() -> list[dict]:
     """Where the latency comes from: every layer in one panel, in one unit."""
-    read_ops = ' AND "op" =~ /^READ$/'
     return row(
         "Latency breakdown",
         [
@@ -337,28 +344,22 @@ def latency_row() -> list[dict]:
                 "Where a single-block read spends its time",
                 "One unit (ms) for every layer. Oracle's 'db file sequential read' is what a session waits; the filer TCP RTT is the network and the filer's TCP stack; "
                 "the kernel NFS client's RTT, execute and queue times apply only to data on kernel NFS mounts (dNFS does not use the kernel client). "
-                "Oracle far above the TCP RTT points at the filer or the host; TCP RTT far above its minimum points at the network.",
+                "Oracle far above the TCP RTT points at the filer or the host; TCP RTT far above its minimum points at the network. "
+                "These are the latency ladder's figures (dnfsmon_latency_ladder, docs/doctor.md): the TCP connections are those that carry Oracle's I/O.",
                 series(
-                    "dnfsmon_oracle_event",
-                    [("avg_latency_us", "Oracle read")],
-                    DB + READ_EVENT,
-                    ["instance"],
-                    to_unit="ms",
-                    refs="A",
-                )
-                + series(
-                    "dnfsmon_filer_tcp",
-                    [("srtt_avg_ms", "TCP RTT"), ("min_rtt_ms", "TCP min RTT")],
-                    HOST + FILER_ADDRESS,
-                    ["server"],
-                    refs="BC",
-                )
-                + series(
-                    "dnfsmon_nfs_op",
-                    [("avg_rtt_ms", "NFS RTT"), ("avg_exe_ms", "NFS execute"), ("avg_queue_ms", "NFS queue")],
-                    HOST + read_ops,
-                    ["mountpoint"],
-                    refs="DEF",
+                    "dnfsmon_latency_ladder",
+                    [
+                        ("oracle_read_avg_ms", "Oracle read avg"),
+                        ("oracle_read_p95_ms", "Oracle read p95"),
+                        ("tcp_srtt_ms", "TCP RTT"),
+                        ("tcp_min_rtt_ms", "TCP min RTT"),
+                        ("nfs_queue_ms", "NFS queue"),
+                        ("nfs_rtt_ms", "NFS RTT"),
+                        ("nfs_exe_ms", "NFS execute"),
+                        ("unexplained_ms", "not explained by the RTT"),
+                    ],
+                    HOST,
+                    [],
                 ),
                 width=24,
                 height=9,
@@ -544,6 +545,53 @@ def kernel_nfs_row() -> list[dict]:
     )
 
 
+def host_pressure_row() -> list[dict]:
+    return row(
+        "Host pressure and findings",
+        [
+            panel(
+                "CPU",
+                "Busy, iowait and steal time over all CPUs (/proc/stat).",
+                series(
+                    "dnfsmon_host_pressure",
+                    [("cpu_busy_pct", "busy"), ("cpu_iowait_pct", "iowait"), ("cpu_steal_pct", "steal")],
+                    HOST,
+                    [],
+                ),
+                width=8,
+            ),
+            panel(
+                "Run queue per CPU",
+                "Runnable tasks per online CPU: above 1, tasks wait for a CPU and I/O completions are handled late.",
+                series("dnfsmon_host_pressure", [("run_queue_per_cpu", "")], HOST, []),
+                width=8,
+            ),
+            panel(
+                "Swapping",
+                "Pages swapped in and out per second (/proc/vmstat): a database host that swaps serves I/O late.",
+                series(
+                    "dnfsmon_host_pressure", [("swap_in_pages_per_s", "in"), ("swap_out_pages_per_s", "out")], HOST, []
+                ),
+                width=8,
+            ),
+            panel(
+                "Doctor findings",
+                "Every finding over the time range: the rule that fired, the layer it blames, and what to do (docs/doctor.md).",
+                [
+                    target(
+                        f'SELECT "summary", "remedy" FROM "dnfsmon_finding" WHERE {HOST} AND $timeFilter GROUP BY "id", "layer", "severity"',
+                        table=True,
+                    )
+                ],
+                kind="table",
+                width=24,
+                unit="short",
+            ),
+        ],
+        collapsed=True,
+    )
+
+
 def agent_row() -> list[dict]:
     return row(
         "Agent",
@@ -597,6 +645,7 @@ def host_dashboard() -> dict:
         *paths_row(),
         *network_row(),
         *kernel_nfs_row(),
+        *host_pressure_row(),
         *agent_row(),
     ]
     variables = [
