@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -417,15 +418,17 @@ def typescript_for(dashboard: dict) -> str:
 
 def run_tsc(tsc: str, sources: dict) -> subprocess.CompletedProcess:
     """Type-check `sources` (file name -> TypeScript) beside the installed packages, strict mode."""
-    directory = os.path.join(tsc, "check")
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(directory)
+    # A directory of its own beside node_modules (so imports resolve), never shared with another run.
+    directory = tempfile.mkdtemp(prefix="check-", dir=tsc)
     for name, text in sources.items():
         with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
             f.write(text)
     command = [os.path.join(tsc, "node_modules", ".bin", "tsc"), "--noEmit", "--strict", "--target", "es2022"]
     command += ["--module", "esnext", "--moduleResolution", "bundler", "--skipLibCheck", *sources]
-    return subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=300)
+    try:
+        return subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use

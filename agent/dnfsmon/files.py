@@ -85,7 +85,16 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
         if error.errno == errno.ELOOP:
             raise EnvironmentProblem(f"{path} is a symbolic link; dnfsmon never follows one there: remove it") from None
         if error.errno == errno.EISDIR:
-            raise EnvironmentProblem(f"{path} is not a regular file but a directory; remove it") from None
+            raise EnvironmentProblem(f"{path}: Is a directory, not a regular file; remove it") from None
+        if error.errno in (errno.EACCES, errno.EPERM):
+            raise EnvironmentProblem(
+                f"{path}: {error.strerror}: chown it to the user that runs dnfsmon (left by a run as root?), "
+                "or set [agent] state_dir / [store] dir to a directory that user owns"
+            ) from None
+        if error.errno == errno.EROFS:
+            raise EnvironmentProblem(
+                f"{path}: {error.strerror}: remount it read-write, or set [agent] state_dir / [store] dir elsewhere"
+            ) from None
         raise EnvironmentProblem(f"{path}: {error.strerror}; check its owner and mode") from None
     try:
         info = os.fstat(fd)
