@@ -55,6 +55,7 @@ GRAFANA_UNITS = {
     "MiB/s": "MiBs",
     "Mbit/s": "Mbits",
     "ops/s": "ops",
+    "0/1": "bool_yes_no",
 }
 # Conversions a panel may ask for so that one panel shows one unit
 # (the latency breakdown: Oracle publishes µs, TCP and NFS publish ms).
@@ -324,12 +325,12 @@ def health_row() -> list[dict]:
                 "Yes when the agent could read the database in its latest sample; the reason is in dnfsmon_oracle_status.error when not.",
                 [
                     target(
-                        f'SELECT last("up") FROM "dnfsmon_oracle_status" WHERE {HOST} AND "database" =~ /^$database$/ AND $timeFilter GROUP BY "database"',
+                        f'SELECT last("reachable") FROM "dnfsmon_oracle_status" WHERE {HOST} AND "database" =~ /^$database$/ AND $timeFilter GROUP BY "database"',
                         alias="$tag_database",
+                        unit=catalogue_unit("dnfsmon_oracle_status", "reachable"),
                     )
                 ],
                 [(None, "red"), (1, "green")],
-                unit="bool_yes_no",
             ),
         ],
     )
@@ -845,8 +846,9 @@ def fleet_dashboard() -> dict:
                 "Lowest reachability per host and database over the range: No means the agent could not read it at least once.",
                 [
                     target(
-                        'SELECT min("up") AS "value" FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
+                        'SELECT min("reachable") AS "value" FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
                         table=True,
+                        unit=catalogue_unit("dnfsmon_oracle_status", "reachable"),
                     )
                 ],
                 kind="table",
@@ -855,7 +857,6 @@ def fleet_dashboard() -> dict:
                 links=[{"title": "Open the host dashboard", "url": host_link(["host", "database"])}],
                 thresholds=[(None, "red"), (1, "green")],
                 options={"sortBy": [{"displayName": "value", "desc": False}], "showHeader": True},
-                unit="bool_yes_no",
             ),
         ],
     )

@@ -468,6 +468,8 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
     """The database's state, published every sample (the agent's host: its view of the database)."""
     gauges: dict[str, rates.Gauge] = {
         "up": not document.get("down"),
+        # The same as an integer: Grafana's stat panel reduces numbers, not booleans.
+        "reachable": 0 if document.get("down") else 1,
         "instances": len(context.instances),
         "failed_queries": len(document.get("errors") or {}),
     }
