@@ -286,6 +286,53 @@ def test_pnum_reused_by_a_new_process_is_a_new_baseline():
     io = {dict(p.tags)["instance"]: p for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
     truth = simulator.truth(simulator.Workload(), 1, T0, T0 + 10)
     assert 0 < io["simdb1"].fields["read_iops"] <= truth.read_iops * 1.005
+    # The new process started after the previous read (another SERIAL# held PNUM 20 then):
+    # its 5 reads since it started are the interval's.
+    assert io["simdb1"].fields["new_processes"] == 1 and io["simdb1"].fields["processes_left_out"] == 0
+
+
+def io_reads(document, instance=1):
+    """{PNUM: NFS_READ} of one instance's V$DNFS_STATS rows in a results document."""
+    stats = document["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    return {
+        row[columns.index("PNUM")]: row[columns.index("NFS_READ")]
+        for row in stats["rows"]
+        if row[columns.index("INST_ID")] == instance
+    }
+
+
+def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
+    """Its counters started at zero after the previous read: all of them are the interval's (issue 15)."""
+    workload = simulator.Workload(instances=1, processes=5)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    stats = documents[0]["results"]["dnfs_stats"]
+    stats["rows"] = [r for r in stats["rows"] if r[stats["columns"].index("PNUM")] != 22]  # not there yet
+    before, after = io_reads(documents[0]), io_reads(documents[1])
+    expected = (sum(after[p] - before[p] for p in before) + after[22]) / 10
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert io["read_iops"] == pytest.approx(expected, rel=1e-12) and after[22] > 0
+    assert io["new_processes"] == 1 and io["processes_left_out"] == 0
+
+
+def test_a_process_whose_predecessor_is_unknown_is_left_out_and_counted_as_such():
+    """The previous read's outer join found no V$PROCESS row for the PNUM (a process exiting or
+    starting as the two views were scanned): when the new one started is not known."""
+    workload = simulator.Workload(instances=1, processes=5)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    stats = documents[0]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    row = next(r for r in stats["rows"] if r[columns.index("PNUM")] == 22)
+    row[columns.index("SPID")] = row[columns.index("SERIAL#")] = None
+    before, after = io_reads(documents[0]), io_reads(documents[1])
+    expected = sum(after[p] - before[p] for p in before if p != 22) / 10
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert io["read_iops"] == pytest.approx(expected, rel=1e-12)
+    assert io["new_processes"] == 0 and io["processes_left_out"] == 1
 
 
 def test_instance_restart_mid_run_rebaselines_that_instance_only():

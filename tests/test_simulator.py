@@ -97,6 +97,22 @@ def test_the_naive_sum_then_diff_fails_on_the_same_run(churn_run):
             assert io["read_iops"] >= 0
 
 
+def test_processes_that_start_inside_an_interval_are_counted_from_zero():
+    """Short-lived processes: every interval matches the I/O of the processes alive at its end,
+    the new ones included (counted from their start), and nothing is left out."""
+    workload = simulator.Workload(instances=1, processes=10, process_lifetime_s=40.0)
+    intervals, _ = run(workload, 13)
+    new = 0
+    for t0, t1, points in intervals:
+        io = io_points(points)["simdb1"]
+        truth = simulator.truth(workload, 1, t0, t1)
+        assert io["read_iops"] == pytest.approx(truth.observable_read_iops, rel=0.005)
+        assert io["read_iops"] <= truth.read_iops * 1.005
+        assert io["processes_left_out"] == 0
+        new += io["new_processes"]
+    assert new >= 20  # about one new process per slot every 40 s
+
+
 def test_event_latency_and_histogram_match_the_truth():
     workload = simulator.Workload(instances=1)
     intervals, _ = run(workload, 4, step=60.0)

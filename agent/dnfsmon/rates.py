@@ -214,6 +214,25 @@ def deltas_counting_new_from_zero(interval: Interval) -> dict[str, int]:
     return deltas
 
 
+def interval_from_zero(current: Sample, since: float) -> Optional[Interval]:
+    """The interval of a key known to have started after `since` (the previous reading's time).
+
+    For counters that start at zero with the thing they count (an Oracle
+    process's V$DNFS_STATS row): all of a new process's counts were made
+    between the previous reading and this one. None when that interval is
+    not positive. Implausible values give no delta, as in diff.
+    """
+    dt = current.time - since
+    if not dt > 0:
+        return None
+    deltas = {name: now for name, now in current.counters.items() if 0 <= now < IMPLAUSIBLE_COUNTER}
+    dropped = {name: f"implausible value {now}" for name, now in current.counters.items() if name not in deltas}
+    zero = Sample(
+        current.measurement, current.key, since, since, dict.fromkeys(current.counters, 0), {}, current.identity
+    )
+    return Interval(zero, current, dt, deltas, dropped)
+
+
 @dataclass
 class DiffResult:
     intervals: list[Interval]

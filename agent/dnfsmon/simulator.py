@@ -497,7 +497,9 @@ class Truth:
 
     read_iops: float  # the workload's rate
     write_iops: float
-    observable_read_iops: float  # the share done by processes alive through the whole interval
+    # The share done by the processes alive at the interval's end (those that
+    # started inside it counted from their start).
+    observable_read_iops: float
     observable_write_iops: float
     read_mib_per_s: float
     write_mib_per_s: float
@@ -509,10 +511,12 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     model = Model(workload)
     dt = t1 - t0
     load = model.load(t0, t1)
-    alive = sum(
-        model.weights[inst][slot]
+    # What V$DNFS_STATS can show: each slot's process at t1, over the part of
+    # the interval it lived (all of it, or since it started inside it); the
+    # I/O of processes that exited inside the interval is gone with them.
+    observable = sum(
+        model.weights[inst][slot] * model.load(max(t0, model.process(inst, slot, t1)[1]), t1)
         for slot in range(workload.processes)
-        if model.process(inst, slot, t0) == model.process(inst, slot, t1)
     )
     latencies = {}
     for event in IO_EVENTS:
@@ -529,8 +533,8 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
     return Truth(
         read_iops=workload.read_iops * load / dt,
         write_iops=workload.write_iops * load / dt,
-        observable_read_iops=workload.read_iops * load * alive / dt,
-        observable_write_iops=workload.write_iops * load * alive / dt,
+        observable_read_iops=workload.read_iops * observable / dt,
+        observable_write_iops=workload.write_iops * observable / dt,
         read_mib_per_s=workload.read_iops * workload.read_bytes * load / dt / 1048576,
         write_mib_per_s=workload.write_iops * workload.write_bytes * load / dt / 1048576,
         event_avg_latency_us=latencies,

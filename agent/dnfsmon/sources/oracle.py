@@ -21,8 +21,11 @@ How the traps are handled:
 - V$DNFS_STATS counts per process: each process (INST_ID, PNUM) is diffed
   on its own, with SPID and SERIAL# from V$PROCESS as its identity, so a
   process replaced under the same PNUM re-baselines; only then are the
-  deltas summed per instance. An exiting process's last partial interval
-  and a new process's first are not counted (never a negative or a spike).
+  deltas summed per instance. A process that started since the previous
+  read (its PNUM was absent then, or held by another SPID/SERIAL#) is
+  counted from zero, since its counters started at zero with it; a process
+  whose start is not known is left out and counted in processes_left_out.
+  An exiting process's last partial interval cannot be counted.
 - Instance restarts: STARTUP_TIME is in every sample's identity.
 - V$DNFS_CHANNELS counts "since the last select": each read's counts are
   an interval count, divided by the time since dnfsmon's previous read. Any
@@ -54,6 +57,9 @@ EVENT_MEASUREMENT = "dnfsmon_oracle_event"
 HISTOGRAM_MEASUREMENT = "dnfsmon_oracle_latency_histogram"
 COVERAGE_MEASUREMENT = "dnfsmon_dnfs_coverage"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
+# Not published: per instance, which process held each PNUM at a read (the
+# state the next read needs to know which processes are new; see _io).
+ROSTER_MEASUREMENT = "dnfsmon_dnfs_roster"
 MEASUREMENTS = (
     IO_MEASUREMENT,
     CHANNEL_MEASUREMENT,
@@ -62,6 +68,7 @@ MEASUREMENTS = (
     HISTOGRAM_MEASUREMENT,
     COVERAGE_MEASUREMENT,
     STATUS_MEASUREMENT,
+    ROSTER_MEASUREMENT,
 )
 
 # The Oracle lists live in dnfsmon.oracle_facts (one source of truth).
@@ -486,15 +493,79 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
     return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
 
+UNKNOWN_PROCESS = "?"
+
+
+def _process(row: Mapping) -> tuple[str, str]:
+    """(SPID, SERIAL#) of a V$DNFS_STATS row from V$PROCESS; "?" where the outer join found none."""
+    return (str(row.get("SPID") or UNKNOWN_PROCESS), str(row.get("SERIAL#") or UNKNOWN_PROCESS))
+
+
 def _io(context: Context) -> list[Sample]:
-    """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines)."""
+    """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines),
+    and per instance the roster of processes this read saw (which process held each PNUM)."""
     found = []
+    rosters: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float], dict[str, str]]] = {}
     for t, row, tags, identity, started in context.located("dnfs_stats"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
-        process = (str(row.get("SPID") or "?"), str(row.get("SERIAL#") or "?"))
+        process = _process(row)
         key = (*tags, *_pdb_tags(row), ("pnum", str(row["PNUM"])))
         found.append(Sample(IO_MEASUREMENT, key, t, t, counters, {}, identity + process, started))
+        roster = rosters.setdefault(tags, (t, identity, started, {}))
+        roster[3][str(row["PNUM"])] = "/".join(process)
+    for tags, (t, identity, started, processes) in rosters.items():
+        gauges = {"processes": json.dumps(processes, sort_keys=True)}
+        found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
+
+
+def _roster(interval: rates.Interval) -> dict[str, str]:
+    """PNUM -> "SPID/SERIAL#" of the previous read of a roster interval."""
+    try:
+        processes = json.loads(str(interval.previous.gauges.get("processes", "{}")))
+    except ValueError:
+        return {}
+    return processes if isinstance(processes, dict) else {}
+
+
+def new_process_intervals(result: rates.DiffResult) -> tuple[list[rates.Interval], list[rates.Skip]]:
+    """(intervals of the processes known to have started since the previous read, the other processes without one).
+
+    V$DNFS_STATS has one row per Oracle process, whose counters start at
+    zero with the process (Oracle Database Reference, V$DNFS_STATS: PNUM
+    "Oracle process number", the V$PROCESS.PID of the process). A process
+    is known to have started after the previous read of its instance when
+    that read (same instance startup, same clock) had no row with its PNUM,
+    or had one held by another, known process (another SPID or SERIAL#;
+    V$PROCESS.SERIAL# is the serial number of the process slot's holder).
+    Its whole counts are then the interval's. Any other process without an
+    interval (its previous holder unknown, a counter gone backwards) is left
+    out, and counted as such.
+    """
+    rosters = {i.current.key: i for i in result.intervals if i.current.measurement == ROSTER_MEASUREMENT}
+    known: list[rates.Interval] = []
+    left_out: list[rates.Skip] = []
+    for skip in result.skips:
+        sample = skip.current
+        if sample.measurement != IO_MEASUREMENT:
+            continue
+        tags = dict(sample.key)
+        roster = rosters.get(tuple(pair for pair in sample.key if pair[0] not in ("pdb", "pnum")))
+        if roster is None:
+            continue  # the instance re-baselined as a whole: nothing is published for it
+        before = _roster(roster).get(tags["pnum"])
+        now = "/".join(sample.identity[-2:])
+        replaced = (
+            before is not None and before != now and UNKNOWN_PROCESS not in (*before.split("/"), *sample.identity[-2:])
+        )
+        interval = None
+        if (before is None or replaced) and skip.event != rates.COUNTER_RESET:
+            interval = rates.interval_from_zero(sample, roster.previous.time)
+        if interval is None:
+            left_out.append(skip)
+        else:
+            known.append(interval)
+    return known, left_out
 
 
 def _channels(context: Context) -> list[Sample]:
@@ -736,18 +807,22 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         # inventory's from its first read on, every inventory_interval_s).
         if sample.measurement in (STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
             points.append(Point(sample.measurement, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
-    io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT]
+    new, left_out = new_process_intervals(result)
+    new_ids = {id(interval) for interval in new}
+    io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT] + new
     for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
         # Processes that did dNFS I/O in the interval (V$DNFS_STATS has a row,
         # mostly zeros, for every process; review B6).
         active = sum(1 for member in summed.members if any(member.deltas.values()))
         values = io_fields(summed, active)
+        values["new_processes"] = sum(1 for member in summed.members if id(member) in new_ids)
+        values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
     for interval in result.intervals:
         measurement = interval.current.measurement
         if measurement == HISTOGRAM_MEASUREMENT:
             points.extend(_histogram_points(interval))
-        elif measurement not in (IO_MEASUREMENT, STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
+        elif measurement not in (IO_MEASUREMENT, ROSTER_MEASUREMENT, STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
             values = fields(interval)
             if values:
                 points.append(Point(measurement, interval.current.key, values, round(interval.current.wall_time * 1e9)))
