@@ -16,8 +16,9 @@
 --              vanish when it exits: each process (PNUM with its SPID and
 --              SERIAL#) is diffed on its own, then the deltas are summed, so
 --              processes coming and going never give negative or inflated
---              rates (a new process adds from its second interval; an exiting
---              one's last partial interval is lost).
+--              rates (a process that started since the previous snapshot
+--              counts from zero; an exiting one's last partial interval is
+--              lost).
 --              Each interval is the time between two snapshots, each read
 --              with the database clock (SYSTIMESTAMP) in the same statement;
 --              intervals follow each other with no gap.

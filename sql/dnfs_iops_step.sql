@@ -37,6 +37,9 @@ prev as (
         nfs_writebytes number path '@wb'
     )
 ),
+prev_instances as (
+    select distinct inst_id from prev
+),
 delta as (
     -- A process counts only when present, and the same process, at both ends.
     select
@@ -53,6 +56,25 @@ delta as (
             and c.spid = p.spid
             and c.serial = p.serial
     where c.nfs_read >= p.nfs_read and c.nfs_write >= p.nfs_write
+    union all
+    -- A process that started since the previous snapshot counts from zero:
+    -- its PNUM was absent then, or held by another known process.
+    select
+        c.inst_id,
+        c.nfs_read as reads,
+        c.nfs_write as writes,
+        c.nfs_readbytes as read_bytes,
+        c.nfs_writebytes as write_bytes
+    from cur c
+    inner join prev_instances seen on c.inst_id = seen.inst_id
+    left outer join prev p on c.inst_id = p.inst_id and c.pnum = p.pnum
+    where
+        p.pnum is null
+        or (
+            c.spid is not null and c.serial is not null
+            and p.spid is not null and p.serial is not null
+            and (c.spid != p.spid or c.serial != p.serial)
+        )
 ),
 per_instance as (
     select

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import subprocess
 import sys
 
@@ -234,6 +235,8 @@ def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
 
     assert strip(direct.points) == strip(through_live.points)
     assert any(p.measurement == "dnfsmon_dnfs_io" for p in through_live.points)
+    events = {dict(p.tags)["event"] for p in through_live.points if p.measurement == "dnfsmon_oracle_event"}
+    assert events == set(oracle_facts.AGENT_EVENTS)  # 'log file sync' and the temp events included (review C9)
     assert all(
         "SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql
         for sql in connection.executed
@@ -637,10 +640,16 @@ def test_the_oracle_lists_have_one_source_of_truth():
     stats = next(q for q in oracle.build_queries(facts_available("19c")) if q.name == "dnfs_stats")
     assert set(oracle_facts.NFS_OPS) <= set(stats.columns)
     # Every event the agent asks for is one the simulator models, and the other way round.
-    assert set(simulator.EVENTS) == set(oracle_facts.IO_EVENTS)
-    for query in oracle.build_queries(facts_available("19c")):
-        if "event" in query.sql:
-            assert all(f"'{event}'" in query.sql for event in oracle_facts.IO_EVENTS)
+    assert set(simulator.EVENTS) == set(oracle_facts.AGENT_EVENTS)
+    assert set(oracle_facts.IO_EVENTS) <= set(oracle_facts.HISTOGRAM_EVENTS) <= set(oracle_facts.AGENT_EVENTS)
+    queries = {q.name: q for q in oracle.build_queries(facts_available("19c"))}
+    events = {
+        name: set(re.findall(r"'([a-z][a-z ]+)'", queries[name].sql)) for name in ("system_event", "event_histogram")
+    }
+    assert events == {
+        "system_event": set(oracle_facts.AGENT_EVENTS),
+        "event_histogram": set(oracle_facts.HISTOGRAM_EVENTS),
+    }
     # The views the agent may query are exactly the views read (and so granted).
     assert {v for q in oracle.build_queries(facts_available("19c")) for v in q.views} | {"GV$EVENT_HISTOGRAM"} == set(
         oracle_facts.VIEWS_READ

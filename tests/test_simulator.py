@@ -11,6 +11,7 @@ from dnfsmon.collect import compute
 from dnfsmon.sources import oracle
 
 T0 = 1_795_000_000.0
+COMMIT_AND_TEMP = ("log file sync", "direct path read temp", "direct path write temp")
 
 
 def run(workload, samples, step=10.0, start=T0):
@@ -119,8 +120,21 @@ def test_event_latency_and_histogram_match_the_truth():
     for t0, t1, points in intervals:
         truth = simulator.truth(workload, 1, t0, t1)
         events = {dict(p.tags)["event"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_event"}
-        for event in ("db file sequential read", "db file scattered read", "log file parallel write"):
+        for event in ("db file sequential read", "db file scattered read", "log file parallel write", *COMMIT_AND_TEMP):
             assert events[event]["avg_latency_us"] == pytest.approx(truth.event_avg_latency_us[event], rel=0.005), event
+        # Commit latency has its histogram too; the temp events their latency only.
+        commits = [
+            p.fields["waits_per_s"]
+            for p in points
+            if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "log file sync"
+        ]
+        assert sum(commits) == pytest.approx(events["log file sync"]["waits_per_s"], rel=0.005)
+        assert events["log file sync"]["waits_per_s"] == pytest.approx(0.2 * truth.write_iops, rel=0.005)
+        assert not [
+            p
+            for p in points
+            if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] in COMMIT_AND_TEMP[1:]
+        ]
         buckets = [
             p
             for p in points

@@ -74,6 +74,20 @@ IO_EVENTS = (
     "control file sequential read",
 )
 
+# Events a dNFS DBA reads next to those (review C9), all from the same
+# "Descriptions of Wait Events" appendix: 'log file sync' (Commit class) is
+# what a committing session waits for, LGWR's write included, so commit
+# latency on an NFS-backed redo log; 'direct path read temp' and 'direct path
+# write temp' (User I/O) are sorts and hash joins spilling to temp files,
+# which on a dNFS database are NFS reads and writes too. The SQL pack keeps
+# to IO_EVENTS.
+COMMIT_EVENT = "log file sync"
+TEMP_EVENTS = ("direct path read temp", "direct path write temp")
+# The events the agent reads from V$SYSTEM_EVENT (waits, latency), and those
+# whose histogram it reads too (V$EVENT_HISTOGRAM(_MICRO)).
+AGENT_EVENTS = (*IO_EVENTS, COMMIT_EVENT, *TEMP_EVENTS)
+HISTOGRAM_EVENTS = (*IO_EVENTS, COMMIT_EVENT)
+
 # (column, first release it exists in, last release it exists in or None).
 Column = tuple[str, str, Optional[str]]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import oracle_facts
-from .oracle_facts import IO_EVENTS, OTHER_OPS
+from .oracle_facts import AGENT_EVENTS, HISTOGRAM_EVENTS, OTHER_OPS
 from .sources.base import Raw
 from .sources.oracle import RESULTS, build_queries
 
@@ -53,6 +53,10 @@ EVENTS: dict[str, tuple[str, float, float, float]] = {
     "log file parallel write": ("write", 0.25, 0.8, 0.00),
     "direct path write": ("write", 0.05, 1.8, 1.00),
     "control file sequential read": ("fixed", 2.0, 0.5, 0.10),  # 2 waits/s, not scaled by load
+    # A commit per five writes; the session waits for LGWR's write and its wake-up.
+    "log file sync": ("write", 0.20, 1.2, 1.00),
+    "direct path read temp": ("read", 0.03, 2.5, 1.00),
+    "direct path write temp": ("write", 0.03, 2.0, 1.00),
 }
 HISTOGRAM_BUCKETS = 23  # upper bounds 2^0 .. 2^22 (the last also holds the tail)
 LIFETIME_PATTERN = 16  # process lifetimes repeat every 16 generations
@@ -430,7 +434,7 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                 )
     elif name == "system_event":
         for inst in instances:
-            for event in IO_EVENTS:
+            for event in AGENT_EVENTS:
                 buckets, micros = model.event_counts(inst, event, t, 1.0)
                 waits = sum(buckets)
                 fg = EVENTS[event][3]
@@ -447,7 +451,7 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
     elif name == "event_histogram":
         micro = oracle_facts.release_tuple(w.release) >= oracle_facts.release_tuple("12.1.0.2")
         for inst in instances:
-            for event in IO_EVENTS:
+            for event in HISTOGRAM_EVENTS:
                 buckets, _ = model.event_counts(inst, event, t, 1.0 if micro else 1000.0)
                 for b, count in enumerate(buckets):
                     if not count:
@@ -519,7 +523,7 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
         for slot in range(workload.processes)
     )
     latencies = {}
-    for event in IO_EVENTS:
+    for event in AGENT_EVENTS:
         # mypy cannot infer a lambda whose default argument binds the loop variable.
         waits = model.integral(lambda m, e=event: model.event_rate(e, m), t0, t1)  # type: ignore[misc]
         micros = model.integral(

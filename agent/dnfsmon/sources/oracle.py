@@ -73,6 +73,8 @@ MEASUREMENTS = (
 
 # The Oracle lists live in dnfsmon.oracle_facts (one source of truth).
 IO_EVENTS = oracle_facts.IO_EVENTS
+AGENT_EVENTS = oracle_facts.AGENT_EVENTS
+HISTOGRAM_EVENTS = oracle_facts.HISTOGRAM_EVENTS
 OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
@@ -134,7 +136,9 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {view.lower()}{where(*conditions)}"
         return Query(name, sql, (*columns, *CLOCK_COLUMNS), (view,), local, inventory)
 
-    events = "event IN (" + ", ".join("'" + e + "'" for e in IO_EVENTS) + ")"
+    def events(names: Sequence[str]) -> str:
+        return "event IN (" + ", ".join("'" + e + "'" for e in names) + ")"
+
     if has("GV$INSTANCE"):
         queries.append(
             simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
@@ -172,13 +176,13 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         queries.append(Query("dnfs_files", sql, columns, ("GV$DNFS_FILES",), local, inventory=True))
     if has("GV$SYSTEM_EVENT"):
         columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
-        queries.append(simple("system_event", "GV$SYSTEM_EVENT", columns, events))
+        queries.append(simple("system_event", "GV$SYSTEM_EVENT", columns, events(AGENT_EVENTS)))
     if has("GV$EVENT_HISTOGRAM_MICRO"):
         columns = ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"]
-        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM_MICRO", columns, events))
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM_MICRO", columns, events(HISTOGRAM_EVENTS)))
     elif has("GV$EVENT_HISTOGRAM"):
         columns = ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"]
-        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events))
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events(HISTOGRAM_EVENTS)))
     if "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
         # Per container in a CDB (V$IOSTAT_FILE.CON_ID: the file's container).
         container = [c.lower() for c in _pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
@@ -625,7 +629,7 @@ def _servers(context: Context) -> list[Sample]:
 
 
 def _events(context: Context) -> list[Sample]:
-    """I/O wait events (instance-wide: V$SYSTEM_EVENT read from the root covers every container)."""
+    """I/O, commit and temp wait events (instance-wide: V$SYSTEM_EVENT read from the root covers every container)."""
     found = []
     for t, row, tags, identity, started in context.located("system_event"):
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in EVENT_COUNTERS) if v is not None}
