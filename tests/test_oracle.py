@@ -237,6 +237,8 @@ def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
     assert any(p.measurement == "dnfsmon_dnfs_io" for p in through_live.points)
     events = {dict(p.tags)["event"] for p in through_live.points if p.measurement == "dnfsmon_oracle_event"}
     assert events == set(oracle_facts.AGENT_EVENTS)  # 'log file sync' and the temp events included (review C9)
+    functions = {dict(p.tags)["function"] for p in through_live.points if p.measurement == "dnfsmon_oracle_io_function"}
+    assert functions == set(simulator.FUNCTIONS)  # GV$IOSTAT_FUNCTION in the counters' statement (review C7)
     assert all(
         "SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql
         for sql in connection.executed
@@ -779,6 +781,14 @@ def test_cdb_figures_per_pdb_add_up_to_the_instance():
         if p.measurement == "dnfsmon_dnfs_coverage"
     }
     assert coverage[("3", "Data File")]["files"] + coverage[("4", "Data File")]["files"] == 20
+    functions = {
+        (dict(p.tags).get("pdb"), dict(p.tags)["function"]): p.fields
+        for p in points
+        if p.measurement == "dnfsmon_oracle_io_function"
+    }
+    assert {pdb for pdb, _ in functions} == {"1", "3", "4"}
+    cache = sum(f["small_read_reqs_per_s"] for (_, name), f in functions.items() if name == "Buffer Cache Reads")
+    assert cache == pytest.approx(truth.function_reqs_per_s["Buffer Cache Reads"], rel=0.005)
     # Wait events are instance-wide (V$SYSTEM_EVENT from the root): no pdb tag.
     assert all("pdb" not in dict(p.tags) for p in points if p.measurement == "dnfsmon_oracle_event")
 
@@ -844,6 +854,7 @@ def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
         "dnfs_channels",
         "system_event",
         "event_histogram",
+        "iostat_function",
     }
     before = len(executed)
     everything = database.read(inventory=True)

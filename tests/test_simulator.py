@@ -151,6 +151,31 @@ def test_event_latency_and_histogram_match_the_truth():
         assert dict(busiest.tags)["le_us"] in ("512", "1024")
 
 
+def test_io_by_function_matches_the_truth():
+    """GV$IOSTAT_FUNCTION as rates: requests and waits per function (review C7)."""
+    workload = simulator.Workload(instances=1)
+    intervals, _ = run(workload, 3, step=60.0)
+    for t0, t1, points in intervals:
+        truth = simulator.truth(workload, 1, t0, t1)
+        functions = {
+            dict(p.tags)["function"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_io_function"
+        }
+        assert set(functions) == set(simulator.FUNCTIONS)
+        cache = functions["Buffer Cache Reads"]
+        assert cache["small_read_reqs_per_s"] == pytest.approx(
+            truth.function_reqs_per_s["Buffer Cache Reads"], rel=0.005
+        )
+        assert cache["avg_wait_ms"] == pytest.approx(truth.function_avg_wait_ms["Buffer Cache Reads"], rel=0.01)
+        assert cache["small_read_mb_per_s"] == pytest.approx(cache["small_read_reqs_per_s"] * 8192 / 2**20, rel=0.01)
+        direct = functions["Direct Reads"]
+        assert direct["large_read_reqs_per_s"] == pytest.approx(truth.function_reqs_per_s["Direct Reads"], rel=0.005)
+        assert functions["DBWR"]["small_write_reqs_per_s"] == pytest.approx(
+            truth.function_reqs_per_s["DBWR"], rel=0.005
+        )
+        assert "avg_wait_ms" not in functions["DBWR"]  # no synchronous waits: no average, not 0
+        assert functions["RMAN"]["large_read_reqs_per_s"] == 0.0
+
+
 def test_millisecond_histogram_before_12_1_0_2():
     workload = simulator.Workload(instances=1, release="11.2.0.4", mode="thick")
     intervals, _ = run(workload, 2, step=60.0)

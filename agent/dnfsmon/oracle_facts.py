@@ -58,6 +58,7 @@ VIEWS_READ = (
     "GV$EVENT_HISTOGRAM",
     "GV$EVENT_HISTOGRAM_MICRO",
     "GV$IOSTAT_FILE",
+    "GV$IOSTAT_FUNCTION",
 )
 
 # Wait events dNFS I/O is timed under (there is no dNFS-specific event):
@@ -231,6 +232,25 @@ VIEWS: dict[str, list[Column]] = {
         ("ASYNCH_IO", "11.2.0.4", None),
         ("ACCESS_METHOD", "11.2.0.4", None),
         ("RETRIES_ON_ERROR", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
+    ],
+    # Disk I/O by database function (Buffer Cache Reads, Direct Reads, DBWR,
+    # LGWR, ARCH, RMAN, Data Pump, ...), cumulative since startup; megabytes
+    # are whole MB counters, WAIT_TIME milliseconds of synchronous I/O waits
+    # (Reference 11.2 "V$IOSTAT_FUNCTION"; CON_ID from 12.1).
+    "V$IOSTAT_FUNCTION": [
+        ("FUNCTION_ID", "11.2.0.4", None),
+        ("FUNCTION_NAME", "11.2.0.4", None),
+        ("SMALL_READ_MEGABYTES", "11.2.0.4", None),
+        ("SMALL_WRITE_MEGABYTES", "11.2.0.4", None),
+        ("LARGE_READ_MEGABYTES", "11.2.0.4", None),
+        ("LARGE_WRITE_MEGABYTES", "11.2.0.4", None),
+        ("SMALL_READ_REQS", "11.2.0.4", None),
+        ("SMALL_WRITE_REQS", "11.2.0.4", None),
+        ("LARGE_READ_REQS", "11.2.0.4", None),
+        ("LARGE_WRITE_REQS", "11.2.0.4", None),
+        ("NUMBER_OF_WAITS", "11.2.0.4", None),
+        ("WAIT_TIME", "11.2.0.4", None),
         ("CON_ID", "12.1.0.1", None),
     ],
     "V$INSTANCE": [

@@ -58,6 +58,19 @@ EVENTS: dict[str, tuple[str, float, float, float]] = {
     "direct path read temp": ("read", 0.03, 2.5, 1.00),
     "direct path write temp": ("write", 0.03, 2.0, 1.00),
 }
+# V$IOSTAT_FUNCTION: (kind, share of the instance's reads or writes (or
+# requests/s for "fixed"), large requests?, the event its synchronous waits
+# are timed as, or "" for none).
+FUNCTIONS: dict[str, tuple[str, float, bool, str]] = {
+    "Buffer Cache Reads": ("read", 0.85, False, "db file sequential read"),
+    "Direct Reads": ("read", 0.15, True, "direct path read"),
+    "DBWR": ("write", 0.70, False, ""),
+    "LGWR": ("write", 0.25, False, "log file parallel write"),
+    "Direct Writes": ("write", 0.05, True, "direct path write"),
+    "RMAN": ("read", 0.0, True, ""),
+    "Others": ("fixed", 2.0, False, ""),
+}
+FOREGROUND_FUNCTIONS = ("Buffer Cache Reads", "Direct Reads", "Direct Writes", "RMAN")
 HISTOGRAM_BUCKETS = 23  # upper bounds 2^0 .. 2^22 (the last also holds the tail)
 LIFETIME_PATTERN = 16  # process lifetimes repeat every 16 generations
 
@@ -259,6 +272,39 @@ class Model:
             micros += self.integral(time_rate, start, t)
         return counts, math.floor(micros)
 
+    def function_rate(self, function: str, m: float) -> float:
+        kind, share, _, _ = FUNCTIONS[function]
+        if kind == "read":
+            return self.w.read_iops * share * m
+        if kind == "write":
+            return self.w.write_iops * share * m
+        return share
+
+    def function_wait_us(self, function: str, m: float) -> float:
+        """Mean synchronous wait of a function's requests (0 for one that does not wait)."""
+        event = FUNCTIONS[function][3]
+        return self.mean_latency_us(event, m) if event else 0.0
+
+    def function_counts(self, inst: int, function: str, t: float, part: float = 1.0) -> dict[str, int]:
+        """V$IOSTAT_FUNCTION's cumulative row of a function since the instance started
+        (of the part of its I/O one container does, in a CDB)."""
+        start = self.startup(inst, t)
+        kind, _, large, event = FUNCTIONS[function]
+        requests = math.floor(part * self.integral(lambda m: self.function_rate(function, m), start, t))
+        size = self.w.write_bytes if kind == "write" else self.w.read_bytes
+        micros = part * self.integral(
+            lambda m: self.function_rate(function, m) * self.function_wait_us(function, m), start, t
+        )
+        direction = "WRITE" if kind == "write" else "READ"
+        row = dict.fromkeys(
+            [f"{a}_{b}_{c}" for a in ("SMALL", "LARGE") for b in ("READ", "WRITE") for c in ("REQS", "MEGABYTES")], 0
+        )
+        row[f"{'LARGE' if large else 'SMALL'}_{direction}_REQS"] = requests
+        row[f"{'LARGE' if large else 'SMALL'}_{direction}_MEGABYTES"] = requests * size // 2**20
+        row["NUMBER_OF_WAITS"] = requests if event else 0
+        row["WAIT_TIME"] = math.floor(micros / 1000)
+        return row
+
     def process_counts(self, inst: int, slot: int, t: float) -> dict[str, int]:
         _, begin = self.process(inst, slot, t)
         share = self.load(begin, t) * self.weights[inst][slot]
@@ -448,6 +494,18 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                         "TIME_WAITED_MICRO_FG": math.floor(micros * fg),
                     }
                 )
+    elif name == "iostat_function":
+        # In a CDB, modelled like the processes (_container): the foregrounds'
+        # functions split evenly over the PDBs, the background ones in the root.
+        for inst in instances:
+            for function in FUNCTIONS:
+                containers = [0]
+                if w.pdbs:
+                    containers = [3 + n for n in range(w.pdbs)] if function in FOREGROUND_FUNCTIONS else [1]
+                for con_id in containers:
+                    row = {"INST_ID": inst, "FUNCTION_NAME": function, "CON_ID": con_id}
+                    row.update(model.function_counts(inst, function, t, 1 / len(containers)))
+                    rows.append(row)
     elif name == "event_histogram":
         micro = oracle_facts.release_tuple(w.release) >= oracle_facts.release_tuple("12.1.0.2")
         for inst in instances:
@@ -509,6 +567,9 @@ class Truth:
     write_mib_per_s: float
     event_avg_latency_us: dict[str, float]
     restarted: bool
+    # V$IOSTAT_FUNCTION: requests per second and mean synchronous wait (ms) per function.
+    function_reqs_per_s: dict[str, float]
+    function_avg_wait_ms: dict[str, float]
 
 
 def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
@@ -534,7 +595,19 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
             t1,
         )
         latencies[event] = micros / waits if waits else 0.0
+    function_reqs, function_wait = {}, {}
+    for function in FUNCTIONS:
+        requests = model.integral(lambda m, f=function: model.function_rate(f, m), t0, t1)  # type: ignore[misc]
+        waited = model.integral(
+            lambda m, f=function: model.function_rate(f, m) * model.function_wait_us(f, m),  # type: ignore[misc]
+            t0,
+            t1,
+        )
+        function_reqs[function] = requests / dt
+        function_wait[function] = waited / requests / 1000 if requests else 0.0
     return Truth(
+        function_reqs_per_s=function_reqs,
+        function_avg_wait_ms=function_wait,
         read_iops=workload.read_iops * load / dt,
         write_iops=workload.write_iops * load / dt,
         observable_read_iops=workload.read_iops * observable / dt,

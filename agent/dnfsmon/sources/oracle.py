@@ -56,6 +56,7 @@ SERVER_MEASUREMENT = "dnfsmon_dnfs_server"
 EVENT_MEASUREMENT = "dnfsmon_oracle_event"
 HISTOGRAM_MEASUREMENT = "dnfsmon_oracle_latency_histogram"
 COVERAGE_MEASUREMENT = "dnfsmon_dnfs_coverage"
+FUNCTION_MEASUREMENT = "dnfsmon_oracle_io_function"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
 # Not published: per instance, which process held each PNUM at a read (the
 # state the next read needs to know which processes are new; see _io).
@@ -67,6 +68,7 @@ MEASUREMENTS = (
     EVENT_MEASUREMENT,
     HISTOGRAM_MEASUREMENT,
     COVERAGE_MEASUREMENT,
+    FUNCTION_MEASUREMENT,
     STATUS_MEASUREMENT,
     ROSTER_MEASUREMENT,
 )
@@ -79,6 +81,18 @@ OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
+FUNCTION_COUNTERS = (
+    "SMALL_READ_REQS",
+    "SMALL_WRITE_REQS",
+    "LARGE_READ_REQS",
+    "LARGE_WRITE_REQS",
+    "SMALL_READ_MEGABYTES",
+    "SMALL_WRITE_MEGABYTES",
+    "LARGE_READ_MEGABYTES",
+    "LARGE_WRITE_MEGABYTES",
+    "NUMBER_OF_WAITS",
+    "WAIT_TIME",
+)
 # Every counter query reads the database clock in the same statement (one
 # SYSTIMESTAMP per statement) and the instance whose clock that is.
 DB_TIME = "SYS_EXTRACT_UTC(SYSTIMESTAMP) AS db_time, TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE')) AS clock_instance"
@@ -197,6 +211,11 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             *CLOCK_COLUMNS,
         )
         queries.append(Query("iostat_file", sql, columns, ("GV$IOSTAT_FILE",), local, inventory=True))
+    if has("GV$IOSTAT_FUNCTION"):
+        # Cumulative per function since startup: a counter query, read every sample (review C7).
+        container = _pick(has("GV$IOSTAT_FUNCTION"), ["CON_ID"])
+        columns = ["INST_ID", "FUNCTION_NAME", *FUNCTION_COUNTERS, *container]
+        queries.append(simple("iostat_function", "GV$IOSTAT_FUNCTION", columns))
     return queries
 
 
@@ -221,6 +240,7 @@ TEXT_COLUMNS = frozenset(
         "EVENT",
         "FILETYPE_NAME",
         "ACCESS_METHOD",
+        "FUNCTION_NAME",
     }
 )
 # TO_CHAR formats of the two time columns (DB_TIME is a TIMESTAMP in UTC,
@@ -638,6 +658,16 @@ def _events(context: Context) -> list[Sample]:
     return found
 
 
+def _functions(context: Context) -> list[Sample]:
+    """Disk I/O per database function (GV$IOSTAT_FUNCTION): who does the I/O, dNFS or not."""
+    found = []
+    for t, row, tags, identity, started in context.located("iostat_function"):
+        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FUNCTION_COUNTERS) if v is not None}
+        key = (*tags, *_pdb_tags(row), ("function", str(row["FUNCTION_NAME"])))
+        found.append(Sample(FUNCTION_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
+
+
 def _histogram(context: Context) -> list[Sample]:
     """One sample per (instance, event): its buckets as counters named by their upper bound in µs.
 
@@ -710,7 +740,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             )
     context = Context(results, instances, database_tags, str(database.get("DBID", "")), problems)
     found = _status(document, context, raw, host)
-    for parse in (_io, _channels, _servers, _events, _histogram, _coverage):
+    for parse in (_io, _channels, _servers, _events, _functions, _histogram, _coverage):
         found.extend(parse(context))
     return found, problems
 
@@ -783,6 +813,19 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
             "fg_waits_per_s": interval.rate("TOTAL_WAITS_FG"),
             "fg_avg_latency_us": rates.mean_per_event(d.get("TIME_WAITED_MICRO_FG"), d.get("TOTAL_WAITS_FG")),
             "wait_time_us_per_s": interval.rate("TIME_WAITED_MICRO"),
+        }
+    elif sample.measurement == FUNCTION_MEASUREMENT:
+        out = {
+            "small_read_reqs_per_s": interval.rate("SMALL_READ_REQS"),
+            "small_write_reqs_per_s": interval.rate("SMALL_WRITE_REQS"),
+            "large_read_reqs_per_s": interval.rate("LARGE_READ_REQS"),
+            "large_write_reqs_per_s": interval.rate("LARGE_WRITE_REQS"),
+            "small_read_mb_per_s": interval.rate("SMALL_READ_MEGABYTES"),
+            "small_write_mb_per_s": interval.rate("SMALL_WRITE_MEGABYTES"),
+            "large_read_mb_per_s": interval.rate("LARGE_READ_MEGABYTES"),
+            "large_write_mb_per_s": interval.rate("LARGE_WRITE_MEGABYTES"),
+            "waits_per_s": interval.rate("NUMBER_OF_WAITS"),
+            "avg_wait_ms": rates.mean_per_event(d.get("WAIT_TIME"), d.get("NUMBER_OF_WAITS")),
         }
     else:
         raise ValueError(f"{sample.measurement} is not published per interval")
