@@ -48,6 +48,8 @@ def test_every_sql_text_matches_the_column_facts(release):
         "system_event",
         "event_histogram",
         "iostat_file",
+        "iostat_function",
+        "filer_files",
     }
     for query in queries:
         assert violations(query.sql, release) == [], (release, query.name)
@@ -239,6 +241,8 @@ def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
     assert events == set(oracle_facts.AGENT_EVENTS)  # 'log file sync' and the temp events included (review C9)
     functions = {dict(p.tags)["function"] for p in through_live.points if p.measurement == "dnfsmon_oracle_io_function"}
     assert functions == set(simulator.FUNCTIONS)  # GV$IOSTAT_FUNCTION in the counters' statement (review C7)
+    filers = {dict(p.tags)["server"] for p in through_live.points if p.measurement == "dnfsmon_dnfs_filer_latency"}
+    assert filers == {"filer1", "filer2"}  # GV$IOSTAT_FILE per file, joined to its filer (review C8)
     assert all(
         "SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql
         for sql in connection.executed
@@ -859,7 +863,7 @@ def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
     before = len(executed)
     everything = database.read(inventory=True)
     assert len(executed) - before == 2
-    assert {"dnfs_servers", "dnfs_files", "iostat_file"} <= set(everything["results"])
+    assert {"dnfs_servers", "dnfs_files", "iostat_file", "filer_files"} <= set(everything["results"])
     # The rows come back exactly as recorded (numbers as numbers, every digit kept).
     for name, data in everything["results"].items():
         assert data["rows"] == document["results"][name]["rows"], name

@@ -176,6 +176,23 @@ def test_io_by_function_matches_the_truth():
         assert functions["RMAN"]["large_read_reqs_per_s"] == 0.0
 
 
+def test_latency_per_filer_shows_the_slow_filer():
+    """GV$IOSTAT_FILE diffed per file, summed per filer through GV$DNFS_FILES (review C8)."""
+    workload = simulator.Workload(instances=1, filer_latency_factors=(1.0, 3.0))
+    intervals, _ = run(workload, 3, step=60.0)
+    for t0, t1, points in intervals:
+        truth = simulator.truth(workload, 1, t0, t1)
+        filers = {dict(p.tags)["server"]: p.fields for p in points if p.measurement == "dnfsmon_dnfs_filer_latency"}
+        assert set(filers) == {"filer1", "filer2"}
+        for server, fields in filers.items():
+            assert fields["small_read_avg_ms"] == pytest.approx(truth.filer_small_read_avg_ms[server], rel=0.005)
+            assert fields["small_read_reqs_per_s"] == pytest.approx(truth.filer_small_reads_per_s[server], rel=0.005)
+            assert fields["files"] == 10 and fields["interval_s"] == t1 - t0
+        assert filers["filer2"]["small_read_avg_ms"] == pytest.approx(
+            3 * filers["filer1"]["small_read_avg_ms"], rel=0.01
+        )
+
+
 def test_millisecond_histogram_before_12_1_0_2():
     workload = simulator.Workload(instances=1, release="11.2.0.4", mode="thick")
     intervals, _ = run(workload, 2, step=60.0)

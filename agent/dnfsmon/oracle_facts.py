@@ -59,6 +59,8 @@ VIEWS_READ = (
     "GV$EVENT_HISTOGRAM_MICRO",
     "GV$IOSTAT_FILE",
     "GV$IOSTAT_FUNCTION",
+    "GV$DATAFILE",
+    "GV$TEMPFILE",
 )
 
 # Wait events dNFS I/O is timed under (there is no dNFS-specific event):
@@ -253,6 +255,11 @@ VIEWS: dict[str, list[Column]] = {
         ("WAIT_TIME", "11.2.0.4", None),
         ("CON_ID", "12.1.0.1", None),
     ],
+    # File numbers and names (the part the agent reads): V$IOSTAT_FILE's
+    # FILE_NO is V$DATAFILE.FILE# for data files, V$TEMPFILE.FILE# for temp
+    # files (Reference, V$IOSTAT_FILE, V$DATAFILE, V$TEMPFILE).
+    "V$DATAFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$TEMPFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$INSTANCE": [
         ("INSTANCE_NUMBER", "11.2.0.4", None),
         ("INSTANCE_NAME", "11.2.0.4", None),

@@ -40,7 +40,7 @@ from typing import Callable, Optional
 from . import oracle_facts
 from .oracle_facts import AGENT_EVENTS, HISTOGRAM_EVENTS, OTHER_OPS
 from .sources.base import Raw
-from .sources.oracle import RESULTS, build_queries
+from .sources.oracle import FILE_COUNTERS, RESULTS, build_queries
 
 VERSIONS = oracle_facts.VERSION_STRINGS
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
@@ -70,6 +70,14 @@ FUNCTIONS: dict[str, tuple[str, float, bool, str]] = {
     "RMAN": ("read", 0.0, True, ""),
     "Others": ("fixed", 2.0, False, ""),
 }
+# V$IOSTAT_FILE of a dNFS data file: (counters, the event whose rate and
+# latency they follow, shared evenly by the files).
+FILE_REQUESTS = (
+    ("SMALL_READ", "db file sequential read"),
+    ("LARGE_READ", "direct path read"),
+    ("SMALL_WRITE", "db file parallel write"),
+    ("LARGE_WRITE", "direct path write"),
+)
 FOREGROUND_FUNCTIONS = ("Buffer Cache Reads", "Direct Reads", "Direct Writes", "RMAN")
 HISTOGRAM_BUCKETS = 23  # upper bounds 2^0 .. 2^22 (the last also holds the tail)
 LIFETIME_PATTERN = 16  # process lifetimes repeat every 16 generations
@@ -107,6 +115,9 @@ class Workload:
     dnfs_enabled: bool = True
     datafiles_per_server: int = 10
     fallback_datafiles: int = 0  # data files read through the kernel NFS client (OS_LIB)
+    # Per filer (in `servers` order), a factor on the service times of its
+    # files in V$IOSTAT_FILE (a slow filer); missing ones are 1.
+    filer_latency_factors: tuple[float, ...] = ()
     epoch: float = 1_700_000_000.0  # model time zero: first instance startup
     # The agent's side: python-oracledb's mode (thin cannot connect to 11.2),
     # its scope (dnfsmon.sources.oracle.SCOPES) and the instance its session
@@ -305,6 +316,35 @@ class Model:
         row["WAIT_TIME"] = math.floor(micros / 1000)
         return row
 
+    def dnfs_files(self) -> list[tuple[int, str, float]]:
+        """(FILE#, filer, service time factor) of each data file dNFS serves, spread over the filers in turn."""
+        count = self.w.datafiles_per_server * len(self.w.servers) - self.w.fallback_datafiles
+        found = []
+        for number in range(1, count + 1):
+            position = (number - 1) % len(self.w.servers)
+            factors = self.w.filer_latency_factors
+            found.append((number, self.w.servers[position][0], factors[position] if position < len(factors) else 1.0))
+        return found
+
+    def file_counts(self, inst: int, t: float, factor: float) -> dict[str, int]:
+        """V$IOSTAT_FILE's cumulative row of one dNFS data file: its share of the reads and writes."""
+        start = self.startup(inst, t)
+        files = len(self.dnfs_files())
+        row = dict.fromkeys(FILE_COUNTERS, 0)
+        for prefix, event in FILE_REQUESTS:
+            requests = self.integral(lambda m, e=event: self.event_rate(e, m) / files, start, t)  # type: ignore[misc]
+            micros = self.integral(
+                lambda m, e=event: self.event_rate(e, m) / files * self.mean_latency_us(e, m) * factor,  # type: ignore[misc]
+                start,
+                t,
+            )
+            row[f"{prefix}_REQS"] = math.floor(requests)
+            row[f"{prefix}_SERVICETIME"] = math.floor(micros / 1000)
+            if prefix == "SMALL_READ":  # single-block reads are synchronous here
+                row["SMALL_SYNC_READ_REQS"] = row["SMALL_READ_REQS"]
+                row["SMALL_SYNC_READ_LATENCY"] = row["SMALL_READ_SERVICETIME"]
+        return row
+
     def process_counts(self, inst: int, slot: int, t: float) -> dict[str, int]:
         _, begin = self.process(inst, slot, t)
         share = self.load(begin, t) * self.weights[inst][slot]
@@ -494,6 +534,12 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                         "TIME_WAITED_MICRO_FG": math.floor(micros * fg),
                     }
                 )
+    elif name == "filer_files" and w.dnfs_enabled:
+        for inst in instances:
+            for number, server, factor in model.dnfs_files():
+                row = {"INST_ID": inst, "SVRNAME": server, "FILETYPE_NAME": "Data File", "FILE_NO": number}
+                row.update(model.file_counts(inst, t, factor))
+                rows.append(row)
     elif name == "iostat_function":
         # In a CDB, modelled like the processes (_container): the foregrounds'
         # functions split evenly over the PDBs, the background ones in the root.
@@ -570,6 +616,9 @@ class Truth:
     # V$IOSTAT_FUNCTION: requests per second and mean synchronous wait (ms) per function.
     function_reqs_per_s: dict[str, float]
     function_avg_wait_ms: dict[str, float]
+    # V$IOSTAT_FILE per filer: single-block reads per second and their average service time (ms).
+    filer_small_reads_per_s: dict[str, float]
+    filer_small_read_avg_ms: dict[str, float]
 
 
 def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
@@ -605,7 +654,18 @@ def truth(workload: Workload, inst: int, t0: float, t1: float) -> Truth:
         )
         function_reqs[function] = requests / dt
         function_wait[function] = waited / requests / 1000 if requests else 0.0
+    filer_reads: dict[str, float] = {}
+    filer_ms: dict[str, float] = {}
+    files = model.dnfs_files()
+    event = "db file sequential read"
+    reads = model.integral(lambda m: model.event_rate(event, m), t0, t1) / len(files) if files else 0.0
+    micros = model.integral(lambda m: model.event_rate(event, m) * model.mean_latency_us(event, m), t0, t1)
+    for _, server, factor in files:
+        filer_reads[server] = filer_reads.get(server, 0.0) + reads / dt
+        filer_ms[server] = micros * factor / 1000 / (reads * len(files)) if reads else 0.0
     return Truth(
+        filer_small_reads_per_s=filer_reads,
+        filer_small_read_avg_ms=filer_ms,
         function_reqs_per_s=function_reqs,
         function_avg_wait_ms=function_wait,
         read_iops=workload.read_iops * load / dt,

@@ -57,6 +57,10 @@ EVENT_MEASUREMENT = "dnfsmon_oracle_event"
 HISTOGRAM_MEASUREMENT = "dnfsmon_oracle_latency_histogram"
 COVERAGE_MEASUREMENT = "dnfsmon_dnfs_coverage"
 FUNCTION_MEASUREMENT = "dnfsmon_oracle_io_function"
+FILER_LATENCY_MEASUREMENT = "dnfsmon_dnfs_filer_latency"
+# Not published: each dNFS file's V$IOSTAT_FILE counters (diffed per file,
+# then summed per filer into FILER_LATENCY_MEASUREMENT).
+FILER_FILE_MEASUREMENT = "dnfsmon_dnfs_filer_file"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
 # Not published: per instance, which process held each PNUM at a read (the
 # state the next read needs to know which processes are new; see _io).
@@ -69,6 +73,8 @@ MEASUREMENTS = (
     HISTOGRAM_MEASUREMENT,
     COVERAGE_MEASUREMENT,
     FUNCTION_MEASUREMENT,
+    FILER_LATENCY_MEASUREMENT,
+    FILER_FILE_MEASUREMENT,
     STATUS_MEASUREMENT,
     ROSTER_MEASUREMENT,
 )
@@ -81,6 +87,19 @@ OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
+# V$IOSTAT_FILE's cumulative counts and times (milliseconds) per file.
+FILE_COUNTERS = (
+    "SMALL_READ_REQS",
+    "SMALL_READ_SERVICETIME",
+    "SMALL_SYNC_READ_REQS",
+    "SMALL_SYNC_READ_LATENCY",
+    "LARGE_READ_REQS",
+    "LARGE_READ_SERVICETIME",
+    "SMALL_WRITE_REQS",
+    "SMALL_WRITE_SERVICETIME",
+    "LARGE_WRITE_REQS",
+    "LARGE_WRITE_SERVICETIME",
+)
 FUNCTION_COUNTERS = (
     "SMALL_READ_REQS",
     "SMALL_WRITE_REQS",
@@ -211,6 +230,28 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             *CLOCK_COLUMNS,
         )
         queries.append(Query("iostat_file", sql, columns, ("GV$IOSTAT_FILE",), local, inventory=True))
+    filer_views = ("GV$IOSTAT_FILE", "GV$DATAFILE", "GV$TEMPFILE", "GV$DNFS_FILES", "GV$DNFS_SERVERS")
+    if all(has(view) for view in filer_views):
+        # Latency per filer (review C8): V$IOSTAT_FILE has each file's counts
+        # and times but no name; V$DATAFILE/V$TEMPFILE name the file, and
+        # V$DNFS_FILES (a row per process and open file) names the filer
+        # serving it. Inventory: V$DNFS_FILES is the costly view.
+        names = (
+            "SELECT inst_id, file# AS file_no, 'Data File' AS filetype_name, name FROM gv$datafile"
+            " UNION ALL SELECT inst_id, file# AS file_no, 'Temp File' AS filetype_name, name FROM gv$tempfile"
+        )
+        sql = (
+            f"SELECT f.inst_id, s.svrname, f.filetype_name, f.file_no, "
+            f"{', '.join('f.' + c.lower() for c in FILE_COUNTERS)}, {DB_TIME} "
+            f"FROM gv$iostat_file f "
+            f"INNER JOIN ({names}) n ON n.inst_id = f.inst_id AND n.file_no = f.file_no "
+            "AND n.filetype_name = f.filetype_name "
+            "INNER JOIN (SELECT DISTINCT inst_id, svr_id, filename FROM gv$dnfs_files) d "
+            "ON d.inst_id = f.inst_id AND d.filename = n.name "
+            "INNER JOIN gv$dnfs_servers s ON s.inst_id = d.inst_id AND s.id = d.svr_id" + where(alias="f.")
+        )
+        columns = ("INST_ID", "SVRNAME", "FILETYPE_NAME", "FILE_NO", *FILE_COUNTERS, *CLOCK_COLUMNS)
+        queries.append(Query("filer_files", sql, columns, filer_views, local, inventory=True))
     if has("GV$IOSTAT_FUNCTION"):
         # Cumulative per function since startup: a counter query, read every sample (review C7).
         container = _pick(has("GV$IOSTAT_FUNCTION"), ["CON_ID"])
@@ -668,6 +709,40 @@ def _functions(context: Context) -> list[Sample]:
     return found
 
 
+def _filer_files(context: Context) -> list[Sample]:
+    """Each dNFS file's V$IOSTAT_FILE counters, keyed by its filer (inventory cadence)."""
+    found = []
+    for t, row, tags, identity, started in context.located("filer_files"):
+        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FILE_COUNTERS) if v is not None}
+        key = (
+            *tags,
+            ("server", str(row["SVRNAME"])),
+            ("file_type", str(row["FILETYPE_NAME"])),
+            ("file_no", str(row["FILE_NO"])),
+        )
+        found.append(Sample(FILER_FILE_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
+
+
+def filer_fields(summed: rates.Aggregate) -> dict[str, rates.Gauge]:
+    """Per filer: requests per second and the average service time of each kind of request."""
+    d = summed.deltas
+    out: dict[str, Optional[rates.Gauge]] = {
+        "small_read_reqs_per_s": summed.rate("SMALL_READ_REQS"),
+        "small_read_avg_ms": rates.mean_per_event(d.get("SMALL_READ_SERVICETIME"), d.get("SMALL_READ_REQS")),
+        "small_sync_read_avg_ms": rates.mean_per_event(d.get("SMALL_SYNC_READ_LATENCY"), d.get("SMALL_SYNC_READ_REQS")),
+        "large_read_reqs_per_s": summed.rate("LARGE_READ_REQS"),
+        "large_read_avg_ms": rates.mean_per_event(d.get("LARGE_READ_SERVICETIME"), d.get("LARGE_READ_REQS")),
+        "small_write_reqs_per_s": summed.rate("SMALL_WRITE_REQS"),
+        "small_write_avg_ms": rates.mean_per_event(d.get("SMALL_WRITE_SERVICETIME"), d.get("SMALL_WRITE_REQS")),
+        "large_write_reqs_per_s": summed.rate("LARGE_WRITE_REQS"),
+        "large_write_avg_ms": rates.mean_per_event(d.get("LARGE_WRITE_SERVICETIME"), d.get("LARGE_WRITE_REQS")),
+        "files": len(summed.members),
+        "interval_s": summed.dt,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def _histogram(context: Context) -> list[Sample]:
     """One sample per (instance, event): its buckets as counters named by their upper bound in µs.
 
@@ -740,7 +815,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             )
     context = Context(results, instances, database_tags, str(database.get("DBID", "")), problems)
     found = _status(document, context, raw, host)
-    for parse in (_io, _channels, _servers, _events, _functions, _histogram, _coverage):
+    for parse in (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage):
         found.extend(parse(context))
     return found, problems
 
@@ -847,6 +922,18 @@ def _histogram_points(interval: rates.Interval) -> list[Point]:
     ]
 
 
+# The tags of a file's sample that its filer's point does not carry.
+FILE_TAGS = ("file_type", "file_no")
+# Measurements whose points are not one per key and interval (summed, states, or not published).
+NOT_PER_INTERVAL = (
+    IO_MEASUREMENT,
+    ROSTER_MEASUREMENT,
+    FILER_FILE_MEASUREMENT,
+    STATUS_MEASUREMENT,
+    *INVENTORY_MEASUREMENTS,
+)
+
+
 def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
     points: list[Point] = []
     for sample in current:
@@ -865,11 +952,16 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         values["new_processes"] = sum(1 for member in summed.members if id(member) in new_ids)
         values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
+    files = [i for i in result.intervals if i.current.measurement == FILER_FILE_MEASUREMENT]
+    per_filer = rates.aggregate(files, lambda i: tuple(pair for pair in i.current.key if pair[0] not in FILE_TAGS))
+    for tags, summed in per_filer.items():
+        wall_ns = round(summed.members[0].current.wall_time * 1e9)
+        points.append(Point(FILER_LATENCY_MEASUREMENT, tags, filer_fields(summed), wall_ns))
     for interval in result.intervals:
         measurement = interval.current.measurement
         if measurement == HISTOGRAM_MEASUREMENT:
             points.extend(_histogram_points(interval))
-        elif measurement not in (IO_MEASUREMENT, ROSTER_MEASUREMENT, STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
+        elif measurement not in NOT_PER_INTERVAL:
             values = fields(interval)
             if values:
                 points.append(Point(measurement, interval.current.key, values, round(interval.current.wall_time * 1e9)))
