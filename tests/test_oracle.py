@@ -243,6 +243,10 @@ def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
     assert functions == set(simulator.FUNCTIONS)  # GV$IOSTAT_FUNCTION in the counters' statement (review C7)
     filers = {dict(p.tags)["server"] for p in through_live.points if p.measurement == "dnfsmon_dnfs_filer_latency"}
     assert filers == {"filer1", "filer2"}  # GV$IOSTAT_FILE per file, joined to its filer (review C8)
+    top = [dict(p.tags) for p in through_live.points if p.measurement == "dnfsmon_dnfs_top_process"]
+    assert sorted((t["instance"], int(t["rank"])) for t in top) == [
+        (i, r) for i in ("simdb1", "simdb2") for r in range(1, 11)
+    ]
     assert all(
         "SYS_EXTRACT_UTC(SYSTIMESTAMP)" in sql
         for sql in connection.executed

@@ -193,6 +193,44 @@ def test_latency_per_filer_shows_the_slow_filer():
         )
 
 
+def top_processes(points):
+    return {
+        int(dict(p.tags)["rank"]): (dict(p.tags)["process"], p.fields)
+        for p in points
+        if p.measurement == "dnfsmon_dnfs_top_process"
+    }
+
+
+def test_the_top_processes_are_the_busiest_with_their_own_rates():
+    """Top N by dNFS operations in the interval, per instance, tagged by rank and process name (review C6)."""
+    workload = simulator.Workload(instances=1, processes=12, top_processes=3)
+    model = simulator.Model(workload)
+    intervals, _ = run(workload, 3)
+    busiest = sorted(range(12), key=lambda slot: -model.weights[1][slot])[:3]
+    for t0, t1, points in intervals:
+        top = top_processes(points)
+        assert sorted(top) == [1, 2, 3]
+        assert [fields["pnum"] for _, fields in (top[r] for r in (1, 2, 3))] == [20 + slot for slot in busiest]
+        for rank, slot in enumerate(busiest, start=1):
+            name, fields = top[rank]
+            expected = workload.read_iops * model.weights[1][slot] * model.load(t0, t1) / (t1 - t0)
+            assert fields["read_iops"] == pytest.approx(expected, rel=0.005)
+            assert name == (simulator.BACKGROUND_PROCESSES[slot] if slot < 5 else "foreground")
+            assert fields["program"].startswith("oracle@simhost1 (")
+        assert top[1][1]["ops_per_s"] >= top[2][1]["ops_per_s"] >= top[3][1]["ops_per_s"]
+    none = run(simulator.Workload(instances=1, processes=12, top_processes=0), 2)[0]
+    assert not top_processes(none[0][2])
+
+
+def test_a_new_process_can_be_a_top_process():
+    workload = simulator.Workload(instances=1, processes=4, process_lifetime_s=20.0, top_processes=4)
+    intervals, _ = run(workload, 6)
+    new = [
+        fields for _, _, points in intervals for _, fields in top_processes(points).values() if fields["new_process"]
+    ]
+    assert new and all(fields["ops_per_s"] > 0 for fields in new)
+
+
 def test_millisecond_histogram_before_12_1_0_2():
     workload = simulator.Workload(instances=1, release="11.2.0.4", mode="thick")
     intervals, _ = run(workload, 2, step=60.0)

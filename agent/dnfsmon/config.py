@@ -209,6 +209,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("oracle", "scope"): ("instance", _choice("instance", "cluster"), False),
     ("oracle", "release"): ("", _optional_release, False),
     ("oracle", "inventory_interval_s"): (600.0, _number_between(10, 86400), False),
+    ("oracle", "top_processes"): (10, _int_between(0, 100), False),
     ("simulator", "enabled"): (False, _bool, False),
     ("simulator", "release"): ("19c", _release, False),
     ("simulator", "mode"): ("thin", _choice("thin", "thick"), False),
@@ -269,6 +270,8 @@ class OracleSettings:
     release: str
     # Seconds between two reads of the inventory (filers, files, coverage).
     inventory_interval_s: float
+    # How many processes dnfsmon_dnfs_top_process publishes per instance (0: none).
+    top_processes: int
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,7 @@ class Database:
             "results": results,
             "errors": errors,
             "down": None,
+            "top_processes": self.settings.top_processes,
         }
 
     def _execute(self, sql: str) -> tuple[list, float]:

@@ -129,6 +129,8 @@ class Workload:
     # n + 2; the root is 1): foreground processes and data files belong to
     # the PDBs in turn, background processes and control files to the root.
     pdbs: int = 0
+    # The agent's [oracle] top_processes.
+    top_processes: int = 10
 
     def __post_init__(self) -> None:
         oracle_facts.release_tuple(self.release)
@@ -411,6 +413,7 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
         "results": results,
         "errors": {},
         "down": None,
+        "top_processes": workload.top_processes,
     }
     return Raw({RESULTS: json.dumps(document)}, t, t)
 
@@ -425,6 +428,11 @@ class _DriverError(Exception):
 
 def _iso(t: float) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+# V$PROCESS.PNAME of the first slots (background processes, in the root of
+# a CDB: see _container); the other slots are server processes (PNAME null).
+BACKGROUND_PROCESSES = ("DBW0", "DBW1", "LGWR", "CKPT", "ARC0")
 
 
 def _container(w: Workload, slot: int) -> int:
@@ -457,12 +465,15 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                 g, _ = model.process(inst, slot, t)
                 row: dict[str, object] = dict.fromkeys(OTHER_OPS, 0)
                 row.update(model.process_counts(inst, slot, t))
+                name = BACKGROUND_PROCESSES[slot] if slot < len(BACKGROUND_PROCESSES) else None
                 row.update(
                     {
                         "INST_ID": inst,
                         "PNUM": 20 + slot,
                         "SPID": str(model.spid(inst, slot, g, startup)),
                         "SERIAL#": g + 1,
+                        "PNAME": name,
+                        "PROGRAM": f"oracle@simhost{inst} ({name or 'TNS V1-V3'})",
                         "CON_ID": _container(w, slot),
                     }
                 )

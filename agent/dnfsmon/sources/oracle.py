@@ -58,6 +58,7 @@ HISTOGRAM_MEASUREMENT = "dnfsmon_oracle_latency_histogram"
 COVERAGE_MEASUREMENT = "dnfsmon_dnfs_coverage"
 FUNCTION_MEASUREMENT = "dnfsmon_oracle_io_function"
 FILER_LATENCY_MEASUREMENT = "dnfsmon_dnfs_filer_latency"
+TOP_PROCESS_MEASUREMENT = "dnfsmon_dnfs_top_process"
 # Not published: each dNFS file's V$IOSTAT_FILE counters (diffed per file,
 # then summed per filer into FILER_LATENCY_MEASUREMENT).
 FILER_FILE_MEASUREMENT = "dnfsmon_dnfs_filer_file"
@@ -75,6 +76,7 @@ MEASUREMENTS = (
     FUNCTION_MEASUREMENT,
     FILER_LATENCY_MEASUREMENT,
     FILER_FILE_MEASUREMENT,
+    TOP_PROCESS_MEASUREMENT,
     STATUS_MEASUREMENT,
     ROSTER_MEASUREMENT,
 )
@@ -184,11 +186,12 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         counters = _pick(has("GV$DNFS_STATS"), STATS_COUNTERS)
         container = _pick(has("GV$DNFS_STATS"), ["CON_ID"])
         sql = (
-            f"SELECT s.inst_id, s.pnum, p.spid, p.serial#, {', '.join('s.' + c.lower() for c in [*counters, *container])}, "
+            "SELECT s.inst_id, s.pnum, p.spid, p.serial#, p.pname, p.program, "
+            f"{', '.join('s.' + c.lower() for c in [*counters, *container])}, "
             f"{DB_TIME} FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
             + where(alias="s.")
         )
-        columns = ("INST_ID", "PNUM", "SPID", "SERIAL#", *counters, *container, *CLOCK_COLUMNS)
+        columns = ("INST_ID", "PNUM", "SPID", "SERIAL#", "PNAME", "PROGRAM", *counters, *container, *CLOCK_COLUMNS)
         queries.append(Query("dnfs_stats", sql, columns, ("GV$DNFS_STATS", "GV$PROCESS"), local))
     if has("GV$DNFS_CHANNELS"):
         channel = has("GV$DNFS_CHANNELS")
@@ -273,6 +276,8 @@ TEXT_COLUMNS = frozenset(
         "DB_UNIQUE_NAME",
         "CDB",
         "SPID",
+        "PNAME",
+        "PROGRAM",
         "SVRNAME",
         "PATH",
         "LOCAL",
@@ -502,6 +507,8 @@ class Context:
     database_tags: rates.Key
     dbid: str
     problems: list[ParseError]
+    # [oracle] top_processes, as the reader wrote it into the document.
+    top_processes: object = None
 
     def located(self, name: str) -> Iterator[Located]:
         """(time, row, tags, identity, started) of each row of a query whose instance is known.
@@ -575,13 +582,21 @@ def _io(context: Context) -> list[Sample]:
         counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
         process = _process(row)
         key = (*tags, *_pdb_tags(row), ("pnum", str(row["PNUM"])))
-        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, {}, identity + process, started))
+        # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
+        names = {"pname": str(row.get("PNAME") or ""), "program": str(row.get("PROGRAM") or "")}
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, names, identity + process, started))
         roster = rosters.setdefault(tags, (t, identity, started, {}))
         roster[3][str(row["PNUM"])] = "/".join(process)
+    top = _number(context.top_processes)
     for tags, (t, identity, started, processes) in rosters.items():
-        gauges = {"processes": json.dumps(processes, sort_keys=True)}
+        gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
+        gauges["top_processes"] = DEFAULT_TOP_PROCESSES if top is None else top
         found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
+
+
+# [oracle] top_processes when the results document does not say (older captures).
+DEFAULT_TOP_PROCESSES = 10
 
 
 def _roster(interval: rates.Interval) -> dict[str, str]:
@@ -813,7 +828,9 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             instances[row["INST_ID"]] = Instance(
                 str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
             )
-    context = Context(results, instances, database_tags, str(database.get("DBID", "")), problems)
+    context = Context(
+        results, instances, database_tags, str(database.get("DBID", "")), problems, document.get("top_processes")
+    )
     found = _status(document, context, raw, host)
     for parse in (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage):
         found.extend(parse(context))
@@ -922,6 +939,59 @@ def _histogram_points(interval: rates.Interval) -> list[Point]:
     ]
 
 
+def process_name(pname: str) -> str:
+    """The `process` tag of a top process: V$PROCESS.PNAME (DBW0, LGWR, P000, ...), which only
+    background and parallel server processes have; "foreground" for the others (server processes
+    of sessions: RMAN channels, Data Pump workers' sessions, users)."""
+    return pname or "foreground"
+
+
+def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
+    """The busiest processes of each instance by dNFS operations in the interval (review C6).
+
+    Ranked 1..N per instance (oracle.top_processes, read from each read's
+    roster); series are (instance, rank, process name), so their number stays
+    within N x the process names that reach the top, however many processes
+    come and go. A process counted from zero (new in the interval) takes part.
+    """
+    limits = {
+        i.current.key: _number(i.current.gauges.get("top_processes"))
+        for i in result.intervals
+        if i.current.measurement == ROSTER_MEASUREMENT
+    }
+    by_instance: dict[rates.Key, list[tuple[int, int, rates.Interval]]] = {}
+    for interval in io:
+        ops = sum(interval.deltas.get(name, 0) for name in ("NFS_READ", "NFS_WRITE", *OTHER_OPS))
+        tags = tuple(pair for pair in interval.current.key if pair[0] not in ("pdb", "pnum"))
+        if ops > 0:
+            pnum = int(dict(interval.current.key)["pnum"])
+            by_instance.setdefault(tags, []).append((ops, pnum, interval))
+    points = []
+    for tags, busy in by_instance.items():
+        limit = limits.get(tags) or 0
+        for rank, (ops, pnum, interval) in enumerate(sorted(busy, key=lambda b: (-b[0], b[1]))[:limit], start=1):
+            sample = interval.current
+            values: dict[str, Optional[rates.Gauge]] = {
+                "ops_per_s": rates.per_second(ops, interval.dt),
+                "read_iops": interval.rate("NFS_READ"),
+                "write_iops": interval.rate("NFS_WRITE"),
+                "read_mib_per_s": None
+                if "NFS_READBYTES" not in interval.deltas
+                else rates.per_second(interval.deltas["NFS_READBYTES"] / 1048576, interval.dt),
+                "write_mib_per_s": None
+                if "NFS_WRITEBYTES" not in interval.deltas
+                else rates.per_second(interval.deltas["NFS_WRITEBYTES"] / 1048576, interval.dt),
+                "pnum": pnum,
+                "spid": sample.identity[-2],
+                "program": str(sample.gauges.get("program", "")) or None,
+                "new_process": id(interval) in new_ids,
+            }
+            key = (*tags, ("rank", str(rank)), ("process", process_name(str(sample.gauges.get("pname", "")))))
+            present = {k: v for k, v in values.items() if v is not None}
+            points.append(Point(TOP_PROCESS_MEASUREMENT, key, present, round(sample.wall_time * 1e9)))
+    return points
+
+
 # The tags of a file's sample that its filer's point does not carry.
 FILE_TAGS = ("file_type", "file_no")
 # Measurements whose points are not one per key and interval (summed, states, or not published).
@@ -952,6 +1022,7 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         values["new_processes"] = sum(1 for member in summed.members if id(member) in new_ids)
         values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
+    points.extend(_top_processes(result, io, new_ids))
     files = [i for i in result.intervals if i.current.measurement == FILER_FILE_MEASUREMENT]
     per_filer = rates.aggregate(files, lambda i: tuple(pair for pair in i.current.key if pair[0] not in FILE_TAGS))
     for tags, summed in per_filer.items():
