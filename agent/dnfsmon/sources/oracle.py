@@ -1,4 +1,5 @@
-"""Oracle Direct NFS: IOPS, bytes, channels, servers, I/O latency, histograms.
+"""Oracle Direct NFS: IOPS, bytes, channels, servers, I/O latency, histograms,
+I/O by function, latency per filer, the top processes.
 
 Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
