@@ -465,15 +465,15 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                 g, _ = model.process(inst, slot, t)
                 row: dict[str, object] = dict.fromkeys(OTHER_OPS, 0)
                 row.update(model.process_counts(inst, slot, t))
-                name = BACKGROUND_PROCESSES[slot] if slot < len(BACKGROUND_PROCESSES) else None
+                pname = BACKGROUND_PROCESSES[slot] if slot < len(BACKGROUND_PROCESSES) else None
                 row.update(
                     {
                         "INST_ID": inst,
                         "PNUM": 20 + slot,
                         "SPID": str(model.spid(inst, slot, g, startup)),
                         "SERIAL#": g + 1,
-                        "PNAME": name,
-                        "PROGRAM": f"oracle@simhost{inst} ({name or 'TNS V1-V3'})",
+                        "PNAME": pname,
+                        "PROGRAM": f"oracle@simhost{inst} ({pname or 'TNS V1-V3'})",
                         "CON_ID": _container(w, slot),
                     }
                 )

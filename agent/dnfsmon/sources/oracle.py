@@ -637,7 +637,9 @@ def new_process_intervals(result: rates.DiffResult) -> tuple[list[rates.Interval
         before = _roster(roster).get(tags["pnum"])
         now = "/".join(sample.identity[-2:])
         replaced = (
-            before is not None and before != now and UNKNOWN_PROCESS not in (*before.split("/"), *sample.identity[-2:])
+            before is not None
+            and str(before) != now
+            and UNKNOWN_PROCESS not in (*str(before).split("/"), *sample.identity[-2:])
         )
         interval = None
         if (before is None or replaced) and skip.event != rates.COUNTER_RESET:
@@ -960,17 +962,17 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
         for i in result.intervals
         if i.current.measurement == ROSTER_MEASUREMENT
     }
-    by_instance: dict[rates.Key, list[tuple[int, int, rates.Interval]]] = {}
+    by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
         ops = sum(interval.deltas.get(name, 0) for name in ("NFS_READ", "NFS_WRITE", *OTHER_OPS))
         tags = tuple(pair for pair in interval.current.key if pair[0] not in ("pdb", "pnum"))
         if ops > 0:
-            pnum = int(dict(interval.current.key)["pnum"])
-            by_instance.setdefault(tags, []).append((ops, pnum, interval))
+            by_instance.setdefault(tags, []).append((ops, dict(interval.current.key)["pnum"], interval))
     points = []
     for tags, busy in by_instance.items():
         limit = limits.get(tags) or 0
-        for rank, (ops, pnum, interval) in enumerate(sorted(busy, key=lambda b: (-b[0], b[1]))[:limit], start=1):
+        ranked = sorted(busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
+        for rank, (ops, pnum, interval) in enumerate(ranked[:limit], start=1):
             sample = interval.current
             values: dict[str, Optional[rates.Gauge]] = {
                 "ops_per_s": rates.per_second(ops, interval.dt),
@@ -982,7 +984,7 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
                 "write_mib_per_s": None
                 if "NFS_WRITEBYTES" not in interval.deltas
                 else rates.per_second(interval.deltas["NFS_WRITEBYTES"] / 1048576, interval.dt),
-                "pnum": pnum,
+                "pnum": int(pnum) if pnum.isdigit() else None,
                 "spid": sample.identity[-2],
                 "program": str(sample.gauges.get("program", "")) or None,
                 "new_process": id(interval) in new_ids,
