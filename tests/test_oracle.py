@@ -330,6 +330,22 @@ def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
     assert io["new_processes"] == 1 and io["processes_left_out"] == 0
 
 
+@pytest.mark.parametrize("top", [3, 0])
+def test_oracle_top_processes_bounds_the_top_process_points_through_the_live_reader(top):
+    """[oracle] top_processes reaches the parser through the results document the reader writes."""
+    memory = simulator.Memory()
+    raws = [live_read(simulated_document(t, memory=memory), top_processes=top)[0] for t in (T0, T0 + 10)]
+    points = points_between(*raws).points
+    ranks = sorted(
+        (dict(p.tags)["instance"], int(dict(p.tags)["rank"])) for p in points if "top_process" in p.measurement
+    )
+    assert ranks == [(i, r) for i in ("simdb1", "simdb2") for r in range(1, top + 1)]
+    from dnfsmon.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[oracle\] top_processes"):
+        settings(top_processes=101)
+
+
 def test_a_process_whose_predecessor_is_unknown_is_left_out_and_counted_as_such():
     """The previous read's outer join found no V$PROCESS row for the PNUM (a process exiting or
     starting as the two views were scanned): when the new one started is not known."""
