@@ -44,6 +44,7 @@ RULES = {
     "unknown-command": "a line starting with an unknown word is an unknown command (SP2-0734)",
     "ampersand-comment": "& in a comment inside a statement or block is substituted too",
     "column-clear": "COLUMN name CLEAR for a column never set prints an error (SP2-0046)",
+    "secret-substituted": "a variable read with ACCEPT ... HIDE substituted into a line puts the secret in its text",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -119,6 +120,7 @@ CLIENT_COMMANDS = {
     "var",
     "whenever",
     "password",
+    "passw",
     "execute",
     "exec",
 }
@@ -133,7 +135,7 @@ VARIABLE_TYPES = re.compile(
 )
 SUBSTITUTION = re.compile(r"&&?([A-Za-z0-9_#$]+)\.?")
 # Tables a NEW_VALUE query may read for the checker to run it (SQLite).
-EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS"}
+EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS", "DBA_USERS"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,11 +151,12 @@ class Finding:
 
 @dataclasses.dataclass
 class Database:
-    """What the checker's SQLite answers: V$INSTANCE.VERSION and the SYS objects ALL_OBJECTS shows."""
+    """What the checker's SQLite answers: V$INSTANCE.VERSION, the SYS objects ALL_OBJECTS shows, DBA_USERS."""
 
     version: str = "19.0.0.0.0"
     sys_objects: tuple[str, ...] = ("DBMS_LOCK", "DBMS_SESSION", "GV_$EVENT_HISTOGRAM_MICRO")
     user: str = "DNFSMON"
+    users: tuple[str, ...] = ("DNFSMON", "C##DNFSMON", "C##MONITOR")
 
     def connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(":memory:")
@@ -164,6 +167,8 @@ class Database:
         db.execute('insert into "v$instance" values (?, ?)', (self.version, "orcl"))
         db.execute("create table all_objects (owner text, object_name text)")
         db.executemany("insert into all_objects values ('SYS', ?)", [(o,) for o in self.sys_objects])
+        db.execute("create table dba_users (username text, account_status text)")
+        db.executemany("insert into dba_users values (?, 'OPEN')", [(u,) for u in self.users])
         return db
 
 
@@ -182,6 +187,8 @@ class Run:
     sqlerror_exit: bool = False
     stored: bool = False
     stored_files: list[str] = dataclasses.field(default_factory=list)
+    secrets: set[str] = dataclasses.field(default_factory=set)
+    password_changes: list[str] = dataclasses.field(default_factory=list)
 
 
 class SqlPlus:
@@ -214,6 +221,10 @@ class SqlPlus:
             if name not in self.run_state.defined:
                 self._find(script, number, "undefined-variable", f"&{name} is not defined: SQL*Plus prompts for it")
                 return ""
+            if name in self.run_state.secrets:
+                # The substituted text is what SQL*Plus sends (shared pool,
+                # V$SQL, audit trail) or prints (a failing line, VERIFY).
+                self._find(script, number, "secret-substituted", f"&{name} was read with ACCEPT HIDE")
             return self.run_state.defined[name]
 
         return SUBSTITUTION.sub(value, text)
@@ -331,6 +342,12 @@ class SqlPlus:
                 state.defined.pop(name.lower(), None)
         elif first in ("accept", "acc"):
             state.defined[words[1].lower()] = "<typed>"
+            if "hide" in (w.lower() for w in words[2:]):
+                state.secrets.add(words[1].lower())
+        elif first in ("password", "passw"):
+            # SQL*Plus asks for the new password twice, without echo, and
+            # changes it itself (User's Guide, PASSWORD).
+            state.password_changes.append(words[1].upper() if len(words) > 1 else "")
         elif first in ("column", "col"):
             name = words[1].lower()
             options = [w.lower() for w in words[2:]]

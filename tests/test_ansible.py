@@ -239,29 +239,68 @@ def oracle_user_variables(tmp_path, name):
     }
 
 
+SETUP = os.path.join(ROOT, "sql", "setup")
+
+
+def sqlplus_calls(record):
+    """What the stand-in sqlplus was given, call by call: (arguments, standard input, script text)."""
+    calls = []
+    for n in range(len([p for p in record.iterdir() if p.name.endswith(".args")])):
+        args = (record / f"call-{n}.args").read_text().rstrip("\n").split("\n")
+        calls.append((args, (record / f"call-{n}.stdin").read_text(), (record / f"script-{n}.sql").read_text()))
+    return calls
+
+
 @pytest.mark.slow
-def test_oracle_user_role_runs_the_pack_script_every_time_with_the_password_on_stdin(tmp_path):
+def test_oracle_user_role_runs_the_pack_script_every_time_and_sets_a_new_password_with_password(tmp_path):
     record = tmp_path / "sqlplus"
     record.mkdir()
     variables = oracle_user_variables(tmp_path, "C##DNFSMON")
     env = {"FAKE_SQLPLUS_DIR": str(record)}
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed > 0, output
-    # The second run reconciles the grants of the existing user: the script runs, nothing changed.
+    # The second run reconciles the grants of the existing user: the script runs, nothing changed,
+    # and the password it already has is kept (PASSWORD is not run again).
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc == 0 and changed == 0, output
     assert "s3cret-pw" not in output
-    calls = sorted(p.name for p in record.iterdir() if p.name.endswith(".args"))
-    assert len(calls) == 2
-    for n in (0, 1):
-        args = (record / f"call-{n}.args").read_text().split("\n")
+    calls = sqlplus_calls(record)
+    assert [args[3].rsplit("/", 1)[-1] for args, _, _ in calls] == [
+        "create_monitor_user.sql",
+        "set_monitor_password.sql",
+        "create_monitor_user.sql",
+    ]
+    create_text = open(os.path.join(SETUP, "create_monitor_user.sql")).read()
+    password_text = open(os.path.join(SETUP, "set_monitor_password.sql")).read()
+    for args, stdin, script in calls:
         assert args[:3] == ["-S", "-L", "/ as sysdba"] and args[4] == "C##DNFSMON"
-        assert (record / f"call-{n}.stdin").read_text() == "s3cret-pw"
-        assert (record / f"script-{n}.sql").read_text() == open(
-            os.path.join(ROOT, "sql", "setup", "create_monitor_user.sql")
-        ).read()
-    assert all("s3cret-pw" not in (record / c).read_text() for c in calls)
+        assert "s3cret-pw" not in "\n".join(args)
+        if args[3].endswith("create_monitor_user.sql"):
+            assert stdin == "" and script == create_text  # the create script is given no password
+        else:
+            assert stdin == "s3cret-pw\ns3cret-pw" and script == password_text  # PASSWORD's two answers
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
+    assert (record / "users").read_text() == "C##DNFSMON OPEN\n"
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+def test_oracle_user_role_finishes_an_interrupted_first_run(tmp_path):
+    """The user was created but PASSWORD failed: the role fails, and the next run sets the password."""
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "C##DNFSMON")
+    env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL_PASSWORD": "1"}
+    rc, _, output = playbook("apply_oracle_user.yml", variables, env=env)
+    assert rc != 0 and "s3cret-pw" not in output
+    assert (record / "users").read_text() == "C##DNFSMON EXPIRED\n"
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc == 0 and changed > 0, output
+    assert (record / "users").read_text() == "C##DNFSMON OPEN\n"
+    assert [args[3].rsplit("/", 1)[-1] for args, _, _ in sqlplus_calls(record)][-2:] == [
+        "create_monitor_user.sql",
+        "set_monitor_password.sql",
+    ]
     assert not (tmp_path / "work").exists()
 
 
@@ -272,8 +311,9 @@ def test_oracle_user_role_leaves_the_name_to_the_script_by_default_and_fails_wit
     variables = oracle_user_variables(tmp_path, "")
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
     assert rc == 0 and changed > 0, output
-    args = (record / "call-0.args").read_text().rstrip("\n").split("\n")
-    assert len(args) == 4  # no user name: the script chooses C##DNFSMON in a CDB, DNFSMON otherwise
+    calls = sqlplus_calls(record)
+    assert len(calls[0][0]) == 4  # no user name: the script chooses C##DNFSMON in a CDB, DNFSMON otherwise
+    assert calls[1][0][4] == "DNFSMON"  # the password is set for the user the script named
     env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL": "1"}
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc != 0 and "s3cret-pw" not in output

@@ -100,6 +100,8 @@ RULE_EXAMPLES = {
     "unknown-command": "cur as (\n",
     "ampersand-comment": "define a = 1\nselect 1\n-- see &a\nfrom dual;\n",
     "column-clear": "column never_set clear\n",
+    "secret-substituted": "whenever sqlerror exit failure\naccept pw char prompt 'Password: ' hide\n"
+    "begin\n    execute immediate 'alter user dnfsmon identified by \"&pw\"';\nend;\n/\n",
 }
 
 
@@ -154,10 +156,12 @@ def test_the_checker_finds_the_reviewed_failures_in_the_old_pack(tmp_path):
 # --- every script, every release, with and without the optional grants ---
 
 
-@pytest.mark.slow
+SETUP_SCRIPTS = ["setup/create_monitor_user.sql", "setup/set_monitor_password.sql"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
-@pytest.mark.parametrize("script", [*USER_SCRIPTS, "setup/create_monitor_user.sql"])
+@pytest.mark.parametrize("script", [*USER_SCRIPTS, *SETUP_SCRIPTS])
 def test_every_script_passes_the_checker_for_every_release(script, release):
     arguments = ((), ("C##MONITOR",)) if script.startswith("setup/") else ((), ("5", "2"), ("ash",))
     for granted in (ALL_GRANTED, ()):
@@ -361,7 +365,7 @@ def test_the_lint_configuration_still_sees_the_sql(tmp_path):
 @functools.cache
 def statements_for(release):
     found = []
-    for script in [*USER_SCRIPTS, "setup/create_monitor_user.sql"]:
+    for script in [*USER_SCRIPTS, *SETUP_SCRIPTS]:
         for granted in (ALL_GRANTED, ()):
             arguments = () if script.startswith("setup/") else ("5", "2")
             for file, line, sql in run(script, *arguments, release=release, granted=granted).statements:
@@ -442,7 +446,35 @@ def test_setup_is_release_switched_and_checks_before_it_says_done():
     assert "identified by" not in re.sub(r"execute immediate [^;]*;", "", text).lower()  # only inside PL/SQL
     for release in oracle_facts.RELEASES:
         result = run("setup/create_monitor_user.sql", release=release)
-        assert result.findings == [] and result.prompts[-1].startswith("DNFSMON_RESULT=")
+        assert result.findings == [] and result.prompts[-2].startswith("DNFSMON_RESULT=")
+        assert result.prompts[-1].startswith("DNFSMON_PASSWORD=")
+
+
+def test_no_password_is_read_by_the_create_script_or_put_in_any_sql_text():
+    """Review: the password was substituted into a PL/SQL block (shared pool, V$SQL, audit trail, echo).
+
+    Now the create script reads nothing from standard input: a new user gets a
+    random password made in the database, expired, and set_monitor_password.sql
+    sets the real one with SQL*Plus's PASSWORD command, which asks for it itself.
+    """
+    create = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    assert not re.search(r"(?im)^\s*acc(ept)?\b", create)  # nothing read: Ansible's stdin is not consumed
+    assert "dbms_random.string" in create and "password expire" in create
+    assert "DNFSMON_PASSWORD=" in create
+    for release in oracle_facts.RELEASES:
+        created = run("setup/create_monitor_user.sql", "C##MONITOR", release=release)
+        assert created.password_changes == [] and created.secrets == set()
+        setting = run("setup/set_monitor_password.sql", "C##MONITOR", release=release)
+        assert setting.findings == [] and setting.password_changes == ["C##MONITOR"]
+        assert setting.prompts[-1].startswith("DNFSMON_PASSWORD=set")
+    text = read(os.path.join(SQL, "setup", "set_monitor_password.sql"))
+    # PASSWORD's own failures may not reach WHENEVER SQLERROR: the account is read back after it.
+    assert (
+        text.index("\npassword &_dnfs_user\n")
+        < text.index("account_status")
+        < text.index("prompt DNFSMON_PASSWORD=set")
+    )
+    assert "identified by" not in text.lower()
 
 
 # --- the arithmetic, in SQLite, against the agent ---

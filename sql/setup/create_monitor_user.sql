@@ -7,15 +7,21 @@
 -- Usage:       @setup/create_monitor_user [user]
 -- Examples:    @setup/create_monitor_user              C##DNFSMON in a CDB, DNFSMON otherwise
 --              @setup/create_monitor_user C##MONITOR
+--              @setup/set_monitor_password C##MONITOR  then, for a new user
 -- Notes:       Run as a DBA (SYSDBA, or CREATE USER, ALTER USER and GRANT ANY
 --              OBJECT PRIVILEGE); in a CDB from the root (refused in a PDB):
 --              the user is common (C##..., CONTAINER=ALL), and CONTAINER=ALL
 --              alone shows it the root's rows only, so CONTAINER_DATA=ALL is
 --              set for each view it reads.
---              An existing user keeps its password; its grants are completed.
---              The password is asked for without echo, never on a command
---              line, and used only inside a PL/SQL block, whose errors
---              SQL*Plus reports without the block's text.
+--              The script never reads a password, so none is in any SQL
+--              text (shared pool, V$SQL, audit trail, SQL*Plus's echo of a
+--              failing line). A new user gets a random password made inside
+--              the database and never printed, expired at once; the last
+--              line then says DNFSMON_PASSWORD=needed, and
+--              @setup/set_monitor_password <user> sets the real one with
+--              SQL*Plus's PASSWORD command. An existing user keeps its
+--              password (DNFSMON_PASSWORD=kept) unless it is still
+--              expired; its grants are completed.
 --              Any error stops the script with a failure exit status; the
 --              last line, "DNFSMON_RESULT=created|updated|unchanged ...", is
 --              printed only after the user and every grant were read back
@@ -42,6 +48,7 @@ where 1 = 0;
 variable dnfs_cdb varchar2(3)
 variable dnfs_container varchar2(128)
 variable dnfs_result varchar2(20)
+variable dnfs_password varchar2(10)
 declare
     cdb varchar2(3) := 'NO';
     container varchar2(128) := '';
@@ -59,11 +66,15 @@ column user_name new_value _dnfs_user noprint
 select upper(nvl('&1', case when :dnfs_cdb = 'YES' then 'C##DNFSMON' else 'DNFSMON' end)) as user_name
 from dual;
 
-accept _dnfs_password char prompt 'Password for &_dnfs_user (used only if the user is created): ' hide
-
 declare
     user_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_user');
-    new_password constant varchar2(128) := q'~&_dnfs_password~';
+    -- A new user's first password: random, made here, never printed, and
+    -- expired at once, so nobody can use it; PASSWORD sets the real one.
+    -- Upper and lower case letters, digits and two special characters, 27
+    -- bytes: within 11.2's 30-byte limit, and past the complexity rules of
+    -- the verify functions Oracle ships (ora12c_strong_verify_function).
+    first_password constant varchar2(30) := 'D' || dbms_random.string('u', 8) || dbms_random.string('l', 8)
+    || to_char(trunc(dbms_random.value(10000000, 99999999))) || '#_';
     is_cdb boolean := :dnfs_cdb = 'YES';
     scope varchar2(20) := '';
     -- The views the pack and the agent read (tests/test_sql_pack.py keeps
@@ -79,6 +90,7 @@ declare
     after_grants number;
     missing varchar2(4000) := '';
     outcome varchar2(20);
+    account varchar2(32);
 begin
     if is_cdb and :dnfs_container != 'CDB$ROOT' then
         raise_application_error(
@@ -106,7 +118,8 @@ begin
     select count(*) into existed from dba_users where username = user_name;
     select count(*) into before_grants from dba_tab_privs where grantee = user_name;
     if existed = 0 then
-        execute immediate 'create user ' || user_name || ' identified by "' || new_password || '"' || scope;
+        execute immediate 'create user ' || user_name || ' identified by "' || first_password || '" password expire'
+        || scope;
     end if;
     execute immediate 'grant create session to ' || user_name || scope;
     for i in 1 .. needed.count loop
@@ -142,18 +155,31 @@ begin
     select count(*) into after_grants from dba_tab_privs where grantee = user_name;
     outcome := case when existed = 0 then 'created' when after_grants > before_grants then 'updated' else 'unchanged' end;
     :dnfs_result := outcome;
+    -- Still expired: its password was never set (or has expired since).
+    select account_status into account from dba_users where username = user_name;
+    :dnfs_password := case when account = 'EXPIRED' then 'needed' else 'kept' end;
 end;
 /
-undefine _dnfs_password
 
 column result new_value _dnfs_result noprint
-select :dnfs_result as result
+column password_state new_value _dnfs_password_state noprint
+column password_note new_value _dnfs_password_note noprint
+select
+    :dnfs_result as result,
+    :dnfs_password as password_state,
+    case
+        when :dnfs_password = 'needed'
+            then ': its password is random and expired; set it with @setup/set_monitor_password &_dnfs_user'
+    end as password_note
 from dual;
 prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs.
+prompt DNFSMON_PASSWORD=&_dnfs_password_state&_dnfs_password_note
 column 1 clear
 column user_name clear
 column result clear
-undefine 1 _dnfs_user _dnfs_result
+column password_state clear
+column password_note clear
+undefine 1 _dnfs_user _dnfs_result _dnfs_password_state _dnfs_password_note
 -- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
 whenever sqlerror continue none
 set feedback on
