@@ -8,7 +8,9 @@
 --              alert log says so. The authoritative per-file check is the
 --              anti-join of the data, temp, redo and control files
 --              (GV$DATAFILE, GV$TEMPFILE, GV$LOGFILE, GV$CONTROLFILE) to the
---              files open through dNFS (GV$DNFS_FILES). A file on local disk
+--              files open through dNFS (GV$DNFS_FILES). Redo logs: only the
+--              online logs of the instance's own thread (GV$LOG.THREAD# =
+--              GV$INSTANCE.THREAD#), not other RAC threads' or standby logs. A file on local disk
 --              or ASM is listed too: you judge. A file no process has opened
 --              yet (an unused temp file) is listed until one does.
 --              Reading GV$DNFS_CHANNELS resets its send/receive counts for
@@ -34,6 +36,7 @@ column verdict heading 'Verdict' format a150
 
 prompt
 prompt Database files not open through dNFS (none listed: every file is)
+-- core: files not open through dNFS
 with database_files as (
     select
         inst_id,
@@ -47,11 +50,18 @@ with database_files as (
         name as file_name
     from gv$tempfile
     union all
+    -- The online logs of this instance's own thread only: GV$LOGFILE lists
+    -- every thread's logs (RAC) and the standby logs (Data Guard), which
+    -- this instance never opens. GV$LOG has the online groups with their
+    -- THREAD#, and V$INSTANCE.THREAD# is the thread the instance writes.
     select
-        inst_id,
+        lf.inst_id,
         'Redo log' as file_type,
-        member as file_name
-    from gv$logfile
+        lf.member as file_name
+    from gv$logfile lf
+    inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
+    inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
+    where lf.type = 'ONLINE'
     union all
     select
         inst_id,
@@ -73,6 +83,7 @@ from database_files f
 left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
 where d.filename is null
 order by f.inst_id, f.file_type, f.file_name;
+-- core: end
 
 prompt Active dNFS paths per filer (GV$DNFS_CHANNELS)
 select
@@ -116,6 +127,7 @@ prompt &_dnfs_alert_message
 @@&_dnfs_alert_part
 
 prompt Verdict
+-- core: verdict per instance
 with servers as (
     select
         inst_id,
@@ -135,9 +147,12 @@ database_files as (
     from gv$tempfile
     union all
     select
-        inst_id,
-        member as file_name
-    from gv$logfile
+        lf.inst_id,
+        lf.member as file_name
+    from gv$logfile lf
+    inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
+    inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
+    where lf.type = 'ONLINE'
     union all
     select
         inst_id,
@@ -198,6 +213,7 @@ left outer join servers s on i.inst_id = s.inst_id
 left outer join coverage c on i.inst_id = c.inst_id
 left outer join paths p on i.inst_id = p.inst_id
 order by i.inst_id;
+-- core: end
 
 column inst_id clear
 column file_type clear

@@ -18,30 +18,48 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dnfsmon import oracle_facts
 
-# Views only the SQL pack reads (dnfs_check.sql), with the same shape as
-# oracle_facts.VIEWS: (column, first release, last release or None). Oracle
-# Database Reference, V$DATAFILE, V$TEMPFILE, V$LOGFILE, V$CONTROLFILE (CON_ID
-# from 12.1) and V$DIAG_ALERT_EXT (documented from 12.2).
+# Views only the SQL pack reads (dnfs_check.sql, dnfs_iops), with the same
+# shape as oracle_facts.VIEWS: (column, first release, last release or None).
+# Oracle Database Reference: V$DATAFILE, V$TEMPFILE, V$CONTROLFILE (CON_ID
+# from 12.1); V$LOGFILE (TYPE is ONLINE or STANDBY); V$LOG (the online
+# groups, THREAD#); V$SESSION (PADDR = V$PROCESS.ADDR, LOGON_TIME a DATE);
+# V$DIAG_ALERT_EXT (documented from 12.2).
 PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
     "V$DATAFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$TEMPFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
-    "V$LOGFILE": [("GROUP#", "11.2.0.4", None), ("MEMBER", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$LOGFILE": [
+        ("GROUP#", "11.2.0.4", None),
+        ("TYPE", "11.2.0.4", None),
+        ("MEMBER", "11.2.0.4", None),
+        ("CON_ID", "12.1.0.1", None),
+    ],
+    "V$LOG": [("GROUP#", "11.2.0.4", None), ("THREAD#", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$CONTROLFILE": [("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
+    "V$SESSION": [("PADDR", "11.2.0.4", None), ("LOGON_TIME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$DIAG_ALERT_EXT": [("ORIGINATING_TIMESTAMP", "12.2", None), ("MESSAGE_TEXT", "12.2", None)],
 }
+# Columns only the pack reads from views the agent reads too (added to
+# oracle_facts' list): V$INSTANCE.THREAD#, the redo thread the instance writes.
+PACK_EXTRA_COLUMNS: dict[str, list[oracle_facts.Column]] = {
+    "V$INSTANCE": [("THREAD#", "11.2.0.4", None)],
+}
+
+
+def _in_release(facts: list[oracle_facts.Column], release: str) -> list[str]:
+    at = oracle_facts.release_tuple(release)
+    return [
+        name
+        for name, first, last in facts
+        if oracle_facts.release_tuple(first) <= at and (last is None or at <= oracle_facts.release_tuple(last))
+    ]
 
 
 def view_columns(view: str, release: str) -> list[str]:
     """oracle_facts.columns, for the agent's views and the pack's own."""
     base = oracle_facts.base_view(view)
     if base not in PACK_VIEWS:
-        return oracle_facts.columns(view, release)
-    at = oracle_facts.release_tuple(release)
-    found = [
-        name
-        for name, first, last in PACK_VIEWS[base]
-        if oracle_facts.release_tuple(first) <= at and (last is None or at <= oracle_facts.release_tuple(last))
-    ]
+        return oracle_facts.columns(view, release) + _in_release(PACK_EXTRA_COLUMNS.get(base, []), release)
+    found = _in_release(PACK_VIEWS[base], release)
     return ["INST_ID", *found] if view.upper().startswith("GV$") and found else found
 
 

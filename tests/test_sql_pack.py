@@ -632,6 +632,79 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
     assert sum(row["pct"] for row in buckets) == pytest.approx(100.0)
 
 
+# --- dnfs_check over recorded rows ---
+
+
+def run_query(script, core, tables):
+    """Run a script's query marked '-- core: <name>' in SQLite over `tables` named as the views (GV$...)."""
+    sql = core_queries(read(os.path.join(SQL, script)))[core]
+    connection = sqlite3.connect(":memory:")
+    for table, (columns, rows) in tables.items():
+        connection.execute(f'create table "{table}" ({", ".join(f"{chr(34)}{c}{chr(34)}" for c in columns)})')
+        connection.executemany(f'insert into "{table}" values ({", ".join("?" for _ in columns)})', rows)
+    # Quoted identifiers: SQLite reads GROUP# and THREAD# only quoted; it matches them without case.
+    cursor = connection.execute(sqlglot.transpile(sql, read="oracle", write="sqlite", identify=True)[0])
+    names = [d[0].lower() for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def rac_with_standby_logs():
+    """Two RAC instances (threads 1 and 2) of a Data Guard primary: each sees every thread's logs and the standby logs.
+
+    GV$LOGFILE lists every member the control file knows (both threads' online
+    logs and the standby logs); GV$LOG only the online groups with their
+    THREAD#; each instance's processes open only their own thread's online
+    logs (and the data, temp and control files).
+    """
+    instances = [(1, 1), (2, 2)]  # (INST_ID, THREAD#)
+    logs = [(1, 1), (2, 1), (3, 2), (4, 2)]  # (GROUP#, THREAD#)
+    standby = [11, 12]
+    data = ["/oradata/system01.dbf", "/oradata/users01.dbf"]
+    temp = ["/oradata/temp01.dbf"]
+    control = ["/oradata/control01.ctl"]
+    member = "/oradata/redo{:02d}.log".format
+    logfile, log, opened = [], [], []
+    for inst, thread in instances:
+        for group, log_thread in logs:
+            logfile.append((inst, group, "ONLINE", member(group)))
+            log.append((inst, group, log_thread))
+            if log_thread == thread:
+                opened.append((inst, member(group)))
+        logfile += [(inst, group, "STANDBY", member(group)) for group in standby]
+        opened += [(inst, name) for name in data + temp + control]
+    per_instance = [(inst, name) for inst, _ in instances for name in data]
+    return {
+        "gv$instance": (["inst_id", "thread#"], instances),
+        "gv$datafile": (["inst_id", "name"], per_instance),
+        "gv$tempfile": (["inst_id", "name"], [(inst, name) for inst, _ in instances for name in temp]),
+        "gv$controlfile": (["inst_id", "name"], [(inst, name) for inst, _ in instances for name in control]),
+        "gv$logfile": (["inst_id", "group#", "type", "member"], logfile),
+        "gv$log": (["inst_id", "group#", "thread#"], log),
+        "gv$dnfs_files": (["inst_id", "filename"], opened),
+        "gv$dnfs_servers": (["inst_id", "svrname"], [(inst, "filer1") for inst, _ in instances]),
+        "gv$dnfs_channels": (
+            ["inst_id", "svrname", "path"],
+            [(inst, "filer1", path) for inst, _ in instances for path in ("10.0.1.1", "10.0.2.1")],
+        ),
+    }
+
+
+def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_guard():
+    """Review: GV$LOGFILE lists other threads' and standby logs, which no process of the instance opens."""
+    tables = rac_with_standby_logs()
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert [(v["inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
+    assert all("all 6 database files open through dNFS" in v["verdict"] for v in verdicts)  # 2 data, temp, ctl, 2 logs
+    # An own-thread online log not open through dNFS is still caught.
+    name = "/oradata/redo01.log"
+    tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    assert [(r["inst_id"], r["file_type"], r["file_name"]) for r in listed] == [(1, "Redo log", name)]
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
+
+
 # --- the manual's sample output comes from these queries ---
 
 

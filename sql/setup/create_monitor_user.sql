@@ -83,7 +83,7 @@ declare
         'GV_$INSTANCE', 'V_$INSTANCE', 'V_$DATABASE', 'GV_$DNFS_STATS', 'GV_$PROCESS',
         'GV_$DNFS_CHANNELS', 'GV_$DNFS_SERVERS', 'GV_$DNFS_FILES', 'GV_$SYSTEM_EVENT',
         'GV_$EVENT_HISTOGRAM', 'GV_$IOSTAT_FILE', 'GV_$PARAMETER', 'GV_$DATAFILE',
-        'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$CONTROLFILE', 'GV_$IOSTAT_FUNCTION'
+        'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$LOG', 'GV_$CONTROLFILE', 'GV_$IOSTAT_FUNCTION'
     );
     existed number;
     before_grants number;
