@@ -477,6 +477,44 @@ def test_no_password_is_read_by_the_create_script_or_put_in_any_sql_text():
     assert "identified by" not in text.lower()
 
 
+def container_data_check():
+    """The setup script's read-back of CONTAINER_DATA (a PL/SQL string literal), as SQL with ? binds."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    literal = re.search(r"container_data_check constant varchar2\(\d+\) := ((?:'(?:[^']|'')*'\s*(?:\|\|\s*)?)+);", text)
+    parts = re.findall(r"'((?:[^']|'')*)'", literal.group(1))
+    return re.sub(r":\d", "?", "".join(parts).replace("''", "'"))
+
+
+@pytest.mark.parametrize(
+    ("rows", "found"),
+    [
+        # ALTER USER ... SET CONTAINER_DATA = ALL FOR SYS.GV_$DNFS_STATS CONTAINER = CURRENT
+        ([("C##DNFSMON", "N", "SYS", "GV_$DNFS_STATS", "Y", None)], 1),
+        # the user's default attribute (SET CONTAINER_DATA = ALL without FOR) covers every view
+        ([("C##DNFSMON", "Y", None, None, "Y", None)], 1),
+        # only some containers: the root would still see a part of the rows
+        ([("C##DNFSMON", "N", "SYS", "GV_$DNFS_STATS", "N", "PDB1")], 0),
+        # another view, another user, nothing at all
+        ([("C##DNFSMON", "N", "SYS", "GV_$PROCESS", "Y", None), ("C##OTHER", "Y", None, None, "Y", None)], 0),
+        ([], 0),
+    ],
+)
+def test_setup_reads_container_data_back_before_it_says_done(rows, found):
+    """Review: CONTAINER_DATA was set but never read back; the script now counts it in DBA_CONTAINER_DATA."""
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "create table dba_container_data (username, default_attr, owner, object_name, all_containers, container_name)"
+    )
+    db.executemany("insert into dba_container_data values (?, ?, ?, ?, ?, ?)", rows)
+    assert db.execute(container_data_check(), ("C##DNFSMON", "GV_$DNFS_STATS")).fetchone() == (found,)
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    check = text.index("execute immediate container_data_check into after_grants using user_name, needed(i)")
+    assert text.index("set container_data = all for sys.") < check < text.index("raise_application_error(-20003")
+    assert "CONTAINER_DATA=ALL(' || needed(i)" in text  # named in the failure line
+    static = re.sub(r"'(?:[^']|'')*'", "''", re.sub(r"--[^\n]*", "", text))
+    assert "dba_container_data" not in static.lower()  # 12.1+: only in dynamic SQL, which 11.2 never parses
+
+
 # --- the arithmetic, in SQLite, against the agent ---
 
 

@@ -23,8 +23,9 @@
 --              password (DNFSMON_PASSWORD=kept) unless it is still
 --              expired; its grants are completed.
 --              Any error stops the script with a failure exit status; the
---              last line, "DNFSMON_RESULT=created|updated|unchanged ...", is
---              printed only after the user and every grant were read back
+--              line "DNFSMON_RESULT=created|updated|unchanged ..." is
+--              printed only after the user, every grant and, in a CDB, every
+--              view's CONTAINER_DATA (DBA_CONTAINER_DATA) were read back
 --              from the dictionary.
 --              Grants name SYS.V_$/GV_$ views, not the V$ synonyms. Before 18c
 --              the pack sleeps with DBMS_LOCK: EXECUTE is granted there.
@@ -85,6 +86,12 @@ declare
         'GV_$EVENT_HISTOGRAM', 'GV_$IOSTAT_FILE', 'GV_$PARAMETER', 'GV_$DATAFILE',
         'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$LOG', 'GV_$CONTROLFILE', 'GV_$IOSTAT_FUNCTION'
     );
+    -- CONTAINER_DATA as DBA_CONTAINER_DATA shows it: for every container,
+    -- for this view or as the user's default. The view exists from 12.1, so
+    -- it is read by dynamic SQL, which 11.2 never parses.
+    container_data_check constant varchar2(300) := 'select count(*) from dba_container_data'
+    || ' where username = :1 and all_containers = ''Y'''
+    || ' and (default_attr = ''Y'' or (owner = ''SYS'' and object_name = :2))';
     existed number;
     before_grants number;
     after_grants number;
@@ -141,6 +148,12 @@ begin
         where grantee = user_name and owner = 'SYS' and table_name = needed(i);
         if after_grants = 0 then
             missing := missing || ' ' || needed(i);
+        end if;
+        if is_cdb and needed(i) != 'DBMS_LOCK' then
+            execute immediate container_data_check into after_grants using user_name, needed(i);
+            if after_grants = 0 then
+                missing := missing || ' CONTAINER_DATA=ALL(' || needed(i) || ')';
+            end if;
         end if;
     end loop;
     select count(*) into after_grants
