@@ -41,6 +41,21 @@ variable dnfs_cur clob
 variable dnfs_cur_t number
 variable dnfs_cur_n number
 variable dnfs_cur_clock varchar2(8)
+-- Bind variables belong to the SQL*Plus session and keep their values from
+-- one script to the next (declaring one again is not documented to clear
+-- it): start clean, or this run would diff against the previous run's last
+-- snapshot (or the other looping script's clock), and stop after one
+-- interval when the previous run ended with Ctrl-C.
+begin
+    :dnfs_stop := null;
+    :dnfs_prev := null;
+    :dnfs_prev_t := null;
+    :dnfs_cur := null;
+    :dnfs_cur_t := null;
+    :dnfs_cur_n := null;
+    :dnfs_cur_clock := null;
+end;
+/
 @@dnfs_iops_snapshot
 
 column sample_time heading 'Time' format a8

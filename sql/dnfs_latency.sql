@@ -56,6 +56,24 @@ variable dnfs_hist_prev clob
 variable dnfs_hist_cur clob
 variable dnfs_hist_prev_t number
 variable dnfs_hist_cur_t number
+-- Bind variables belong to the SQL*Plus session and keep their values from
+-- one script to the next (declaring one again is not documented to clear
+-- it): start clean, or this run would diff against the previous run's last
+-- snapshot (or the other looping script's clock), and stop after one
+-- interval when the previous run ended with Ctrl-C.
+begin
+    :dnfs_stop := null;
+    :dnfs_ev_prev := null;
+    :dnfs_ev_cur := null;
+    :dnfs_prev_t := null;
+    :dnfs_cur_t := null;
+    :dnfs_cur_clock := null;
+    :dnfs_hist_prev := null;
+    :dnfs_hist_cur := null;
+    :dnfs_hist_prev_t := null;
+    :dnfs_hist_cur_t := null;
+end;
+/
 @@dnfs_latency_snapshot
 @@&_dnfs_hist_snapshot
 

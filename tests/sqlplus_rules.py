@@ -45,6 +45,8 @@ RULES = {
     "ampersand-comment": "& in a comment inside a statement or block is substituted too",
     "column-clear": "COLUMN name CLEAR for a column never set prints an error (SP2-0046)",
     "secret-substituted": "a variable read with ACCEPT ... HIDE substituted into a line puts the secret in its text",
+    "bind-stale": "bind variables keep their values for the session: a script reads only what it set in this run",
+    "clear-columns": "CLEAR COLUMNS resets every column's settings, the DBA's own included: clear the pack's by name",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -188,6 +190,8 @@ class Run:
     stored: bool = False
     stored_files: list[str] = dataclasses.field(default_factory=list)
     secrets: set[str] = dataclasses.field(default_factory=set)
+    binds_set: set[str] = dataclasses.field(default_factory=set)  # assigned in the current run
+    dba_columns: set[str] = dataclasses.field(default_factory=set)  # the DBA's own, set before the run
     password_changes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -199,9 +203,22 @@ class SqlPlus:
         self.database = database or Database()
         self.run_state = Run()
 
-    def start(self, script: str, *args: str, defines: Optional[dict[str, str]] = None) -> Run:
-        """`@script args...` at the SQL> prompt, from `directory`, after `define name = value` for `defines`."""
+    def start(
+        self,
+        script: str,
+        *args: str,
+        defines: Optional[dict[str, str]] = None,
+        dba_columns: tuple[str, ...] = (),
+    ) -> Run:
+        """`@script args...` at the SQL> prompt, from `directory`, after `define name = value` for `defines`.
+
+        `dba_columns`: COLUMN settings the DBA made before (login.sql, say), which the script must leave alone.
+        """
         self.run_state.defined.update(defines or {})
+        for column in dba_columns:
+            self.run_state.columns[column.lower()] = {"formatted": "by the DBA"}
+            self.run_state.dba_columns.add(column.lower())
+        self.run_state.binds_set = set()  # a new run: what earlier runs left in binds is stale
         for i, value in enumerate(args, 1):
             self.run_state.defined[str(i)] = value
         self._script(os.path.join(self.directory, script), 1)
@@ -361,6 +378,7 @@ class SqlPlus:
                     column["new_value"] = options[options.index("new_value") + 1]
                 column["formatted"] = "yes"
         elif first in ("clear", "cl") and len(words) > 1 and words[1].lower().startswith("col"):
+            self._find(path, number, "clear-columns", "CLEAR COLUMNS also resets the DBA's own COLUMN settings")
             state.columns.clear()
         elif first in ("variable", "var"):
             kind = " ".join(words[2:])
@@ -404,9 +422,21 @@ class SqlPlus:
         state.statements.append((os.path.relpath(path, self.directory), number, text))
         if state.settings["termout"] == "off":
             self._find(path, number, "termout-off", "statement run with TERMOUT OFF: its errors are not shown")
-        for bind in re.findall(r"(?<![:\w]):([A-Za-z]\w*)", _strip_literals(text)):
-            if bind.lower() not in state.binds:
+        code = _strip_literals(text)
+        into = [m.span(1) for m in re.finditer(r"(?is)\binto\s+(:\w+(?:\s*,\s*:\w+)*)", code)]
+        handler = re.search(r"(?i)\bexception\s+when\b", code)
+        for match in re.finditer(r"(?<![:\w]):([A-Za-z]\w*)", code):
+            bind = match.group(1).lower()
+            if bind not in state.binds:
                 self._find(path, number, "bind-undeclared", f":{bind} is not declared with VARIABLE")
+            # In text order: `:x := ...` and `INTO :x` set it; any other use reads it.
+            # A set in an exception handler happens only on an error: not a set.
+            in_handler = handler is not None and match.start() > handler.start()
+            if code[match.end() :].lstrip().startswith(":=") or any(a <= match.start() < b for a, b in into):
+                if not in_handler:
+                    state.binds_set.add(bind)
+            elif bind not in state.binds_set:
+                self._find(path, number, "bind-stale", f":{bind} is read before this run sets it")
         first = text.split()[0].lower()
         if first in WRITES and not state.sqlerror_exit:
             self._find(path, number, "whenever", f"{first} runs without WHENEVER SQLERROR EXIT: a failure goes on")
@@ -478,8 +508,27 @@ def _as_text(value: object) -> str:
 
 
 def _strip_literals(text: str) -> str:
-    text = re.sub(r"'[^']*'", "''", text)
-    return "\n".join(_code_part(line) for line in text.split("\n"))
+    """The text with string literals emptied ('' inside one is a quote) and -- comments removed, in one pass.
+
+    One pass, because an apostrophe in a comment ("the user's") must not open a
+    literal, and -- inside a literal is not a comment.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("--", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif text[i] == "'":
+            i += 1
+            while i < len(text) and not (text[i] == "'" and not text.startswith("''", i)):
+                i += 2 if text.startswith("''", i) else 1
+            out.append("''")
+            i += 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 def _code_part(line: str) -> str:
@@ -506,6 +555,6 @@ def start(
 
 def leftovers(run: Run) -> list[str]:
     """What STORE SET does not restore and the script left behind: COLUMN settings and _dnfs variables."""
-    left = [f"column {c}" for c in run.columns]
+    left = [f"column {c}" for c in run.columns if c not in run.dba_columns]
     left += [f"define {d}" for d in run.defined if d.startswith("_dnfs") or d.isdigit()]
     return left

@@ -100,6 +100,8 @@ RULE_EXAMPLES = {
     "unknown-command": "cur as (\n",
     "ampersand-comment": "define a = 1\nselect 1\n-- see &a\nfrom dual;\n",
     "column-clear": "column never_set clear\n",
+    "bind-stale": "variable t number\nbegin\n    if :t is null then\n        :t := 1;\n    end if;\nend;\n/\n",
+    "clear-columns": "column x format a10\nclear columns\n",
     "secret-substituted": "whenever sqlerror exit failure\naccept pw char prompt 'Password: ' hide\n"
     "begin\n    execute immediate 'alter user dnfsmon identified by \"&pw\"';\nend;\n/\n",
 }
@@ -169,6 +171,36 @@ def test_every_script_passes_the_checker_for_every_release(script, release):
             result = run(script, *args, release=release, granted=granted)
             assert [str(f) for f in result.findings] == [], (granted, args)
             assert sqlplus_rules.leftovers(result) == [], (granted, args)
+
+
+@pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
+def test_a_second_run_in_the_same_session_starts_clean_and_leaves_the_dbas_columns(release):
+    """Review: bind variables and COLUMN settings outlive a script in the SQL*Plus session.
+
+    Bind variables keep their values from one script to the next, so a second
+    @dnfs_iops would have diffed against the first run's last snapshot (and a
+    Ctrl-C in the first would stop the second at once); dnfs_iops and
+    dnfs_latency also share bind names. Each run now sets every bind before
+    reading it. The DBA's own COLUMN settings (login.sql) survive: the pack
+    clears its columns by name, never with CLEAR COLUMNS.
+    """
+    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=ALL_GRANTED)
+    session = sqlplus_rules.SqlPlus(SQL, database)
+    dba_columns = ("username", "sql_text", "machine")
+    for script, args in (
+        ("dnfs_iops.sql", ("5", "2")),
+        ("dnfs_latency.sql", ("5", "2")),
+        ("dnfs_iops.sql", ("5", "2")),
+        ("dnfs_check.sql", ()),
+        ("dnfs_channels.sql", ()),
+        ("dnfs_iops.sql", ()),
+    ):
+        result = session.start(script, *args, dba_columns=dba_columns)
+        assert [str(f) for f in result.findings] == [], script
+        assert sqlplus_rules.leftovers(result) == [], script
+        assert set(dba_columns) <= set(result.columns), script
+    for path in SCRIPTS:
+        assert not re.search(r"(?im)^\s*cl(ear)?\s+col", read(path)), name(path)
 
 
 def switches(release, dbms_lock=True):
