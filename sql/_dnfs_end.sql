@@ -12,7 +12,7 @@ column arg_message clear
 column sleep_call clear
 column can_sleep clear
 column sleep_message clear
-column nfsversion clear
+column nfsversion_expr clear
 column reconnects_expr clear
 column hist_view clear
 column hist_bound clear

@@ -88,7 +88,7 @@ from dual;
 column sleep_call new_value _dnfs_sleep noprint
 column can_sleep new_value _dnfs_can_sleep noprint
 column sleep_message new_value _dnfs_sleep_message noprint
-column nfsversion new_value _dnfs_nfsversion noprint
+column nfsversion_expr new_value _dnfs_nfsversion noprint
 column reconnects_expr new_value _dnfs_reconnects noprint
 column hist_view new_value _dnfs_hist_view noprint
 column hist_bound new_value _dnfs_hist_bound noprint
@@ -112,7 +112,7 @@ select
                 'Before 18c the pack sleeps with DBMS_LOCK.SLEEP: GRANT EXECUTE ON SYS.DBMS_LOCK TO '
                 || user || ' (nothing run).'
     end as sleep_message,
-    case when r.major >= 12 then 's.nfsversion' else '''n/a''' end as nfsversion,
+    case when r.major >= 12 then 's.nfsversion' else '''n/a''' end as nfsversion_expr,
     case
         when r.major >= 18 or r.version >= '12.1.0.2' then 'spreco + dpreco'
         when r.major = 11 then 'reco'

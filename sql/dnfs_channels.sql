@@ -19,15 +19,15 @@ define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
-column inst_id heading 'Inst' format 9999
-column svrname heading 'Filer' format a20
+column dnfs_inst_id heading 'Inst' format 9999
+column dnfs_svrname heading 'Filer' format a20
 column filer_paths heading 'Paths' format 9990
-column path heading 'Path' format a18
-column local heading 'Local' format a18
+column dnfs_path heading 'Path' format a18
+column dnfs_local heading 'Local' format a18
 column processes heading 'Procs' format 99990
-column sends heading 'Sends' format 9999999990
-column recvs heading 'Recvs' format 9999999990
-column pings heading 'Pings' format 9999990
+column dnfs_sends heading 'Sends' format 9999999990
+column dnfs_recvs heading 'Recvs' format 9999999990
+column dnfs_pings heading 'Pings' format 9999990
 column reconnects heading 'Reconnects' format 9999990
 column share_pct heading 'Share %' format 990.0
 
@@ -36,14 +36,14 @@ prompt dNFS paths. Counts are since the previous select of GV$DNFS_CHANNELS by a
 prompt
 
 select
-    c.inst_id,
-    c.svrname,
-    c.path,
-    c.local,
+    c.inst_id as dnfs_inst_id,
+    c.svrname as dnfs_svrname,
+    c.path as dnfs_path,
+    c.local as dnfs_local,
     c.processes,
-    c.sends,
-    c.recvs,
-    c.pings,
+    c.sends as dnfs_sends,
+    c.recvs as dnfs_recvs,
+    c.pings as dnfs_pings,
     c.reconnects,
     count(distinct c.path) over (partition by c.inst_id, c.svrname) as filer_paths,
     100 * c.sends / nullif(sum(c.sends) over (partition by c.inst_id, c.svrname), 0) as share_pct
@@ -63,15 +63,15 @@ from (
 ) c
 order by c.inst_id, c.svrname, c.path;
 
-column inst_id clear
-column svrname clear
+column dnfs_inst_id clear
+column dnfs_svrname clear
 column filer_paths clear
-column path clear
-column local clear
+column dnfs_path clear
+column dnfs_local clear
 column processes clear
-column sends clear
-column recvs clear
-column pings clear
+column dnfs_sends clear
+column dnfs_recvs clear
+column dnfs_pings clear
 column reconnects clear
 column share_pct clear
 @@_dnfs_end

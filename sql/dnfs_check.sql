@@ -25,13 +25,13 @@ define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
-column inst_id heading 'Inst' format 9999
+column dnfs_inst_id heading 'Inst' format 9999
 column file_type heading 'File type' format a12
 column file_name heading 'Not open through dNFS' format a100
-column svrname heading 'Filer' format a30
+column dnfs_svrname heading 'Filer' format a30
 column paths heading 'Active paths' format 99990
-column name heading 'Parameter' format a24
-column value heading 'Value' format a30
+column dnfs_name heading 'Parameter' format a24
+column dnfs_value heading 'Value' format a30
 column verdict heading 'Verdict' format a150
 
 prompt
@@ -76,7 +76,7 @@ dnfs_open as (
     from gv$dnfs_files
 )
 select
-    f.inst_id,
+    f.inst_id as dnfs_inst_id,
     f.file_type,
     f.file_name
 from database_files f
@@ -87,8 +87,8 @@ order by f.inst_id, f.file_type, f.file_name;
 
 prompt Active dNFS paths per filer (GV$DNFS_CHANNELS)
 select
-    inst_id,
-    svrname,
+    inst_id as dnfs_inst_id,
+    svrname as dnfs_svrname,
     count(distinct path) as paths
 from gv$dnfs_channels
 group by inst_id, svrname
@@ -96,9 +96,9 @@ order by inst_id, svrname;
 
 prompt Parameters
 select
-    inst_id,
-    name,
-    value
+    inst_id as dnfs_inst_id,
+    name as dnfs_name,
+    value as dnfs_value
 from gv$parameter
 where name in ('dnfs_batch_size', 'enable_dnfs_dispatcher', 'filesystemio_options', 'disk_asynch_io')
 order by inst_id, name;
@@ -190,7 +190,7 @@ paths as (
     group by inst_id
 )
 select
-    i.inst_id,
+    i.inst_id as dnfs_inst_id,
     case
         when nvl(s.servers, 0) = 0
             then
@@ -215,13 +215,13 @@ left outer join paths p on i.inst_id = p.inst_id
 order by i.inst_id;
 -- core: end
 
-column inst_id clear
+column dnfs_inst_id clear
 column file_type clear
 column file_name clear
-column svrname clear
+column dnfs_svrname clear
 column paths clear
-column name clear
-column value clear
+column dnfs_name clear
+column dnfs_value clear
 column verdict clear
 column alert_part clear
 column alert_message clear

@@ -6,10 +6,10 @@
 --              channel failures, fallbacks to kernel NFS.
 
 column logged heading 'Logged' format a19
-column message_text heading 'Alert log (this instance, since startup)' format a130
+column dnfs_message_text heading 'Alert log (this instance, since startup)' format a130
 prompt Alert log lines mentioning Direct NFS (V$DIAG_ALERT_EXT)
 select
-    message_text,
+    message_text as dnfs_message_text,
     to_char(originating_timestamp, 'YYYY-MM-DD HH24:MI:SS') as logged
 from v$diag_alert_ext
 where
@@ -18,4 +18,4 @@ where
     and cast(originating_timestamp as date) >= (select i.startup_time from v$instance i)
 order by originating_timestamp;
 column logged clear
-column message_text clear
+column dnfs_message_text clear

@@ -11,16 +11,16 @@ define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
-column inst_id heading 'Inst' format 9999
-column svrname heading 'Filer' format a20
-column filename heading 'File' format a70
+column dnfs_inst_id heading 'Inst' format 9999
+column dnfs_svrname heading 'Filer' format a20
+column dnfs_filename heading 'File' format a70
 column size_mb heading 'MB' format 99999990.0
 column processes heading 'Procs' format 99990
 
 select
-    f.inst_id,
-    s.svrname,
-    f.filename,
+    f.inst_id as dnfs_inst_id,
+    s.svrname as dnfs_svrname,
+    f.filename as dnfs_filename,
     max(f.filesize) / 1048576 as size_mb,
     count(distinct f.pnum) as processes
 from gv$dnfs_files f
@@ -28,9 +28,9 @@ left outer join gv$dnfs_servers s on f.inst_id = s.inst_id and f.svr_id = s.id
 group by f.inst_id, s.svrname, f.filename
 order by f.inst_id, s.svrname, f.filename;
 
-column inst_id clear
-column svrname clear
-column filename clear
+column dnfs_inst_id clear
+column dnfs_svrname clear
+column dnfs_filename clear
 column size_mb clear
 column processes clear
 @@_dnfs_end

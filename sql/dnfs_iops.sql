@@ -59,7 +59,7 @@ end;
 @@dnfs_iops_snapshot
 
 column sample_time heading 'Time' format a8
-column inst_id heading 'Inst' format 9999
+column dnfs_inst_id heading 'Inst' format 9999
 column read_iops heading 'NFS reads/s' format 9999990.9
 column write_iops heading 'NFS writes/s' format 9999990.9
 column total_iops heading 'NFS r+w/s' format 9999990.9
@@ -75,7 +75,7 @@ prompt
 
 @@_dnfs_loop
 column sample_time clear
-column inst_id clear
+column dnfs_inst_id clear
 column read_iops clear
 column write_iops clear
 column total_iops clear

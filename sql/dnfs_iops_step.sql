@@ -87,7 +87,7 @@ per_instance as (
     group by inst_id
 )
 select
-    i.inst_id,
+    i.inst_id as dnfs_inst_id,
     :dnfs_cur_clock as sample_time,
     i.reads / (:dnfs_cur_t - :dnfs_prev_t) as read_iops,
     i.writes / (:dnfs_cur_t - :dnfs_prev_t) as write_iops,

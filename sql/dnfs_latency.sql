@@ -78,8 +78,8 @@ end;
 @@&_dnfs_hist_snapshot
 
 column sample_time heading 'Time' format a8
-column inst_id heading 'Inst' format 9999
-column event heading 'Event' format a30
+column dnfs_inst_id heading 'Inst' format 9999
+column dnfs_event heading 'Event' format a30
 column waits_per_s heading 'Waits/s' format 9999990.9
 column avg_ms heading 'Avg ms/wait' format 99990.999
 column fg_avg_ms heading 'FG ms/wait' format 99990.999
@@ -94,8 +94,8 @@ prompt
 
 @@_dnfs_loop
 column sample_time clear
-column inst_id clear
-column event clear
+column dnfs_inst_id clear
+column dnfs_event clear
 column waits_per_s clear
 column avg_ms clear
 column fg_avg_ms clear

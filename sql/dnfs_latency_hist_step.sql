@@ -38,7 +38,7 @@ delta as (
     where c.wait_count >= nvl(p.wait_count, 0)
 )
 select
-    d.inst_id,
+    d.inst_id as dnfs_inst_id,
     to_char(d.bound_us) as bucket,
     d.waits / (:dnfs_hist_cur_t - :dnfs_hist_prev_t) as bucket_waits_per_s,
     100 * d.waits / nullif(sum(d.waits) over (partition by d.inst_id), 0) as pct

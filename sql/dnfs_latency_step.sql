@@ -34,8 +34,8 @@ prev as (
     )
 )
 select
-    c.inst_id,
-    c.event,
+    c.inst_id as dnfs_inst_id,
+    c.event as dnfs_event,
     :dnfs_cur_clock as sample_time,
     (c.total_waits - p.total_waits) / (:dnfs_cur_t - :dnfs_prev_t) as waits_per_s,
     (c.time_waited_micro - p.time_waited_micro)

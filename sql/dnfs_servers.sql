@@ -11,14 +11,14 @@ define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
 @@_dnfs_start
 
-column inst_id heading 'Inst' format 9999
-column id heading 'Id' format 999
-column svrname heading 'Filer' format a20
-column dirname heading 'Export' format a30
-column nfsport heading 'NFS port' format 99999
+column dnfs_inst_id heading 'Inst' format 9999
+column dnfs_id heading 'Id' format 999
+column dnfs_svrname heading 'Filer' format a20
+column dnfs_dirname heading 'Export' format a30
+column dnfs_nfsport heading 'NFS port' format 99999
 column nfs_version heading 'NFS vers' format a9
-column wtmax heading 'Wtmax' format 99999999
-column rtmax heading 'Rtmax' format 99999999
+column dnfs_wtmax heading 'Wtmax' format 99999999
+column dnfs_rtmax heading 'Rtmax' format 99999999
 column open_files heading 'Files' format 99990
 column open_gb heading 'GB' format 9999990.0
 
@@ -39,28 +39,28 @@ with files as (
     group by inst_id, svr_id
 )
 select
-    s.inst_id,
-    s.id,
-    s.svrname,
-    s.dirname,
-    s.nfsport,
+    s.inst_id as dnfs_inst_id,
+    s.id as dnfs_id,
+    s.svrname as dnfs_svrname,
+    s.dirname as dnfs_dirname,
+    s.nfsport as dnfs_nfsport,
     &_dnfs_nfsversion as nfs_version,
-    s.wtmax,
-    s.rtmax,
+    s.wtmax as dnfs_wtmax,
+    s.rtmax as dnfs_rtmax,
     nvl(f.files, 0) as open_files,
     nvl(f.bytes, 0) / power(1024, 3) as open_gb
 from gv$dnfs_servers s
 left outer join files f on s.inst_id = f.inst_id and s.id = f.svr_id
 order by s.inst_id, s.id;
 
-column inst_id clear
-column id clear
-column svrname clear
-column dirname clear
-column nfsport clear
+column dnfs_inst_id clear
+column dnfs_id clear
+column dnfs_svrname clear
+column dnfs_dirname clear
+column dnfs_nfsport clear
 column nfs_version clear
-column wtmax clear
-column rtmax clear
+column dnfs_wtmax clear
+column dnfs_rtmax clear
 column open_files clear
 column open_gb clear
 @@_dnfs_end

@@ -24,6 +24,9 @@ from typing import Optional
 import sqlglot
 from sqlglot import exp
 
+import sqlcheck
+from dnfsmon import oracle_facts
+
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "Unsupported TO_NUMBER": SQLite's CAST is what we want
 
 # rule id -> what SQL*Plus does (the README's table adds the source of each).
@@ -47,6 +50,7 @@ RULES = {
     "secret-substituted": "a variable read with ACCEPT ... HIDE substituted into a line puts the secret in its text",
     "bind-stale": "bind variables keep their values for the session: a script reads only what it set in this run",
     "clear-columns": "CLEAR COLUMNS resets every column's settings, the DBA's own included: clear the pack's by name",
+    "column-dba-name": "COLUMN for a V$ column name replaces, then clears, the DBA's own setting for it: alias it",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -130,6 +134,14 @@ SQL_STARTS = {"select", "with", "insert", "update", "delete", "merge", "create",
 BLOCK_STARTS = {"begin", "declare"}
 WRITES = {"insert", "update", "delete", "merge", "create", "alter", "drop", "grant", "revoke"}
 MAX_DEPTH = 20
+# Names a DBA's login.sql formats: the columns of the V$ views (the column
+# facts shared with the agent, and the pack's own views). A COLUMN setting is
+# per name, so the pack formats only aliases of its own (dnfs_...).
+VIEW_COLUMN_NAMES = {"INST_ID"} | {
+    name
+    for facts in [*oracle_facts.VIEWS.values(), *sqlcheck.PACK_VIEWS.values(), *sqlcheck.PACK_EXTRA_COLUMNS.values()]
+    for name, _, _ in facts
+}
 VARIABLE_TYPES = re.compile(
     r"(?i)^(number|binary_float|binary_double|clob|nclob|refcursor|char|nchar"
     r"|char\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nchar\s*\(\s*(\d+)\s*\)"
@@ -373,6 +385,8 @@ class SqlPlus:
                     self._find(path, number, "column-clear", f"SP2-0046: COLUMN '{name}' not defined")
                 state.columns.pop(name, None)
             else:
+                if name.upper() in VIEW_COLUMN_NAMES:
+                    self._find(path, number, "column-dba-name", f"COLUMN {name}: a V$ column name the DBA may format")
                 column = state.columns.setdefault(name, {})
                 if "new_value" in options:
                     column["new_value"] = options[options.index("new_value") + 1]

@@ -102,6 +102,7 @@ RULE_EXAMPLES = {
     "column-clear": "column never_set clear\n",
     "bind-stale": "variable t number\nbegin\n    if :t is null then\n        :t := 1;\n    end if;\nend;\n/\n",
     "clear-columns": "column x format a10\nclear columns\n",
+    "column-dba-name": "column name heading 'Parameter' format a24\nselect name from v$parameter;\ncolumn name clear\n",
     "secret-substituted": "whenever sqlerror exit failure\naccept pw char prompt 'Password: ' hide\n"
     "begin\n    execute immediate 'alter user dnfsmon identified by \"&pw\"';\nend;\n/\n",
 }
@@ -186,7 +187,8 @@ def test_a_second_run_in_the_same_session_starts_clean_and_leaves_the_dbas_colum
     """
     database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=ALL_GRANTED)
     session = sqlplus_rules.SqlPlus(SQL, database)
-    dba_columns = ("username", "sql_text", "machine")
+    # What a login.sql formats: V$ column names (those the pack reads among them).
+    dba_columns = ("name", "value", "event", "inst_id", "filename", "message_text", "username", "sql_text")
     for script, args in (
         ("dnfs_iops.sql", ("5", "2")),
         ("dnfs_latency.sql", ("5", "2")),
@@ -631,7 +633,7 @@ def iops_rows(workload=None, churn=True):
 
 def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
     workload, raws, rows = iops_rows()
-    pack = {row["inst_id"]: row for row in rows}
+    pack = {row["dnfs_inst_id"]: row for row in rows}
     agent = {dict(p.tags)["instance"]: p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"}
     assert len(pack) == 2
     for inst, row in pack.items():
@@ -685,7 +687,7 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
     agent = {dict(p.tags)["event"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_event"}
     assert len(events) == len(io_events())
     for row in events:
-        mine = agent[row["event"]]
+        mine = agent[row["dnfs_event"]]
         assert row["waits_per_s"] == pytest.approx(mine["waits_per_s"], rel=1e-12)
         assert row["avg_ms"] * 1000 == pytest.approx(mine["avg_latency_us"], rel=1e-12)
     agent_buckets = {
@@ -764,13 +766,13 @@ def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_gu
     tables = rac_with_standby_logs()
     assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
-    assert [(v["inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
+    assert [(v["dnfs_inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
     assert all("all 6 database files open through dNFS" in v["verdict"] for v in verdicts)  # 2 data, temp, ctl, 2 logs
     # An own-thread online log not open through dNFS is still caught.
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
     listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
-    assert [(r["inst_id"], r["file_type"], r["file_name"]) for r in listed] == [(1, "Redo log", name)]
+    assert [(r["dnfs_inst_id"], r["file_type"], r["file_name"]) for r in listed] == [(1, "Redo log", name)]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
@@ -831,7 +833,7 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
     iops = sqlplus_table(
         rows,
         [
-            "inst_id",
+            "dnfs_inst_id",
             "sample_time",
             "read_iops",
             "write_iops",
@@ -846,11 +848,11 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
     _, events, buckets, _ = latency_rows(first_hit=False)
     latency = sqlplus_table(
         events,
-        ["inst_id", "event", "sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
+        ["dnfs_inst_id", "dnfs_event", "sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
         column_formats("dnfs_latency.sql"),
     )
     histogram = sqlplus_table(
-        buckets, ["inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency.sql")
+        buckets, ["dnfs_inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency.sql")
     )
     manual = read(os.path.join(SQL, "README.md"))
     for block in (iops, latency, histogram):
