@@ -20,13 +20,11 @@ from dnfsmon import oracle_facts
 
 # Views only the SQL pack reads (dnfs_check.sql, dnfs_iops), with the same
 # shape as oracle_facts.VIEWS: (column, first release, last release or None).
-# Oracle Database Reference: V$DATAFILE, V$TEMPFILE, V$CONTROLFILE (CON_ID
-# from 12.1); V$LOGFILE (TYPE is ONLINE or STANDBY); V$LOG (the online
-# groups, THREAD#); V$SESSION (PADDR = V$PROCESS.ADDR, LOGON_TIME a DATE);
-# V$DIAG_ALERT_EXT (documented from 12.2).
+# Oracle Database Reference: V$CONTROLFILE (CON_ID from 12.1); V$LOGFILE
+# (TYPE is ONLINE or STANDBY); V$LOG (the online groups, THREAD#);
+# V$DIAG_ALERT_EXT (documented from 12.2). V$DATAFILE and V$TEMPFILE are the
+# agent's too (oracle_facts.VIEWS).
 PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
-    "V$DATAFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
-    "V$TEMPFILE": [("FILE#", "11.2.0.4", None), ("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$LOGFILE": [
         ("GROUP#", "11.2.0.4", None),
         ("TYPE", "11.2.0.4", None),
@@ -35,7 +33,6 @@ PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
     ],
     "V$LOG": [("GROUP#", "11.2.0.4", None), ("THREAD#", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$CONTROLFILE": [("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
-    "V$SESSION": [("PADDR", "11.2.0.4", None), ("LOGON_TIME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$DIAG_ALERT_EXT": [("ORIGINATING_TIMESTAMP", "12.2", None), ("MESSAGE_TEXT", "12.2", None)],
 }
 # Columns only the pack reads from views the agent reads too (added to
