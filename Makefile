@@ -51,11 +51,12 @@ test: lint
 	tests/bootstrap/lab-packages.sh
 	$(BIN)/python -m pytest
 
-## make bench: benchmarks against peers (on demand; not part of make test).
+## make bench: benchmarks against peers (on demand; not part of make test); needs Go and the module proxy.
+## BENCH_ARGS=--quick for a first look; writes bench/RESULTS.md and bench/scaling.png.
 bench: $(TOOLS)
 	tests/bootstrap/debian-packages.sh
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[bench]'
-	$(BIN)/python bench/collect_cost.py
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis .mypy_cache .ruff_cache

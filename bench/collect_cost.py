@@ -46,28 +46,34 @@ def measure(argv, runs):
     return statistics.median(cpu), max(rss)
 
 
+def commands(directory):
+    """The commands compared, with their configs written under directory."""
+    config = os.path.join(directory, "bench.toml")
+    with open(config, "w") as f:
+        f.write(f"[agent]\nstate_dir = '{directory}/state'\n[store]\ndir = '{directory}/store'\n")
+    lean = os.path.join(directory, "lean.toml")
+    with open(lean, "w") as f:
+        f.write(
+            f"[agent]\nstate_dir = '{directory}/lean-state'\n[store]\ndir = '{directory}/lean-store'\n"
+            "[host]\nsources = ['nic', 'tcp', 'mountstats', 'rpc']\n"
+        )
+    return {
+        "dnfsmon collect": [sys.executable, "-m", "dnfsmon", "--config", config, "collect"],
+        "collect, no filer_tcp": [sys.executable, "-m", "dnfsmon", "--config", lean, "collect"],
+        "import influxdb_client": [sys.executable, "-c", "import influxdb_client"],
+        "import pyroute2": [sys.executable, "-c", "import pyroute2.iproute.linux, pyroute2.netlink.diag"],
+        "nicstat": ["nicstat", "-p"],
+        "python+psutil": [sys.executable, "-c", "import psutil; psutil.net_io_counters(pernic=True)"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        config = os.path.join(directory, "bench.toml")
-        with open(config, "w") as f:
-            f.write(f"[agent]\nstate_dir = '{directory}/state'\n[store]\ndir = '{directory}/store'\n")
-        lean = os.path.join(directory, "lean.toml")
-        with open(lean, "w") as f:
-            f.write(
-                f"[agent]\nstate_dir = '{directory}/lean-state'\n[store]\ndir = '{directory}/lean-store'\n"
-                "[host]\nsources = ['nic', 'tcp', 'mountstats', 'rpc']\n"
-            )
-        commands = {
-            "dnfsmon collect": [sys.executable, "-m", "dnfsmon", "--config", config, "collect"],
-            "collect, no filer_tcp": [sys.executable, "-m", "dnfsmon", "--config", lean, "collect"],
-            "import influxdb_client": [sys.executable, "-c", "import influxdb_client"],
-            "nicstat": ["nicstat", "-p"],
-            "python+psutil": [sys.executable, "-c", "import psutil; psutil.net_io_counters(pernic=True)"],
-        }
-        results = {name: measure(argv, args.runs) for name, argv in commands.items()}
+        results = {name: measure(argv, args.runs) for name, argv in commands(directory).items()}
     ours_cpu, ours_rss = results["dnfsmon collect"]
     print(f"{'command':<24} {'CPU s (median)':>15} {'peak RSS MiB':>13} {'dnfsmon/this CPU':>17} {'RSS':>6}")
     for name, (cpu, rss) in results.items():

@@ -1,0 +1,285 @@
+"""dnfsmon against its peers, paired and repeated: `make bench` (or `--quick`).
+
+Each comparison runs dnfsmon and its peer one after the other, PAIRS times
+(alternating which goes first), on the same generated inputs
+(bench/inputs.py: the committed real mountstats fixtures scaled to N mounts),
+and reports the ratio dnfsmon / peer of each pair: min, median and max. Only
+these ratios are comparable between runs: the machine may be loaded, and
+every figure is CPU time (CLOCK_PROCESS_CPUTIME_ID in process, wait4's rusage
+for whole processes), which load inflates less than wall time.
+
+Peers, built or found at run time (nothing built is committed):
+- prometheus/procfs's mountstats parser (Go), bench/procfs/, built with
+  `go build` against the Go module proxy;
+- nfs-utils' `mountstats iostat -f NEW -S OLD` (Debian nfs-common);
+- `python3 -c pass`: the floor of any Python process;
+- the collect_cost.py comparison (nicstat, python+psutil) as before.
+
+Writes the figures into bench/RESULTS.md (between the figures markers; the
+rest of that file is written by hand) and a scaling plot, bench/scaling.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import collect_cost  # noqa: E402
+import inputs  # noqa: E402
+
+RESULTS = os.path.join(HERE, "RESULTS.md")
+PLOT = os.path.join(HERE, "scaling.png")
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+GO = shutil.which("go") or "/usr/local/go/bin/go"
+# In-process repeats per measurement: the median of these is one pair's figure.
+REPEATS = 5
+
+
+def build_procfs(directory: str) -> str:
+    binary = os.path.join(directory, "procfs-bench")
+    subprocess.run([GO, "build", "-o", binary, "."], cwd=os.path.join(HERE, "procfs"), check=True)
+    return binary
+
+
+def cpu_of_worker(argv: list[str]) -> float:
+    """Median CPU seconds of the repeats a worker (ours or procfs) printed as a JSON list."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return statistics.median(json.loads(result.stdout.splitlines()[-1]))
+
+
+def ours(*args: str) -> list[str]:
+    return [sys.executable, os.path.join(HERE, "worker.py"), *args]
+
+
+def process_cost(argv: list[str]) -> tuple[float, float]:
+    cpu, rss = collect_cost.measure(argv, 1)
+    return cpu, rss
+
+
+class Comparison:
+    def __init__(self, name: str, peer: str, target: str, limit: Optional[float]):
+        self.name, self.peer, self.target, self.limit = name, peer, target, limit
+        self.ours: list[float] = []
+        self.theirs: list[float] = []
+        self.ratios: list[float] = []
+
+    def run(self, pairs: int, measure_ours: Callable[[], float], measure_peer: Callable[[], float]) -> None:
+        for pair in range(pairs):
+            if pair % 2:
+                theirs, mine = measure_peer(), measure_ours()
+            else:
+                mine, theirs = measure_ours(), measure_peer()
+            self.ours.append(mine)
+            self.theirs.append(theirs)
+            self.ratios.append(mine / theirs)
+        print(self.line(), flush=True)
+
+    def verdict(self) -> str:
+        if self.limit is None:
+            return "-"
+        return "met" if statistics.median(self.ratios) <= self.limit else "MISSED"
+
+    def line(self) -> str:
+        r = self.ratios
+        return (
+            f"| {self.name} | {statistics.median(self.ours) * 1000:.1f} ms | {self.peer} "
+            f"{statistics.median(self.theirs) * 1000:.1f} ms | {min(r):.2f} / {statistics.median(r):.2f} / {max(r):.2f} "
+            f"| {self.target} | {self.verdict()} |"
+        )
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = os.getloadavg()
+    return (
+        f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), Linux {platform.release()}, "
+        f"Python {platform.python_version()}, load average at the start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+
+
+def write_results(text: str) -> None:
+    with open(RESULTS) as f:
+        page = f.read()
+    head, _, rest = page.partition(START)
+    _, _, tail = rest.partition(END)
+    with open(RESULTS, "w") as f:
+        f.write(f"{head}{START}\n{text}\n{END}{tail}")
+
+
+def plot(scaling: dict[str, dict[int, float]]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for name, figures in scaling.items():
+        counts = sorted(figures)
+        axes.plot(counts, [figures[n] * 1000 for n in counts], marker="o", label=name)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("NFS mounts")
+    axes.set_ylabel("CPU ms (median)")
+    axes.set_title("mountstats work against mounts, CPU time")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(PLOT, dpi=100)
+    print(f"wrote {PLOT}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="3 pairs and mounts up to 100 only (a first look)")
+    parser.add_argument("--pairs", type=int, default=5, help="paired runs per comparison (default 5)")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md and the plot alone")
+    args = parser.parse_args()
+    pairs = 3 if args.quick else args.pairs
+    counts = [1, 10, 100] if args.quick else [1, 10, 100, 1000]
+    largest = counts[-1]
+    started = time.time()
+    header = machine()
+    print(header)
+    comparisons: list[Comparison] = []
+    scaling: dict[str, dict[int, float]] = {
+        "dnfsmon parse": {},
+        "procfs parse": {},
+        "dnfsmon parse+diff+fields, all active": {},
+        "procfs parse+diff, all active": {},
+        "dnfsmon parse+diff+fields, 10% active": {},
+    }
+    table = (
+        "| work | dnfsmon | peer (same run) | ratio min / median / max | target | verdict |\n|---|---|---|---|---|---|"
+    )
+    print(table)
+    with tempfile.TemporaryDirectory(prefix="dnfsmon-bench-") as directory:
+        procfs = build_procfs(directory)
+        for count in counts:
+            all_old, all_new = inputs.make_pair(os.path.join(directory, f"{count}-all"), count, 1.0)
+            few_old, few_new = inputs.make_pair(os.path.join(directory, f"{count}-few"), count, 0.1)
+            at_target = count == 1000
+
+            parse = Comparison(
+                f"mountstats parse, {count} mounts",
+                "procfs",
+                "≤ 2× procfs" if at_target else "",
+                2 if at_target else None,
+            )
+            parse.run(
+                pairs,
+                lambda old=all_old: cpu_of_worker(ours("parse", old, str(REPEATS))),
+                lambda old=all_old: cpu_of_worker([procfs, "parse", old, str(REPEATS)]),
+            )
+            comparisons.append(parse)
+            scaling["dnfsmon parse"][count] = statistics.median(parse.ours)
+            scaling["procfs parse"][count] = statistics.median(parse.theirs)
+
+            for label, old, new, target, limit, curve in (
+                ("all active", all_old, all_new, "≤ 3× procfs", 3.0, "all active"),
+                ("10 % active", few_old, few_new, "≤ 1× procfs", 1.0, "10% active"),
+            ):
+                both = Comparison(
+                    f"parse both + diff + fields, {count} mounts, {label}",
+                    "procfs",
+                    target if at_target else "",
+                    limit if at_target else None,
+                )
+                both.run(
+                    pairs,
+                    lambda old=old, new=new: cpu_of_worker(ours("diff", old, new, str(REPEATS))),
+                    lambda old=old, new=new: cpu_of_worker([procfs, "diff", old, new, str(REPEATS)]),
+                )
+                comparisons.append(both)
+                scaling[f"dnfsmon parse+diff+fields, {curve}"][count] = statistics.median(both.ours)
+                if curve == "all active":
+                    scaling["procfs parse+diff, all active"][count] = statistics.median(both.theirs)
+
+        # Whole processes: what a user runs.
+        old, new = inputs.make_pair(os.path.join(directory, f"{largest}-iostat"), largest, 1.0)
+        whole = Comparison(
+            f"`dnfsmon diff` vs `mountstats iostat`, {largest} mounts, whole process",
+            "nfs-utils",
+            "≤ 0.5× (2× faster)",
+            0.5 if largest == 1000 else None,
+        )
+        rss: list[float] = []
+
+        def our_diff() -> float:
+            cpu, peak = process_cost(
+                [sys.executable, "-m", "dnfsmon", "diff", f"{old}/capture", f"{new}/capture", "--format", "lp"]
+            )
+            rss.append(peak)
+            return cpu
+
+        whole.run(
+            pairs,
+            our_diff,
+            lambda: process_cost(["mountstats", "iostat", "-f", f"{new}/1/mountstats", "-S", f"{old}/1/mountstats"])[0],
+        )
+        comparisons.append(whole)
+
+        floor = Comparison("`dnfsmon collect` (this host), one sample", "`python -c pass`", "", None)
+        cost_commands = collect_cost.commands(directory)
+        collect_rss: list[float] = []
+
+        def one_collect() -> float:
+            cpu, peak = process_cost(cost_commands["dnfsmon collect"])
+            collect_rss.append(peak)
+            return cpu
+
+        floor.run(pairs, one_collect, lambda: process_cost([sys.executable, "-c", "pass"])[0])
+        comparisons.append(floor)
+        for name in ("nicstat", "python+psutil"):
+            peer = Comparison("`dnfsmon collect` (this host), one sample", f"`{name}`", "", None)
+            peer.run(
+                pairs,
+                lambda: process_cost(cost_commands["dnfsmon collect"])[0],
+                lambda n=name: process_cost(cost_commands[n])[0],
+            )
+            comparisons.append(peer)
+
+    lines = [
+        f"Run of {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"{'quick (3 pairs)' if args.quick else f'{pairs} pairs'}, {time.time() - started:.0f} s.",
+        "",
+        f"Machine: {header}.",
+        "",
+        "Absolute figures are CPU time on a shared, loaded machine; compare the ratios, measured in the same run.",
+        "",
+        table,
+        *[c.line() for c in comparisons],
+        "",
+        f"Peak RSS: `dnfsmon diff` at {largest} mounts {max(rss):.1f} MiB; "
+        f"`dnfsmon collect` on this host {max(collect_rss):.1f} MiB.",
+    ]
+    text = "\n".join(lines)
+    print(lines[-1])
+    if not args.no_write:
+        write_results(text)
+        plot(scaling)
+        print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
