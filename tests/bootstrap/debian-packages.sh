@@ -11,6 +11,7 @@ declare -A needed=(
   [tmux]=tmux                # tests/test_top.py runs dnfsmon top in a real terminal
   [logrotate]=logrotate       # tests/test_install.py checks the recipe's logrotate file with logrotate -d
   [systemd-analyze]=systemd  # tests/test_install.py verifies the contrib units with systemd-analyze verify
+  [ip]=iproute2              # tests/test_netlink.py compares the addresses read over netlink with ip -j addr
 )
 
 missing=()

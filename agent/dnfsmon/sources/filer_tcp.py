@@ -7,10 +7,10 @@ cwnd, unacked bytes, retransmissions), and what `ss -ti` prints.
 
 Read through netlink sock_diag (include/uapi/linux/inet_diag.h, the
 INET_DIAG_INFO extension carrying struct tcp_info of
-include/uapi/linux/tcp.h) with pyroute2, a maintained netlink library,
-rather than by parsing `ss` output (another tool's human display, whose
-format changes between iproute2 releases). pyroute2 is imported only when this source runs; its
-import costs about 0.1 s of CPU (bench/collect_cost.py measures it).
+include/uapi/linux/tcp.h) with dnfsmon.netlink, a small standard-library
+reader, rather than by parsing `ss` output (another tool's human display,
+whose format changes between iproute2 releases). It replaced pyroute2, whose
+import alone cost about 0.2 s of CPU per run (bench/RESULTS.md).
 
 The reader keeps established sockets whose remote port is an NFS port
 (host.nfs_ports, 2049 by default; the kernel filters by port) and records
@@ -29,7 +29,7 @@ import json
 import socket
 from typing import Optional
 
-from .. import rates
+from .. import netlink, rates
 from ..points import Point, epoch_ns
 from ..rates import Sample
 from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
@@ -54,8 +54,7 @@ GAUGES = (
 )
 # TCP_INFINITE_SSTHRESH (include/net/tcp.h): slow start has not ended; no value.
 INFINITE_SSTHRESH = 0x7FFFFFFF
-# 1 << (INET_DIAG_INFO - 1): ask sock_diag for struct tcp_info.
-INET_DIAG_INFO_EXTENSION = 1 << (2 - 1)
+# 1 << TCP_ESTABLISHED (include/net/tcp_states.h): established sockets only.
 TCP_ESTABLISHED_STATES = 1 << 1
 
 
@@ -65,34 +64,14 @@ def normalise_address(address: str) -> str:
 
 
 def read_sockets(nfs_ports: tuple[int, ...]) -> dict:
-    """The live sockets to the filers and the local addresses' interfaces (pyroute2)."""
-    from pyroute2.iproute.linux import IPRoute
-    from pyroute2.netlink.diag import DiagSocket
-
-    found = []
-    with DiagSocket() as diag:
-        diag.bind()
-        for family in (socket.AF_INET, socket.AF_INET6):
-            for port in nfs_ports:
-                for message in diag.get_sock_stats(
-                    family=family, states=TCP_ESTABLISHED_STATES, extensions=INET_DIAG_INFO_EXTENSION, dport=port
-                ):
-                    info = message.get_attr("INET_DIAG_INFO")
-                    found.append(
-                        {
-                            "src": message["idiag_src"],
-                            "sport": message["idiag_sport"],
-                            "dst": message["idiag_dst"],
-                            "dport": message["idiag_dport"],
-                            "cookie": message["idiag_cookie"],
-                            "tcp_info": {} if info is None else {k: info[k] for k in COUNTERS + GAUGES if k in info},
-                        }
-                    )
-    interfaces = {}
-    with IPRoute() as ip:
-        names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ip.get_links()}
-        for address in ip.get_addr():
-            interfaces[address.get_attr("IFA_ADDRESS")] = names.get(address["index"], "")
+    """The live sockets to the filers and the local addresses' interfaces (netlink)."""
+    found = [
+        {**entry, "tcp_info": {k: v for k, v in entry["tcp_info"].items() if k in COUNTERS + GAUGES}}
+        for family in (socket.AF_INET, socket.AF_INET6)
+        for port in nfs_ports
+        for entry in netlink.tcp_sockets(family, TCP_ESTABLISHED_STATES, port)
+    ]
+    interfaces = {entry["address"]: entry["interface"] for entry in netlink.addresses()}
     return {"sockets": found, "interfaces": interfaces}
 
 

@@ -7,8 +7,8 @@ LOCAL when oranfstab names it), else from the routing table. So this source
 publishes both:
 
 - addresses (measurement dnfsmon_address): every interface address, read
-  through netlink RTM_GETADDR with pyroute2 (already an agent dependency for
-  filer_tcp) and stored as JSON in the capture file
+  through netlink RTM_GETADDR (dnfsmon.netlink, as filer_tcp's sockets) and
+  stored as JSON in the capture file
   "netlink/addresses.json":
       {"addresses": [{"interface": "eth1", "address": "10.0.1.1", "prefix_len": 24}]}
   /proc has no list of IPv4 addresses by interface (/proc/net/fib_trie
@@ -28,7 +28,7 @@ import ipaddress
 import json
 from typing import Optional
 
-from .. import rates
+from .. import netlink, rates
 from ..points import Point
 from ..rates import Sample
 from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
@@ -45,21 +45,8 @@ RTF_UP = 0x0001
 
 
 def read_addresses() -> dict:
-    """Every interface address of the host, live (pyroute2, netlink RTM_GETADDR)."""
-    from pyroute2.iproute.linux import IPRoute
-
-    found = []
-    with IPRoute() as ip:
-        names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ip.get_links()}
-        for message in ip.get_addr():
-            found.append(
-                {
-                    "interface": names.get(message["index"], ""),
-                    "address": message.get_attr("IFA_ADDRESS"),
-                    "prefix_len": message["prefixlen"],
-                }
-            )
-    return {"addresses": found}
+    """Every interface address of the host, live (netlink RTM_GETADDR)."""
+    return {"addresses": netlink.addresses()}
 
 
 def read(inputs: HostInputs) -> Raw:
