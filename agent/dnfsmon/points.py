@@ -19,6 +19,7 @@ quarantined with that reason rather than silently altered.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -28,6 +29,9 @@ FieldValue = Union[int, float, str, bool]
 
 @dataclass(frozen=True)
 class Point:
+    # Slots, not a __dict__ per point: a sample at 1000 NFS mounts publishes some 35 000.
+    __slots__ = ("fields", "measurement", "tags", "time_ns")
+
     measurement: str
     tags: tuple[tuple[str, str], ...]
     fields: Mapping[str, FieldValue]
@@ -47,7 +51,14 @@ def epoch_ns(wall_time: float) -> int:
     return round(wall_time * 1e9)
 
 
+# Any character _escape has to look at; most names and tags have none, and
+# are written as they are after this one search.
+_NEEDS_CARE = re.compile(r"[\\\n\r, =]")
+
+
 def _escape(text: str, specials: str) -> str:
+    if _NEEDS_CARE.search(text) is None:
+        return text
     if "\n" in text or "\r" in text:
         raise ValueError(f"line protocol cannot carry a newline in {text!r}")
     if text.endswith("\\") or any(f"\\{char}" in text for char in specials):
@@ -58,6 +69,10 @@ def _escape(text: str, specials: str) -> str:
 
 
 def _field_value(value: FieldValue) -> str:
+    if type(value) is float:  # the common case first; subclasses take the checks below
+        if not math.isfinite(value):
+            raise ValueError(f"line protocol cannot carry {value}")
+        return repr(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

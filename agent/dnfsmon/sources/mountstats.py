@@ -139,6 +139,11 @@ XPRT_COUNTERS = (
     "pending_u",
 )
 
+# The counters' names in a mount's sample (prefixed: one namespace per line of the block).
+EVENT_KEYS = tuple(f"ev_{name}" for name in EVENT_COUNTERS)
+BYTE_KEYS = tuple(f"b_{name}" for name in BYTE_COUNTERS)
+XPRT_KEYS = tuple(f"x_{name}" for name in XPRT_COUNTERS)
+
 DEVICE_RE = re.compile(r"^device (\S+) mounted on (\S+) with fstype (\S+)(?: statvers=(\S+))?\s*$")
 RPC_RE = re.compile(r"^RPC iostats version:\s*(\S+)\s+p/v:\s*(\d+)/(\d+)")
 
@@ -176,9 +181,11 @@ class Mount:
 
 
 def _ints(words: list[str], path: str, number: int, line: str) -> list[int]:
-    if not all(is_unsigned(w) for w in words):
+    # The words joined are ASCII digits exactly when each word is (split() leaves
+    # no empty word): one check per line instead of one per counter.
+    if not is_unsigned("".join(words)):
         raise ParseError(path, "expected unsigned integers", number, line)
-    return [int(w) for w in words]
+    return list(map(int, words))
 
 
 def _version_ok(text: str) -> bool:
@@ -198,18 +205,15 @@ def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseEr
     if statvers is None or not _version_ok(statvers):
         raise ParseError(path, f"NFS mount needs statvers >= 1.0, found {statvers!r}", first, lines[0])
     mount = Mount(unescape(device), unescape(mountpoint), fstype, statvers, first)
-    in_ops = False
-    for number, line in enumerate(lines[1:], start=first + 1):
+    ops_from = len(lines)
+    for index in range(1, len(lines)):
+        line = lines[index]
+        number = first + index
         words = line.split()
         if not words:
             continue
         tag = words[0]
-        if in_ops:
-            if not tag.endswith(":") or len(words) - 1 < OP_MIN_FIELDS:
-                raise ParseError(path, f"per-op line needs a name and at least {OP_MIN_FIELDS} counters", number, line)
-            values = _ints(words[1:], path, number, line)
-            mount.ops[tag[:-1]] = dict(zip(OP_FIELDS, values))
-        elif tag == "opts:":
+        if tag == "opts:":
             # Some kernels (and the Telegraf capture) have spaces after commas.
             for option in "".join(words[1:]).split(","):
                 key, _, value = option.partition("=")
@@ -243,9 +247,22 @@ def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseEr
                 )
             mount.transports.append((protocol, dict(zip(names, values))))
         elif tag == "per-op":
-            in_ops = True
+            ops_from = index + 1
+            break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
+    # The per-op lines, most of a block (one per NFS procedure): a loop of their own.
+    ops = mount.ops
+    for index in range(ops_from, len(lines)):
+        line = lines[index]
+        words = line.split()
+        if not words:
+            continue
+        if len(words) <= OP_MIN_FIELDS or not words[0].endswith(":"):
+            raise ParseError(
+                path, f"per-op line needs a name and at least {OP_MIN_FIELDS} counters", first + index, line
+            )
+        ops[words[0][:-1]] = dict(zip(OP_FIELDS, _ints(words[1:], path, first + index, line)))
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
@@ -253,19 +270,17 @@ def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseEr
 
 def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], list[ParseError]]:
     """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others."""
-    blocks: list[tuple[int, list[str]]] = []
-    problems: list[ParseError] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.startswith("device "):
-            blocks.append((number, [line]))
-        elif blocks:
-            blocks[-1][1].append(line)
-        elif line.strip():
-            problems.append(ParseError(path, "line outside any 'device' block", number, line))
+    lines = text.splitlines()
+    starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
+    problems: list[ParseError] = [
+        ParseError(path, "line outside any 'device' block", index + 1, line)
+        for index, line in enumerate(lines[: starts[0] if starts else len(lines)])
+        if line.strip()
+    ]
     mounts: dict[str, Mount] = {}
-    for first, lines in blocks:
+    for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
-            mount = _parse_block(first, lines, path, problems)
+            mount = _parse_block(start + 1, lines[start:end], path, problems)
         except ParseError as error:
             problems.append(error)
             continue
@@ -325,24 +340,41 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         # The counters started when the export was mounted: a drop of `age`
         # (a remount) moves this start and re-baselines every key below.
         started = raw.time - (mount.age or 0)
-        counters: dict[str, int] = {f"ev_{k}": v for k, v in mount.events.items()}
-        counters.update({f"b_{k}": v for k, v in mount.bytes.items()})
-        for name in XPRT_COUNTERS:
+        counters: dict[str, int] = dict(zip(EVENT_KEYS, mount.events.values()))
+        counters.update(zip(BYTE_KEYS, mount.bytes.values()))
+        for name, counter in zip(XPRT_COUNTERS, XPRT_KEYS):
             present = [t[name] for _, t in mount.transports if name in t]
             if present and len(present) == len(mount.transports):
-                counters[f"x_{name}"] = sum(present)
+                counters[counter] = sum(present)
         result.append(
             Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started)
         )
-        for op, values in mount.ops.items():
-            result.append(
-                Sample(OP_MEASUREMENT, (*key, ("op", op)), raw.time, raw.wall_time, dict(values), {}, identity, started)
-            )
+        # Each op's counters are the parsed dict itself: nothing else holds or changes it.
+        result.extend(
+            Sample(OP_MEASUREMENT, (*key, ("op", op)), raw.time, raw.wall_time, values, {}, identity, started)
+            for op, values in mount.ops.items()
+        )
     return result, problems
+
+
+# op_fields of an idle op (every delta 0), by the names of its deltas: the
+# figures are then constants (0.0 per second, no average over zero ops), so
+# they are computed once by op_fields itself and copied for the other idle ops.
+_IDLE_OP_FIELDS: dict[tuple[str, ...], dict[str, rates.Gauge]] = {}
 
 
 def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
+    d = interval.deltas
+    if not any(d.values()):
+        names = tuple(d)
+        if names not in _IDLE_OP_FIELDS:
+            _IDLE_OP_FIELDS[names] = _op_fields(interval)
+        return dict(_IDLE_OP_FIELDS[names])
+    return _op_fields(interval)
+
+
+def _op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     ops = d.get("ops")
     if ops is None:
@@ -370,10 +402,10 @@ def mount_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     sends = d.get("x_sends")
     out: dict[str, Optional[rates.Gauge]] = {}
-    for name in EVENT_COUNTERS:
-        out[f"{name}_per_s"] = interval.rate(f"ev_{name}")
-    for name in BYTE_COUNTERS:
-        per_s = interval.rate(f"b_{name}")
+    for name, counter in zip(EVENT_COUNTERS, EVENT_KEYS):
+        out[f"{name}_per_s"] = interval.rate(counter)
+    for name, counter in zip(BYTE_COUNTERS, BYTE_KEYS):
+        per_s = interval.rate(counter)
         if name.endswith("pages"):
             out[f"{name}_per_s"] = per_s
         else:
