@@ -41,6 +41,10 @@ class Outcome:
 def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, previous: Mapping[str, Sample]) -> Outcome:
     """Points from one reading of every source, given the previous samples."""
     outcome = Outcome(samples=dict(previous), failures=dict(failures))
+    # The previous keys of each measurement, found in one pass (not one per source).
+    keys_of: dict[str, list[str]] = {}
+    for key, sample in previous.items():
+        keys_of.setdefault(sample.measurement, []).append(key)
     for name, raw in raws.items():
         source = ALL_SOURCES[name]
         try:
@@ -62,9 +66,9 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
         # Keys gone from a measurement this read produced (an interface
         # removed) leave the state; measurements a failed source or query did
         # not produce keep their previous samples for the next read.
-        produced = {s.measurement for s in parsed.samples}
-        for key in [k for k, s in outcome.samples.items() if s.measurement in produced]:
-            del outcome.samples[key]
+        for measurement in {s.measurement for s in parsed.samples}:
+            for key in keys_of.pop(measurement, ()):
+                outcome.samples.pop(key, None)
         outcome.samples.update((s.state_key, s) for s in parsed.samples)
     return outcome
 

@@ -84,13 +84,28 @@ def _field_value(value: FieldValue) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# Tag keys, tag values and field keys as escaped, by their text: a store holds
+# the same few hundred names over and over. Bounded; names that cannot be
+# written raise and are never remembered.
+_ESCAPED_NAMES: dict[str, str] = {}
+_ESCAPED_NAMES_MAX = 20_000
+
+
+def _name(text: str) -> str:
+    """A tag key, tag value or field key escaped (commas, equals signs, spaces)."""
+    escaped = _ESCAPED_NAMES.get(text)
+    if escaped is None:
+        escaped = _escape(text, ",= ")
+        if len(_ESCAPED_NAMES) < _ESCAPED_NAMES_MAX:
+            _ESCAPED_NAMES[text] = escaped
+    return escaped
+
+
 def to_line(point: Point) -> str:
     """One line of line protocol (no newline); ValueError when it cannot be written."""
     if not point.fields:
         raise ValueError(f"point of {point.measurement} has no fields")
     head = _escape(point.measurement, ", ")
-    for key, value in sorted(point.tags):
-        if value != "":
-            head += f",{_escape(key, ',= ')}={_escape(value, ',= ')}"
-    body = ",".join(f"{_escape(k, ',= ')}={_field_value(v)}" for k, v in sorted(point.fields.items()))
-    return f"{head} {body} {point.time_ns}"
+    tags = "".join([f",{_name(key)}={_name(value)}" for key, value in sorted(point.tags) if value != ""])
+    body = ",".join([f"{_name(k)}={_field_value(v)}" for k, v in sorted(point.fields.items())])
+    return f"{head}{tags} {body} {point.time_ns}"

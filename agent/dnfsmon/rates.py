@@ -60,7 +60,18 @@ class Sample:
     the time and 20 MiB more (bench/RESULTS.md).
     """
 
-    __slots__ = ("counters", "gauges", "identity", "key", "measurement", "started", "time", "wall_time", "widths")
+    __slots__ = (
+        "_state_key",
+        "counters",
+        "gauges",
+        "identity",
+        "key",
+        "measurement",
+        "started",
+        "time",
+        "wall_time",
+        "widths",
+    )
 
     # Measurement the key belongs to, e.g. "dnfsmon_nic".
     measurement: str
@@ -109,12 +120,18 @@ class Sample:
 
     @property
     def state_key(self) -> str:
-        """Stable text key for the state file: measurement plus tags."""
+        """Stable text key for the state file: measurement plus tags (made once, when first asked)."""
+        try:
+            return self._state_key  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
         try:
             # "=".join over the (tag, value) pairs runs in C; the same text as the f-string below.
-            return ",".join([self.measurement, *map("=".join, self.key)])
+            text = ",".join([self.measurement, *map("=".join, self.key)])
         except TypeError:  # a value that is not a str (a source's mistake, still a valid key)
-            return self.measurement + "".join([f",{k}={v}" for k, v in self.key])
+            text = self.measurement + "".join([f",{k}={v}" for k, v in self.key])
+        object.__setattr__(self, "_state_key", text)
+        return text
 
     def to_json(self) -> dict:
         return {

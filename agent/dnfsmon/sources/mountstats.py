@@ -328,6 +328,7 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     mounts, problems = parse_mountstats(raw.text(MOUNTSTATS))
     identity = boot_identity(raw)
     result: list[Sample] = []
+    op_tags: dict[str, tuple[str, str]] = {}
     for mount in mounts:
         key = (
             ("host", host),
@@ -350,10 +351,12 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started)
         )
         # Each op's counters are the parsed dict itself: nothing else holds or changes it.
-        result.extend(
-            Sample(OP_MEASUREMENT, (*key, ("op", op)), raw.time, raw.wall_time, values, {}, identity, started)
-            for op, values in mount.ops.items()
-        )
+        for op, values in mount.ops.items():
+            if op not in op_tags:
+                op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
+            result.append(
+                Sample(OP_MEASUREMENT, (*key, op_tags[op]), raw.time, raw.wall_time, values, None, identity, started)
+            )
     return result, problems
 
 
