@@ -22,6 +22,7 @@ rest of that file is written by hand) and a scaling plot, bench/scaling.png.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import json
 import os
@@ -48,6 +49,14 @@ GO = shutil.which("go") or "/usr/local/go/bin/go"
 REPEATS = 5
 
 
+def byte_compile(agent: str) -> None:
+    """Compile the agent's modules as pip does when it installs the wheel: without
+    .pyc files (PYTHONDONTWRITEBYTECODE, a read-only checkout) every run would
+    compile them again, some 0.15 s of CPU that no installed host pays."""
+    if not compileall.compile_dir(agent, quiet=1):
+        raise SystemExit(f"could not byte-compile {agent}")
+
+
 def build_procfs(directory: str) -> str:
     binary = os.path.join(directory, "procfs-bench")
     subprocess.run([GO, "build", "-o", binary, "."], cwd=os.path.join(HERE, "procfs"), check=True)
@@ -69,9 +78,49 @@ def process_cost(argv: list[str]) -> tuple[float, float]:
     return cpu, rss
 
 
+def archived_agent(revision: str, directory: str) -> str:
+    """The agent/ of an earlier revision, extracted (git archive) for --before; its path for PYTHONPATH."""
+    target = os.path.join(directory, "before")
+    os.makedirs(target)
+    archive = subprocess.run(
+        ["git", "-C", os.path.dirname(HERE), "archive", revision, "agent"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", target], input=archive, check=True)
+    byte_compile(os.path.join(target, "agent"))
+    return os.path.join(target, "agent")
+
+
+class Before:
+    """Runs a command with the earlier revision's agent first on the import path."""
+
+    def __init__(self, agent: str):
+        self.agent = agent
+
+    def cpu_of_worker(self, argv: list[str]) -> float:
+        environment = {**os.environ, "PYTHONPATH": self.agent, "PYTHONDONTWRITEBYTECODE": "1"}
+        result = subprocess.run(argv, capture_output=True, text=True, check=True, env=environment)
+        return statistics.median(json.loads(result.stdout.splitlines()[-1]))
+
+    def process_cost(self, argv: list[str]) -> tuple[float, float]:
+        saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+        os.environ.update(PYTHONPATH=self.agent, PYTHONDONTWRITEBYTECODE="1")
+        try:
+            return process_cost(argv)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 class Comparison:
-    def __init__(self, name: str, peer: str, target: str, limit: Optional[float]):
+    def __init__(
+        self, name: str, peer: str, target: str, limit: Optional[float], unit: str = "ms", scale: float = 1000
+    ):
         self.name, self.peer, self.target, self.limit = name, peer, target, limit
+        # Figures are seconds (shown as ms) unless said otherwise (peak RSS: MiB, scale 1).
+        self.unit, self.scale = unit, scale
         self.ours: list[float] = []
         self.theirs: list[float] = []
         self.ratios: list[float] = []
@@ -95,8 +144,9 @@ class Comparison:
     def line(self) -> str:
         r = self.ratios
         return (
-            f"| {self.name} | {statistics.median(self.ours) * 1000:.1f} ms | {self.peer} "
-            f"{statistics.median(self.theirs) * 1000:.1f} ms | {min(r):.2f} / {statistics.median(r):.2f} / {max(r):.2f} "
+            f"| {self.name} | {statistics.median(self.ours) * self.scale:.1f} {self.unit} | {self.peer} "
+            f"{statistics.median(self.theirs) * self.scale:.1f} {self.unit} "
+            f"| {min(r):.2f} / {statistics.median(r):.2f} / {max(r):.2f} "
             f"| {self.target} | {self.verdict()} |"
         )
 
@@ -154,6 +204,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 pairs and mounts up to 100 only (a first look)")
     parser.add_argument("--pairs", type=int, default=5, help="paired runs per comparison (default 5)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md and the plot alone")
+    parser.add_argument(
+        "--before", metavar="REV", help="also compare with the agent of git revision REV (e.g. main), paired"
+    )
     args = parser.parse_args()
     pairs = 3 if args.quick else args.pairs
     counts = [1, 10, 100] if args.quick else [1, 10, 100, 1000]
@@ -173,6 +226,7 @@ def main() -> None:
         "| work | dnfsmon | peer (same run) | ratio min / median / max | target | verdict |\n|---|---|---|---|---|---|"
     )
     print(table)
+    byte_compile(os.path.join(os.path.dirname(HERE), "agent"))
     with tempfile.TemporaryDirectory(prefix="dnfsmon-bench-") as directory:
         procfs = build_procfs(directory)
         for count in counts:
@@ -259,13 +313,59 @@ def main() -> None:
             )
             comparisons.append(peer)
 
+        changes: list[Comparison] = []
+        if args.before:
+            before = Before(archived_agent(args.before, directory))
+            old, new = inputs.make_pair(os.path.join(directory, f"{largest}-all"), largest, 1.0)
+            few_old, few_new = inputs.make_pair(os.path.join(directory, f"{largest}-few"), largest, 0.1)
+            label = f"`{args.before}`"
+            for name, argv in (
+                (f"parse, {largest} mounts", ours("parse", old, str(REPEATS))),
+                (f"parse both + diff + fields, {largest} mounts, all active", ours("diff", old, new, str(REPEATS))),
+                (
+                    f"parse both + diff + fields, {largest} mounts, 10 % active",
+                    ours("diff", few_old, few_new, str(REPEATS)),
+                ),
+            ):
+                change = Comparison(name, label, "", None)
+                change.run(pairs, lambda argv=argv: cpu_of_worker(argv), lambda argv=argv: before.cpu_of_worker(argv))
+                changes.append(change)
+            whole_argv = [sys.executable, "-m", "dnfsmon", "diff", f"{old}/capture", f"{new}/capture", "--format", "lp"]
+            for name, argv in (
+                (f"`dnfsmon diff`, {largest} mounts, whole process", whole_argv),
+                ("`dnfsmon collect` (this host), one sample", cost_commands["dnfsmon collect"]),
+            ):
+                cpu = Comparison(name + ", CPU", label, "", None)
+                rss_now: list[float] = []
+                rss_before: list[float] = []
+
+                def now(argv: list[str] = argv, into: list[float] = rss_now) -> float:
+                    cpu_s, peak = process_cost(argv)
+                    into.append(peak)
+                    return cpu_s
+
+                def then(argv: list[str] = argv, into: list[float] = rss_before) -> float:
+                    cpu_s, peak = before.process_cost(argv)
+                    into.append(peak)
+                    return cpu_s
+
+                cpu.run(pairs, now, then)
+                changes.append(cpu)
+                memory = Comparison(name + ", peak RSS", label, "", None, unit="MiB", scale=1)
+                memory.ours, memory.theirs = rss_now, rss_before
+                memory.ratios = [a / b for a, b in zip(rss_now, rss_before)]
+                print(memory.line())
+                changes.append(memory)
+
     lines = [
         f"Run of {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
         f"{'quick (3 pairs)' if args.quick else f'{pairs} pairs'}, {time.time() - started:.0f} s.",
         "",
         f"Machine: {header}.",
         "",
-        "Absolute figures are CPU time on a shared, loaded machine; compare the ratios, measured in the same run.",
+        "Absolute figures are CPU time on a shared, loaded machine (other work ran beside the bench); "
+        "compare the ratios, measured in the same run. The agent's modules were byte-compiled first, as an "
+        "installed wheel's are.",
         "",
         table,
         *[c.line() for c in comparisons],
@@ -273,8 +373,18 @@ def main() -> None:
         f"Peak RSS: `dnfsmon diff` at {largest} mounts {max(rss):.1f} MiB; "
         f"`dnfsmon collect` on this host {max(collect_rss):.1f} MiB.",
     ]
+    if changes:
+        lines += [
+            "",
+            f"This tree against `{args.before}` (its agent/ extracted with git archive), paired the same way:",
+            "",
+            "| work | now | before | ratio now / before, min / median / max | | |\n|---|---|---|---|---|---|",
+            *[c.line() for c in changes],
+        ]
     text = "\n".join(lines)
-    print(lines[-1])
+    print(
+        f"Peak RSS: `dnfsmon diff` at {largest} mounts {max(rss):.1f} MiB; `dnfsmon collect` {max(collect_rss):.1f} MiB"
+    )
     if not args.no_write:
         write_results(text)
         plot(scaling)
