@@ -233,9 +233,10 @@ def main() -> None:
             all_old, all_new = inputs.make_pair(os.path.join(directory, f"{count}-all"), count, 1.0)
             few_old, few_new = inputs.make_pair(os.path.join(directory, f"{count}-few"), count, 0.1)
             at_target = count == 1000
+            mounts = f"{count} mount" + ("" if count == 1 else "s")
 
             parse = Comparison(
-                f"mountstats parse, {count} mounts",
+                f"mountstats parse, {mounts}",
                 "procfs",
                 "≤ 2× procfs" if at_target else "",
                 2 if at_target else None,
@@ -254,7 +255,7 @@ def main() -> None:
                 ("10 % active", few_old, few_new, "≤ 1× procfs", 1.0, "10% active"),
             ):
                 both = Comparison(
-                    f"parse both + diff + fields, {count} mounts, {label}",
+                    f"parse both + diff + fields, {mounts}, {label}",
                     "procfs",
                     target if at_target else "",
                     limit if at_target else None,
