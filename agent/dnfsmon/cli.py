@@ -14,7 +14,11 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from . import __version__, capture, catalogue, diagnosis, summary
+from . import __version__, capture, diagnosis
+
+# catalogue and summary (units, tables for people) are imported by the commands
+# that print for people: a cron run of collect does not load them, nor the
+# importlib.resources machinery the catalogue reads its CSV with.
 from . import config as configuration
 from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
@@ -247,6 +251,8 @@ def format_value(value: object, unit: str) -> str:
 
 def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[int] = None) -> str:
     """Points as text for people: one block per series, fields with units (and the age, given now)."""
+    from . import catalogue, summary
+
     entries = catalogue.load()
     lines = [header] if header else []
     for point in points:
@@ -262,6 +268,8 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
 
 def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
     """Read-only: creates, locks and writes nothing, so any user who can read the store can run it."""
+    from . import catalogue, summary
+
     entries = catalogue.load()
     known = sorted({e.measurement for e in entries.values()})
     if measurement is not None and measurement not in known:
@@ -330,6 +338,8 @@ def doctor_exit_code(found: diagnosis.Diagnosis, failures: Iterable[str]) -> int
 
 
 def format_diagnosis(found: diagnosis.Diagnosis) -> str:
+    from . import catalogue
+
     entries = catalogue.load()
     database = " (database figures simulated)" if found.simulated_database else ""
     lines = [f"Latency ladder of {found.host}{database}:"]
@@ -569,6 +579,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cfg: Optional[configuration.Config] = None
     try:
         if args.command == "metrics":
+            from . import catalogue
+
             entries = catalogue.load()
             print(catalogue.format_markdown(entries) if args.markdown else catalogue.format_table(entries))
             return EXIT_OK
