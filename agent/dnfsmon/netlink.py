@@ -2,8 +2,8 @@
 
 What filer_tcp and routes need from the kernel, and nothing else: the TCP
 sockets to given remote ports with their struct tcp_info, and every interface
-address. Replaces pyroute2 in the agent, whose import alone cost about 0.2 s
-of CPU and 255 modules on every run (bench/RESULTS.md has the figures).
+address. Replaces pyroute2 in the agent, whose import alone cost 0.2 to 0.3 s
+of CPU and some 160 modules on every run (bench/RESULTS.md has the figures).
 
 The wire formats are the kernel's UAPI headers, cited at each struct:
 - include/uapi/linux/netlink.h: struct nlmsghdr, NLMSG_DONE/ERROR, NLM_F_*,

@@ -10,7 +10,7 @@ INET_DIAG_INFO extension carrying struct tcp_info of
 include/uapi/linux/tcp.h) with dnfsmon.netlink, a small standard-library
 reader, rather than by parsing `ss` output (another tool's human display,
 whose format changes between iproute2 releases). It replaced pyroute2, whose
-import alone cost about 0.2 s of CPU per run (bench/RESULTS.md).
+import alone cost 0.2 to 0.3 s of CPU per run (bench/RESULTS.md).
 
 The reader keeps established sockets whose remote port is an NFS port
 (host.nfs_ports, 2049 by default; the kernel filters by port) and records
