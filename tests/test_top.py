@@ -140,11 +140,19 @@ class Terminal:
         return int(poll("top to exit", lambda: self.rc_file.exists() and self.rc_file.read_text().strip()))
 
     def wait_for(self, what, check):
-        """The first screen for which check(screen) is true."""
+        """The first screen for which check(screen) is true, and that is whole.
+
+        On a loaded machine tmux can be captured while it is still taking in a
+        refresh (the header already new, a table still the previous one's), so
+        a screen counts only when a second capture a moment later is the same.
+        """
 
         def screen_if_ready():
             screen = self.screen()
-            return screen if check(screen) else None
+            if not check(screen):
+                return None
+            time.sleep(0.1)
+            return screen if self.screen() == screen else None
 
         return poll(what, screen_if_ready, last=self.screen)
 
