@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -87,6 +88,46 @@ def test_validation_names_the_key_and_value(tmp_path, text, message):
         config.load(str(path))
     assert message in str(error.value)
     assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize("spelling", ["info", "INFO", "Info", "Warning"])
+def test_log_level_is_accepted_in_any_case_and_stored_lower_case(tmp_path, spelling):
+    path = tmp_path / "c.toml"
+    path.write_text(f"[agent]\nlog_level = '{spelling}'\n")
+    assert config.load(str(path)).log_level == spelling.lower()
+
+
+@pytest.mark.parametrize("level", ["'verbose'", "''", "3"])
+def test_an_unknown_log_level_is_one_line_naming_the_setting_and_the_levels_exit_2(tmp_path, level):
+    path = tmp_path / "c.toml"
+    path.write_text(f"[agent]\nstate_dir = 'state'\nlog_level = {level}\n[store]\ndir = 'store'\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert (
+        f"[agent] log_level = {tomllib.loads('v = ' + level)['v']!r}: must be one of debug, info, warning, error"
+        in (result.stderr)
+    )
+    assert not (tmp_path / "state").exists()  # nothing touched
+
+
+def test_a_capitalised_log_level_sets_the_level_of_a_run(tmp_path):
+    """WARNING, as Python's logging spells it: the run's INFO summary line is not printed."""
+    path = tmp_path / "c.toml"
+    path.write_text(
+        "[agent]\nstate_dir = 'state'\nlog_level = 'WARNING'\n[store]\ndir = 'store'\n[host]\nsources = ['tcp']\n"
+    )
+    quiet = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
+    )
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    path.write_text(path.read_text().replace("'WARNING'", "'Info'"))
+    told = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
+    )
+    assert told.returncode == 0 and " INFO: " in told.stderr, told.stderr
 
 
 def test_relative_paths_are_relative_to_the_config_file(tmp_path):

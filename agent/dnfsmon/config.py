@@ -93,7 +93,10 @@ def _dsn(value: Any) -> Optional[str]:
 
 
 def _log_level(value: Any) -> Optional[str]:
-    return None if value in LOG_LEVELS else f"must be one of {', '.join(LOG_LEVELS)}"
+    # Any case is accepted (INFO, Info, info), as Python's logging names levels
+    # in capitals and users copy them; parse() stores the lower-case form.
+    ok = isinstance(value, str) and value.lower() in LOG_LEVELS
+    return None if ok else f"must be one of {', '.join(LOG_LEVELS)} (in any case)"
 
 
 def _host_sources(value: Any) -> Optional[str]:
@@ -312,6 +315,17 @@ class Config:
     simulator: Optional[SimulatorSettings]
 
 
+def _unchanged(value: Any) -> Any:
+    return value
+
+
+# (section, key) -> the canonical form of a valid value, for options that
+# accept several spellings of one value.
+NORMALISE: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("agent", "log_level"): str.lower,
+}
+
+
 def parse(data: dict[str, Any], path: Optional[str]) -> Config:
     """Validate a parsed TOML document; ConfigError names the key and value."""
     where = path or "built-in defaults"
@@ -332,7 +346,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
                 secret = (section, key) in MAY_HOLD_A_PASSWORD and "@" in str(value)
                 shown = "(value not shown: it may hold a password)" if secret else repr(value)
                 raise ConfigError(f"{where}: [{section}] {key} = {shown}: {problem}")
-            values[(section, key)] = value
+            values[(section, key)] = NORMALISE.get((section, key), _unchanged)(value)
 
     def get(section: str, key: str) -> Any:
         default, _, is_path = OPTIONS[(section, key)]
