@@ -1,4 +1,4 @@
-"""Ansible: lint, syntax, the agent role applied for real to this machine, the other roles as far as it allows."""
+"""Ansible: lint, syntax, and the real site.yml on an inventory like the example's, applied to this machine."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import tempfile
 
 import pytest
 import yaml
+
+import systemd_units
 
 try:
     import tomllib
@@ -104,123 +106,6 @@ def test_argument_specs_mirror_every_default(role):
     readme = open(os.path.join(ANSIBLE, "roles", role, "README.md"), encoding="utf-8").read()
     for name in defaults:
         assert f"`{name}" in readme or f"`{name.rsplit('_', 1)[0]}" in readme, f"{role} README lacks {name}"
-
-
-# --- the agent role, applied for real ---
-
-
-@pytest.fixture(scope="module")
-def wheelhouse():
-    """site.yml's first play builds the wheelhouse from this repository, as on a control node."""
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    rc, _, output = playbook("site.yml", {"dnfsmon_wheelhouse_python_versions": [version]})
-    assert rc == 0, output
-    path = os.path.join(ROOT, "build", "wheelhouse")
-    assert any(name.startswith(f"dnfsmon-{__version__}-") for name in os.listdir(path))
-    return path
-
-
-@pytest.fixture
-def deployment(wheelhouse):
-    # Not under pytest's tmp_path: its parents are 0700 and the service user must reach its directories.
-    top = pathlib.Path(tempfile.mkdtemp(prefix="dnfsmon-ansible-", dir="/var/tmp"))
-    os.chmod(top, 0o755)
-    base = top / "dnfsmon"
-    base.mkdir()
-    variables = {
-        "dnfsmon_agent_user": USER,
-        "dnfsmon_agent_group": USER,
-        "dnfsmon_agent_python": "/usr/bin/python3",
-        "dnfsmon_agent_install_dir": str(base / "opt"),
-        "dnfsmon_agent_config_dir": str(base / "etc"),
-        "dnfsmon_agent_data_dir": str(base / "lib"),
-        "dnfsmon_agent_log_dir": str(base / "log"),
-        "dnfsmon_agent_cron_file": CRON_FILE,
-        "dnfsmon_agent_logrotate_file": str(base / "logrotate"),
-        "dnfsmon_agent_wheelhouse": wheelhouse,
-        "dnfsmon_agent_samples": 1,
-        "dnfsmon_agent_jitter_max_s": 1,
-        "dnfsmon_agent_influxdb_token": "influx-secret-token",
-        "dnfsmon_agent_oracle_password": "oracle-secret-pw",
-        "dnfsmon_agent_config": {
-            "agent": {"host": "deployed"},
-            "host": {"sources": ["nic", "tcp"]},
-            "simulator": {"enabled": True, "instances": 1},
-        },
-    }
-    yield base, variables
-    playbook("apply_agent.yml", dict(variables, dnfsmon_agent_state="absent"))
-    shutil.rmtree(top, ignore_errors=True)
-
-
-@pytest.mark.slow
-@pytest.mark.system
-def test_agent_role_applied_to_this_machine(deployment):
-    base, variables = deployment
-    rc, changed, output = playbook("apply_agent.yml", variables)
-    assert rc == 0 and changed > 0, output
-    assert "influx-secret-token" not in output and "oracle-secret-pw" not in output
-    rc, changed, output = playbook("apply_agent.yml", variables)
-    assert rc == 0 and changed == 0, output  # idempotent
-    rc, changed, output = playbook("apply_agent.yml", variables, "--check")
-    assert rc == 0 and changed == 0, output
-
-    # Secrets: owner-only files of the service user, named in the config.
-    for name, secret in (("influxdb.token", "influx-secret-token"), ("oracle.password", "oracle-secret-pw")):
-        info = os.stat(base / "etc" / name)
-        assert stat.S_IMODE(info.st_mode) == 0o600 and pwd.getpwuid(info.st_uid).pw_name == USER
-        assert (base / "etc" / name).read_text().strip() == secret
-    cfg = config.load(str(base / "etc" / "dnfsmon.toml"))
-    assert cfg.state_dir == str(base / "lib" / "state") and cfg.store_dir == str(base / "lib" / "store")
-    assert cfg.simulator is not None and cfg.host == "deployed"
-    assert "influx-secret-token" not in (base / "etc" / "dnfsmon.toml").read_text()
-    # Only the keys the role manages and the ones the user set: the rest keep the agent's defaults.
-    written = tomllib.loads((base / "etc" / "dnfsmon.toml").read_text())
-    assert {(section, key) for section, table in written.items() for key in table} == {
-        ("agent", "state_dir"),
-        ("agent", "host"),
-        ("store", "dir"),
-        ("host", "sources"),
-        ("simulator", "enabled"),
-        ("simulator", "instances"),
-        ("influxdb", "token_file"),
-        ("oracle", "password_file"),
-    }
-
-    # The deployed cron command, run by hand as the service user.
-    line = next(entry for entry in open(f"/etc/cron.d/{CRON_FILE}") if entry.startswith("* * * * * "))
-    schedule_user, command = re.match(r"^\* \* \* \* \* (\S+) (.*)$", line.strip()).groups()
-    assert schedule_user == USER and "--count 1" in command and command.startswith("sleep ")
-    for _ in range(2):
-        result = subprocess.run(
-            ["runuser", "-u", USER, "--", "sh", "-c", command], capture_output=True, text=True, timeout=180
-        )
-        assert result.returncode == 0, result.stderr
-    log = (base / "log" / "collect.log").read_text()
-    assert log.count("INFO: 1 samples: ") == 2 and "Traceback" not in log  # one line per run
-    points = list(Store(str(base / "lib" / "store"), 10**9, read_only=True).points())  # as root: read, never take over
-    assert any(p.measurement == "dnfsmon_dnfs_io" and dict(p.tags).get("simulated") == "true" for p in points)
-    assert (base / "logrotate").read_text().count("collect.log") == 1
-
-    # state: absent leaves nothing behind.
-    rc, changed, output = playbook("apply_agent.yml", dict(variables, dnfsmon_agent_state="absent"))
-    assert rc == 0 and changed > 0, output
-    assert sorted(os.listdir(base)) == []
-    assert not os.path.exists(f"/etc/cron.d/{CRON_FILE}")
-    with pytest.raises(KeyError):
-        pwd.getpwnam(USER)
-    with pytest.raises(KeyError):
-        grp.getgrnam(USER)
-
-
-def test_agent_role_names_the_python_package_when_the_targets_python_is_too_old(tmp_path):
-    """OL8's python3 is 3.6: the role says which version it found and what to install."""
-    old_python = tmp_path / "python3"
-    old_python.write_text("#!/bin/sh\necho 3.6\n")
-    old_python.chmod(0o755)
-    rc, _, output = playbook("apply_agent.yml", {"dnfsmon_agent_python": str(old_python)})
-    assert rc != 0
-    assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output
 
 
 # --- the Oracle user role, against a stand-in sqlplus ---
@@ -320,29 +205,305 @@ def test_oracle_user_role_leaves_the_name_to_the_script_by_default_and_fails_wit
     assert not (tmp_path / "work").exists()
 
 
-# --- the Grafana role, to local directories ---
+# --- site.yml as a user runs it: an inventory with a database host, Vault, no play gathering facts ---
+
+EXAMPLE_INVENTORY = os.path.join(ANSIBLE, "inventory", "example")
+DB_HOST = "db1.test"
+GRAFANA_HOST = "grafana.test"
+ORACLE_OS_USER = "dnfsmon_ora_t"  # stands in for the Oracle software owner, "oracle"
+VAULT = {"vault_dnfsmon_oracle_password": "vault-oracle-pw", "vault_dnfsmon_influxdb_token": "vault-influx-token"}
+
+
+def site(inventory, *flags, env=None):
+    """`ansible-playbook -i INVENTORY site.yml`, from ansible/ as its README says (Vault's password from a file
+    instead of --ask-vault-pass); (returncode, {host: changed}, {host: failed}, output)."""
+    result = subprocess.run(
+        [
+            os.path.join(BIN, "ansible-playbook"),
+            "-i",
+            str(inventory / "hosts.yml"),
+            "site.yml",
+            "--vault-password-file",
+            str(inventory.parent / "vault-password"),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ANSIBLE,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", **(env or {})),
+        timeout=900,
+    )
+    recap = re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", result.stdout, re.M)
+    changed = {host: int(n) for host, n, _ in recap}
+    failed = {host: int(n) for host, _, n in recap}
+    return result.returncode, changed, failed, result.stdout + result.stderr
+
+
+def example_groups():
+    with open(os.path.join(EXAMPLE_INVENTORY, "hosts.yml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)["all"]["children"]
+
+
+def rendered_files(output):
+    """name -> content of each file a --check --diff run would create, from its diff (named by its template)."""
+    files = {}
+    for match in re.finditer(r"^\+\+\+ after: (\S+)\n@@ -0,0 \+1,?\d* @@\n((?:\+.*\n)+)", output, re.M):
+        files[os.path.basename(match.group(1)).removesuffix(".j2")] = "".join(
+            line[1:] + "\n" for line in match.group(2).splitlines()
+        )
+    return files
+
+
+@pytest.fixture
+def fleet():
+    """The example inventory's groups and group_vars (copied verbatim), its secrets in a Vault-encrypted
+    file as the example says, the hosts local: db1.test (agent and database) and grafana.test."""
+    top = pathlib.Path(tempfile.mkdtemp(prefix="dnfsmon-site-", dir="/var/tmp"))
+    os.chmod(top, 0o755)  # the service users must reach their directories below
+    base = top / "dnfsmon"
+    inventory = top / "inventory"
+    subprocess.run(["useradd", "--system", "--no-create-home", ORACLE_OS_USER], check=True, capture_output=True)
+    try:
+        base.mkdir()
+        record = top / "sqlplus"  # what the stand-in sqlplus saw, written as the Oracle OS user
+        record.mkdir()
+        shutil.chown(record, ORACLE_OS_USER)
+        # sudo (become_user) starts sqlplus with a clean environment: a wrapper tells the stand-in where to write.
+        sqlplus = top / "sqlplus.sh"
+        sqlplus.write_text(f'#!/bin/sh\nFAKE_SQLPLUS_DIR={record} exec {HERE}/fake_sqlplus "$@"\n')
+        sqlplus.chmod(0o755)
+
+        groups = example_groups()
+        hosts = {name: (DB_HOST if name != "dnfsmon_grafana" else GRAFANA_HOST) for name in groups}
+        children = {}
+        for name, group in groups.items():
+            (first_vars,) = list(group["hosts"].values())[:1]  # the example's first host of the group and its vars
+            children[name] = {"hosts": {hosts[name]: first_vars}}
+        shutil.copytree(os.path.join(EXAMPLE_INVENTORY, "group_vars"), inventory / "group_vars")
+        (inventory / "host_vars").mkdir()
+        (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": children}}))
+        (top / "vault-password").write_text("test-vault-password\n")
+        (inventory / "group_vars" / "all" / "vault.yml").write_text(yaml.safe_dump(VAULT))
+        subprocess.run(
+            [
+                os.path.join(BIN, "ansible-vault"),
+                "encrypt",
+                "--vault-password-file",
+                str(top / "vault-password"),
+                str(inventory / "group_vars" / "all" / "vault.yml"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        # The system's Python, as on a database host (this machine's PATH may lead discovery to another).
+        local = {"ansible_connection": "local", "ansible_python_interpreter": "/usr/bin/python3"}
+        db_vars = dict(
+            local,
+            dnfsmon_agent_user=USER,
+            dnfsmon_agent_group=USER,
+            dnfsmon_agent_python="/usr/bin/python3",
+            dnfsmon_agent_install_dir=str(base / "opt"),
+            dnfsmon_agent_config_dir=str(base / "etc"),
+            dnfsmon_agent_data_dir=str(base / "lib"),
+            dnfsmon_agent_log_dir=str(base / "log"),
+            dnfsmon_agent_systemd_dir=str(base / "systemd"),
+            dnfsmon_agent_cron_file=CRON_FILE,
+            dnfsmon_agent_logrotate_file=str(base / "logrotate"),
+            dnfsmon_agent_samples=1,
+            dnfsmon_agent_jitter_max_s=1,
+            # The example's config names a real database and InfluxDB; here the simulator stands in.
+            dnfsmon_agent_config={
+                "agent": {"host": "deployed", "log_level": "INFO"},
+                "host": {"sources": ["nic", "tcp"]},
+                "simulator": {"enabled": True, "instances": 1},
+            },
+            dnfsmon_oracle_user_os_user=ORACLE_OS_USER,
+            dnfsmon_oracle_user_sqlplus=str(sqlplus),
+            dnfsmon_oracle_user_oracle_home="/opt/oracle/home",
+            dnfsmon_oracle_user_work_dir=str(top / "oracle-work"),
+        )
+        (inventory / "host_vars" / f"{DB_HOST}.yml").write_text(yaml.safe_dump(db_vars))
+        grafana_vars = dict(
+            local,
+            dnfsmon_grafana_provisioning_dir=str(base / "grafana" / "provisioning"),
+            dnfsmon_grafana_dashboards_dir=str(base / "grafana" / "dashboards"),
+            dnfsmon_grafana_owner="root",
+            dnfsmon_grafana_group="root",
+            dnfsmon_grafana_service="",
+        )
+        (inventory / "host_vars" / f"{GRAFANA_HOST}.yml").write_text(yaml.safe_dump(grafana_vars))
+        yield base, inventory, record
+        site(inventory, "--limit", DB_HOST, "--tags", "dnfsmon_agent", "-e", "dnfsmon_agent_state=absent")
+    finally:
+        subprocess.run(["userdel", ORACLE_OS_USER], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.slow
 @pytest.mark.system
-def test_grafana_role_installs_the_repository_files(tmp_path):
-    variables = {
-        "dnfsmon_grafana_provisioning_dir": str(tmp_path / "provisioning"),
-        "dnfsmon_grafana_dashboards_dir": str(tmp_path / "dashboards"),
-        "dnfsmon_grafana_owner": "root",
-        "dnfsmon_grafana_group": "root",
-        "dnfsmon_grafana_service": "",
-        "dnfsmon_grafana_source_dir": os.path.join(ROOT, "grafana"),
+def test_site_yml_on_an_inventory_with_a_database_host(fleet):
+    base, inventory, record = fleet
+    rc, changed, failed, output = site(inventory)
+    assert rc == 0, output
+    assert changed[DB_HOST] > 0 and changed[GRAFANA_HOST] > 0 and not any(failed.values()), output
+    assert "Gathering Facts" not in output  # no play gathers facts
+    # The control node's play reads the inventory's group_vars too: wheels for every Python listed there.
+    assert all(f"(item={version})" in output for version in ["3.9", "3.11"]), output
+    assert any(
+        name.startswith(f"dnfsmon-{__version__}-") for name in os.listdir(os.path.join(ROOT, "build", "wheelhouse"))
+    )
+    for secret in VAULT.values():
+        assert secret not in output
+
+    # The Oracle user: the pack's scripts, run as the Oracle OS user (sudo), with the example's user name,
+    # the database host's ORACLE_SID, and the password from Vault on PASSWORD's standard input only.
+    password = VAULT["vault_dnfsmon_oracle_password"]
+    calls = sqlplus_calls(record)
+    assert [args[3].rsplit("/", 1)[-1] for args, _, _ in calls] == [
+        "create_monitor_user.sql",
+        "set_monitor_password.sql",
+    ]
+    assert [stdin for _, stdin, _ in calls] == ["", f"{password}\n{password}"]
+    for n, (args, _, _) in enumerate(calls):
+        assert args[:3] == ["-S", "-L", "/ as sysdba"] and args[4] == "C##DNFSMON"
+        assert pwd.getpwuid(os.stat(record / f"call-{n}.args").st_uid).pw_name == ORACLE_OS_USER
+        environment = (record / f"call-{n}.env").read_text()
+        assert "ORACLE_SID=ORCLCDB\n" in environment and "ORACLE_HOME=/opt/oracle/home\n" in environment
+
+    # The agent: its secrets from Vault in owner-only files, the config the role wrote.
+    for name, secret in (
+        ("influxdb.token", VAULT["vault_dnfsmon_influxdb_token"]),
+        ("oracle.password", VAULT["vault_dnfsmon_oracle_password"]),
+    ):
+        info = os.stat(base / "etc" / name)
+        assert stat.S_IMODE(info.st_mode) == 0o600 and pwd.getpwuid(info.st_uid).pw_name == USER
+        assert (base / "etc" / name).read_text().strip() == secret
+    written = tomllib.loads((base / "etc" / "dnfsmon.toml").read_text())
+    assert written["agent"]["log_level"] == "info"  # "INFO" in the inventory, written as the agent spells it
+    cfg = config.load(str(base / "etc" / "dnfsmon.toml"))
+    assert cfg.state_dir == str(base / "lib" / "state") and cfg.store_dir == str(base / "lib" / "store")
+    assert cfg.simulator is not None and cfg.host == "deployed"
+    # Only the keys the role manages and the ones the user set: the rest keep the agent's defaults.
+    assert {(section, key) for section, table in written.items() for key in table} == {
+        ("agent", "state_dir"),
+        ("agent", "host"),
+        ("agent", "log_level"),
+        ("store", "dir"),
+        ("host", "sources"),
+        ("simulator", "enabled"),
+        ("simulator", "instances"),
+        ("influxdb", "token_file"),
+        ("oracle", "password_file"),
     }
-    rc, changed, output = playbook("apply_grafana.yml", variables)
-    assert rc == 0 and changed > 0, output
-    rc, changed, output = playbook("apply_grafana.yml", variables)
-    assert rc == 0 and changed == 0, output
+    # Grafana: the repository's dashboards, provisioned from where the role put them, read-only in the UI.
     for name in os.listdir(os.path.join(ROOT, "grafana", "dashboards")):
-        assert (tmp_path / "dashboards" / name).read_text() == open(
+        assert (base / "grafana" / "dashboards" / name).read_text() == open(
             os.path.join(ROOT, "grafana", "dashboards", name)
         ).read()
-    provider = yaml.safe_load((tmp_path / "provisioning" / "dashboards" / "dnfsmon.yaml").read_text())
-    assert provider["providers"][0]["options"]["path"] == str(tmp_path / "dashboards")
+    provider = yaml.safe_load((base / "grafana" / "provisioning" / "dashboards" / "dnfsmon.yaml").read_text())
+    assert provider["providers"][0]["options"]["path"] == str(base / "grafana" / "dashboards")
     assert provider["providers"][0]["allowUiUpdates"] is False
-    shutil.rmtree(tmp_path / "provisioning")
+
+    # A second run changes nothing (the Oracle user's grants are reconciled: unchanged), nor does a dry run.
+    rc, changed, failed, output = site(inventory)
+    assert rc == 0 and set(changed.values()) == {0}, output
+    assert len(sqlplus_calls(record)) == 3  # the create script ran again; the password was kept
+    rc, changed, failed, output = site(inventory, "--check")
+    assert rc == 0 and set(changed.values()) == {0}, output
+
+    # The deployed cron command, run by hand as the service user, twice: the second run stores rates.
+    line = next(entry for entry in open(f"/etc/cron.d/{CRON_FILE}") if entry.startswith("* * * * * "))
+    schedule_user, command = re.match(r"^\* \* \* \* \* (\S+) (.*)$", line.strip()).groups()
+    assert schedule_user == USER and "--count 1" in command and command.startswith("sleep ")
+    for _ in range(2):
+        result = subprocess.run(
+            ["runuser", "-u", USER, "--", "sh", "-c", command], capture_output=True, text=True, timeout=180
+        )
+        assert result.returncode == 0, result.stderr
+    log = (base / "log" / "collect.log").read_text()
+    assert log.count("INFO: 1 samples: ") == 2 and "Traceback" not in log  # one line per run
+    points = list(Store(str(base / "lib" / "store"), 10**9, read_only=True).points())  # as root: read, never take over
+    assert any(p.measurement == "dnfsmon_dnfs_io" and dict(p.tags).get("simulated") == "true" for p in points)
+    assert (base / "logrotate").read_text().count("collect.log") == 1
+
+    # The systemd schedule, as a dry run shows it (--check --diff): systemd does not run here, so the
+    # timer cannot be applied for real; the role's units are checked against EL8's systemd 239 instead.
+    rc, changed, failed, output = site(
+        inventory,
+        "--limit",
+        DB_HOST,
+        "--tags",
+        "dnfsmon_agent_schedule",
+        "--check",
+        "--diff",
+        "-e",
+        "dnfsmon_agent_schedule=systemd",
+    )
+    assert rc == 0 and changed[DB_HOST] > 0, output
+    units = rendered_files(output)
+    assert sorted(units) == ["dnfsmon.service", "dnfsmon.timer"], output
+    assert not os.path.exists(base / "systemd")  # a dry run writes nothing
+    (base / "units").mkdir()
+    for name, text in units.items():
+        assert systemd_units.problems_on_el8(name, text) == []
+        (base / "units" / name).write_text(text)
+    service = dict(systemd_units.settings(units["dnfsmon.service"]))
+    assert service["User"] == USER and service["ExecStart"] == command.split("; ", 1)[1].split(" >> ")[0]
+    result = systemd_units.verify([str(base / "units" / "dnfsmon.timer"), str(base / "units" / "dnfsmon.service")])
+    assert result.returncode == 0 and "dnfsmon" not in result.stderr, result.stderr
+    shutil.rmtree(base / "units")
+
+    # state: absent (the agent's tag, the database host only) leaves nothing behind.
+    rc, changed, failed, output = site(
+        inventory, "--limit", DB_HOST, "--tags", "dnfsmon_agent", "-e", "dnfsmon_agent_state=absent"
+    )
+    assert rc == 0 and changed[DB_HOST] > 0, output
+    assert sorted(os.listdir(base)) == ["grafana"]
+    assert not os.path.exists(f"/etc/cron.d/{CRON_FILE}")
+    with pytest.raises(KeyError):
+        pwd.getpwnam(USER)
+    with pytest.raises(KeyError):
+        grp.getgrnam(USER)
+
+
+@pytest.mark.slow
+@pytest.mark.system
+def test_site_yml_names_the_setting_and_the_levels_for_an_unknown_log_level(fleet):
+    _, inventory, _ = fleet
+    wrong = json.dumps({"dnfsmon_agent_config": {"agent": {"log_level": "loud"}}})
+    rc, _, failed, output = site(inventory, "--limit", DB_HOST, "--tags", "dnfsmon_agent_configure", "-e", wrong)
+    assert rc != 0 and failed[DB_HOST] == 1
+    assert 'dnfsmon_agent_config.agent.log_level = "loud": must be one of debug, info, warning, error' in output
+
+
+def test_the_role_knows_the_agents_log_levels():
+    with open(os.path.join(ANSIBLE, "roles", "dnfsmon_agent", "vars", "main.yml"), encoding="utf-8") as f:
+        assert tuple(yaml.safe_load(f)["_dnfsmon_agent_log_levels"]) == config.LOG_LEVELS
+
+
+def test_the_systemd_directive_list_agrees_with_systemds_news():
+    """Each 'NEWS: CHANGES WITH N' claim of tests/fixtures/systemd/directives.csv, read in systemd's own NEWS."""
+    sections = systemd_units.news_sections()
+    claims = 0
+    for directive, (since, source) in systemd_units.directives_since().items():
+        if source.startswith("NEWS: "):
+            assert source.startswith(f"NEWS: CHANGES WITH {since}"), directive
+            for word in filter(None, re.split(r"[=:]", directive)):
+                assert word in sections[since], f"{directive}: {word!r} is not in systemd {since}'s NEWS"
+            claims += 1
+    assert claims >= 10
+
+
+@pytest.mark.slow
+@pytest.mark.system
+def test_site_yml_names_the_python_package_when_the_targets_python_is_too_old(fleet, tmp_path):
+    """OL8's python3 is 3.6: the role says which version it found and what to install."""
+    _, inventory, _ = fleet
+    old_python = tmp_path / "python3"
+    old_python.write_text("#!/bin/sh\necho 3.6\n")
+    old_python.chmod(0o755)
+    rc, _, failed, output = site(
+        inventory, "--limit", DB_HOST, "--tags", "dnfsmon_agent_install", "-e", f"dnfsmon_agent_python={old_python}"
+    )
+    assert rc != 0 and failed[DB_HOST] == 1
+    assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output

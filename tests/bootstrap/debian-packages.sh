@@ -10,8 +10,9 @@ declare -A needed=(
   [mountstats]=nfs-common    # tests/test_mountstats.py compares per-op figures with mountstats iostat
   [tmux]=tmux                # tests/test_top.py runs dnfsmon top in a real terminal
   [logrotate]=logrotate       # tests/test_install.py checks the recipe's logrotate file with logrotate -d
-  [systemd-analyze]=systemd  # tests/test_install.py verifies the contrib units with systemd-analyze verify
+  [systemd-analyze]=systemd  # tests/test_install.py and test_ansible.py verify the units with systemd-analyze verify
   [ip]=iproute2              # tests/test_netlink.py compares the addresses read over netlink with ip -j addr
+  [sudo]=sudo                # tests/test_ansible.py runs site.yml, whose plays become root or the Oracle user with sudo
 )
 
 missing=()
