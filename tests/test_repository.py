@@ -108,3 +108,23 @@ def test_the_check_catches(line):
 )
 def test_the_check_lets_through(line):
     assert offending_lines(line) == [], line
+
+
+CITED_TEST = re.compile(r"\b(tests/[\w/]+\.py)::(\w+)(\*?)")  # test_show_* names a family
+
+
+def test_every_test_the_docs_cite_exists():
+    """A doc that says "this test catches it" must name a test that is there (docs/extending.md's table)."""
+    missing = []
+    for name in tracked_files():
+        if not name.endswith(".md"):
+            continue
+        with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
+            text = handle.read()
+        for path, test, family in CITED_TEST.findall(text):
+            target = os.path.join(ROOT, path)
+            source = open(target, encoding="utf-8").read() if os.path.exists(target) else ""
+            end = r"\w*\(" if family else r"\("
+            if not re.search(rf"^(?:async )?def {test}{end}|^class {test}\b", source, re.M):
+                missing.append(f"{name}: {path}::{test}{family}")
+    assert missing == []
