@@ -15,9 +15,11 @@ import functools
 import glob
 import json
 import os
+import random
 import re
 import shutil
 import sqlite3
+import string
 import subprocess
 import sys
 
@@ -509,6 +511,49 @@ def test_no_password_is_read_by_the_create_script_or_put_in_any_sql_text():
         < text.index("prompt DNFSMON_PASSWORD=set")
     )
     assert "identified by" not in text.lower()
+
+
+# dbms_random.string('u'|'l', 1) and trunc(dbms_random.value(0, 10)) as Python makes them.
+RANDOM_TERMS = {
+    "dbms_random.string('u', 1)": lambda rng: rng.choice(string.ascii_uppercase),
+    "dbms_random.string('l', 1)": lambda rng: rng.choice(string.ascii_lowercase),
+    "trunc(dbms_random.value(0, 10))": lambda rng: str(rng.randrange(10)),
+}
+
+
+def random_first_password(text, rng):
+    """The setup script's random first password, made by its own PL/SQL statements read term by term."""
+    password = ""
+    steps = re.findall(
+        r"(?s)(?:for i in 1 \.\. (\d+) loop\s+)?first_password := first_password \|\| (.*?);(\s+end loop;)?", text
+    )
+    assert steps, "no first_password construction found"
+    for count, expression, _ in steps:
+        for _ in range(int(count or 1)):
+            for term in (t.strip() for t in expression.split("||")):
+                literal = re.fullmatch(r"'([^']*)'", term)
+                password += literal.group(1) if literal else RANDOM_TERMS[term](rng)
+    return password
+
+
+def test_the_random_first_password_never_has_two_letters_in_a_row_and_meets_the_verify_functions():
+    """Review: 17 letters in a row could spell the database name or "oracle", which the verify functions refuse.
+
+    Oracle Database Security Guide, password complexity verification
+    (utlpwdmg.sql): verify_function_11G and ora12c_verify_function refuse a
+    password containing the database name or "oracle"; the strong and STIG
+    functions ask for 2 upper, 2 lower, 2 digits, 2 special (9 or more) and
+    15 characters or more; 11.2 allows 30 bytes.
+    """
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    rng = random.Random(20261123)
+    for _ in range(2000):
+        password = random_first_password(text, rng)
+        assert 15 <= len(password.encode()) <= 30, password
+        assert not re.search(r"[A-Za-z]{2}", password), password  # no word, no name, no "oracle"
+        assert len(re.findall(r"[A-Z]", password)) >= 2 and len(re.findall(r"[a-z]", password)) >= 2, password
+        assert len(re.findall(r"[0-9]", password)) >= 2 and len(re.findall(r"[#_]", password)) >= 2, password
+        assert '"' not in password  # it is a quoted identifier in CREATE USER
 
 
 def container_data_check():

@@ -69,13 +69,17 @@ from dual;
 
 declare
     user_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_user');
-    -- A new user's first password: random, made here, never printed, and
-    -- expired at once, so nobody can use it; PASSWORD sets the real one.
-    -- Upper and lower case letters, digits and two special characters, 27
-    -- bytes: within 11.2's 30-byte limit, and past the complexity rules of
-    -- the verify functions Oracle ships (ora12c_strong_verify_function).
-    first_password constant varchar2(30) := 'D' || dbms_random.string('u', 8) || dbms_random.string('l', 8)
-    || to_char(trunc(dbms_random.value(10000000, 99999999))) || '#_';
+    -- A new user's first password: random, made here, never printed,
+    -- expired and locked at once, so nobody can use it; PASSWORD sets the
+    -- real one. Letters and digits alternate (no two letters side by side),
+    -- so it can never contain a word a verify function refuses (the
+    -- database name, the user name, "oracle": verify_function_11G and
+    -- ora12c_verify_function, Database Security Guide, password
+    -- complexity verification, made by utlpwdmg.sql); 6 upper, 6 lower, 12 digits and
+    -- two special characters, 26 bytes: within 11.2's 30-byte limit and
+    -- past the class and length rules of ora12c_strong_verify_function and
+    -- ora12c_stig_verify_function (15 characters or more).
+    first_password varchar2(30) := '';
     is_cdb boolean := :dnfs_cdb = 'YES';
     scope varchar2(20) := '';
     -- The views the pack and the agent read (tests/test_sql_pack.py keeps
@@ -125,6 +129,11 @@ begin
     select count(*) into existed from dba_users where username = user_name;
     select count(*) into before_grants from dba_tab_privs where grantee = user_name;
     if existed = 0 then
+        for i in 1 .. 6 loop
+            first_password := first_password || dbms_random.string('u', 1) || trunc(dbms_random.value(0, 10))
+            || dbms_random.string('l', 1) || trunc(dbms_random.value(0, 10));
+        end loop;
+        first_password := first_password || '#_';
         execute immediate 'create user ' || user_name || ' identified by "' || first_password || '" password expire'
         || scope;
     end if;
