@@ -34,6 +34,13 @@ PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
     "V$LOG": [("GROUP#", "11.2.0.4", None), ("THREAD#", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$CONTROLFILE": [("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$DIAG_ALERT_EXT": [("ORIGINATING_TIMESTAMP", "12.2", None), ("MESSAGE_TEXT", "12.2", None)],
+    # Read by setup/set_monitor_password.sql. Oracle Database Reference,
+    # DBA_USERS: PASSWORD_CHANGE_DATE is documented from 12.2.
+    "DBA_USERS": [
+        ("USERNAME", "11.2.0.4", None),
+        ("ACCOUNT_STATUS", "11.2.0.4", None),
+        ("PASSWORD_CHANGE_DATE", "12.2", None),
+    ],
 }
 # Columns only the pack reads from views the agent reads too (added to
 # oracle_facts' list): V$INSTANCE.THREAD#, the redo thread the instance writes.

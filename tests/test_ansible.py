@@ -178,7 +178,7 @@ def test_oracle_user_role_finishes_an_interrupted_first_run(tmp_path):
     env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL_PASSWORD": "1"}
     rc, _, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc != 0 and "s3cret-pw" not in output
-    assert (record / "users").read_text() == "C##DNFSMON EXPIRED\n"
+    assert (record / "users").read_text() == "C##DNFSMON EXPIRED & LOCKED\n"  # no login until PASSWORD
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
     assert rc == 0 and changed > 0, output
     assert (record / "users").read_text() == "C##DNFSMON OPEN\n"

@@ -507,7 +507,7 @@ def test_no_password_is_read_by_the_create_script_or_put_in_any_sql_text():
     # PASSWORD's own failures may not reach WHENEVER SQLERROR: the account is read back after it.
     assert (
         text.index("\npassword &_dnfs_user\n")
-        < text.index("account_status")
+        < text.index("account_status", text.index("\npassword &_dnfs_user\n"))
         < text.index("prompt DNFSMON_PASSWORD=set")
     )
     assert "identified by" not in text.lower()
@@ -554,6 +554,75 @@ def test_the_random_first_password_never_has_two_letters_in_a_row_and_meets_the_
         assert len(re.findall(r"[A-Z]", password)) >= 2 and len(re.findall(r"[a-z]", password)) >= 2, password
         assert len(re.findall(r"[0-9]", password)) >= 2 and len(re.findall(r"[#_]", password)) >= 2, password
         assert '"' not in password  # it is a quoted identifier in CREATE USER
+
+
+# Oracle Database Reference, DBA_USERS.ACCOUNT_STATUS: every documented value,
+# and whether a new password is needed (the expired password is the only one).
+ACCOUNT_STATUSES = {
+    "OPEN": "kept",
+    "EXPIRED": "needed",
+    "EXPIRED(GRACE)": "kept",  # logs in with ORA-28002 as a warning
+    "LOCKED(TIMED)": "kept",
+    "LOCKED": "kept",
+    "EXPIRED & LOCKED(TIMED)": "needed",
+    "EXPIRED(GRACE) & LOCKED(TIMED)": "kept",
+    "EXPIRED & LOCKED": "needed",  # a new user of create_monitor_user.sql
+    "EXPIRED(GRACE) & LOCKED": "kept",
+}
+
+
+def password_state_expression():
+    """create_monitor_user.sql's decision on DBA_USERS.ACCOUNT_STATUS, as SQL with one ? bind."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    expression = re.search(r"(?s):dnfs_password := (case .*? end);", text).group(1)
+    return re.sub(r"\baccount\b", "?", expression)
+
+
+@pytest.mark.parametrize(("status", "state"), sorted(ACCOUNT_STATUSES.items()))
+def test_the_password_is_needed_for_every_expired_status_and_kept_in_grace(status, state):
+    """Review: only 'EXPIRED' was needed; a new user (EXPIRED & LOCKED) or a timed lock hid an unset password."""
+    db = sqlite3.connect(":memory:")
+    assert db.execute(f"select {password_state_expression()}", (status, status)).fetchone() == (state,)
+
+
+SET_PASSWORD = os.path.join(SQL, "setup", "set_monitor_password.sql")
+
+
+def test_a_new_user_stays_locked_until_its_password_is_set_read_back_and_open():
+    """Review: the expired random password still logs in ("The user can log in with the expired password").
+
+    The user is created locked; set_monitor_password.sql unlocks it only after
+    PASSWORD's read-back, and then requires OPEN (not LOCKED(TIMED)); from 12.2
+    PASSWORD_CHANGE_DATE must move for an account that was not expired.
+    """
+    create = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    assert re.search(r"execute immediate 'create user .*password expire account lock'", create)
+    text = read(SET_PASSWORD)
+    order = [
+        "execute immediate change_date_query into changed using :dnfs_user;\n        :dnfs_changed_before",
+        "\npassword &_dnfs_user\n",
+        "if :dnfs_status like 'EXPIRED%' then",
+        "raise_application_error(\n                -20007",
+        "' account unlock'",
+        "if :dnfs_status not in ('OPEN', 'OPEN & IN ROLLOVER') then",
+        "prompt DNFSMON_PASSWORD=set",
+    ]
+    assert [text.index(s) for s in order] == sorted(text.index(s) for s in order)
+    # PASSWORD_CHANGE_DATE is 12.2+: only in dynamic SQL, run behind the release switch.
+    switch = "dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2)"
+    assert text.count(switch) == 2 and text.count("execute immediate change_date_query") == 2
+    static = re.sub(r"'(?:[^']|'')*'", "''", re.sub(r"--[^\n]*", "", text))
+    assert "password_change_date" not in static.lower()
+
+
+def test_the_column_facts_know_password_change_date_is_12_2_and_later():
+    text = read(SET_PASSWORD)
+    literal = re.search(r"change_date_query constant varchar2\(\d+\) := ((?:'(?:[^']|'')*'\s*(?:\|\|\s*)?)+);", text)
+    query = "".join(re.findall(r"'((?:[^']|'')*)'", literal.group(1))).replace("''", "'")
+    query = query.replace(":1", ":user_name")  # sqlglot reads named binds only
+    assert violations(query, "12.1.0.2") == ["DBA_USERS.PASSWORD_CHANGE_DATE: no such column in 12.1.0.2"]
+    for release in ("12.2", "19c", "23ai"):
+        assert violations(query, release) == [], release
 
 
 def container_data_check():

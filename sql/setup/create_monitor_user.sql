@@ -16,7 +16,8 @@
 --              The script never reads a password, so none is in any SQL
 --              text (shared pool, V$SQL, audit trail, SQL*Plus's echo of a
 --              failing line). A new user gets a random password made inside
---              the database and never printed, expired at once; the last
+--              the database and never printed, expired and locked at once
+--              (an expired password still logs in to change itself); the last
 --              line then says DNFSMON_PASSWORD=needed, and
 --              @setup/set_monitor_password <user> sets the real one with
 --              SQL*Plus's PASSWORD command. An existing user keeps its
@@ -50,6 +51,7 @@ variable dnfs_cdb varchar2(3)
 variable dnfs_container varchar2(128)
 variable dnfs_result varchar2(20)
 variable dnfs_password varchar2(10)
+variable dnfs_account varchar2(32)
 declare
     cdb varchar2(3) := 'NO';
     container varchar2(128) := '';
@@ -134,7 +136,7 @@ begin
             || dbms_random.string('l', 1) || trunc(dbms_random.value(0, 10));
         end loop;
         first_password := first_password || '#_';
-        execute immediate 'create user ' || user_name || ' identified by "' || first_password || '" password expire'
+        execute immediate 'create user ' || user_name || ' identified by "' || first_password || '" password expire account lock'
         || scope;
     end if;
     execute immediate 'grant create session to ' || user_name || scope;
@@ -178,8 +180,13 @@ begin
     outcome := case when existed = 0 then 'created' when after_grants > before_grants then 'updated' else 'unchanged' end;
     :dnfs_result := outcome;
     -- Still expired: its password was never set (or has expired since).
+    -- Oracle Database Reference, DBA_USERS.ACCOUNT_STATUS: EXPIRED,
+    -- EXPIRED and LOCKED (a new user here), EXPIRED and LOCKED(TIMED) need a
+    -- new password; EXPIRED(GRACE), alone or locked, still logs in
+    -- (ORA-28002 only), so the password it has is kept.
     select account_status into account from dba_users where username = user_name;
-    :dnfs_password := case when account = 'EXPIRED' then 'needed' else 'kept' end;
+    :dnfs_password := case when account like 'EXPIRED%' and account not like 'EXPIRED(GRACE)%' then 'needed' else 'kept' end;
+    :dnfs_account := account;
 end;
 /
 
@@ -191,7 +198,11 @@ select
     :dnfs_password as password_state,
     case
         when :dnfs_password = 'needed'
-            then ': its password is random and expired; set it with @setup/set_monitor_password &_dnfs_user'
+            then
+                ': its password is random and expired, the account locked; set it with'
+                || ' @setup/set_monitor_password &_dnfs_user'
+        when :dnfs_account like '%LOCKED%'
+            then ' (the account is ' || :dnfs_account || ': ALTER USER &_dnfs_user ACCOUNT UNLOCK to let it connect)'
     end as password_note
 from dual;
 prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs.

@@ -14,7 +14,8 @@
 --              standard input.
 --              Any error stops the script with a failure exit status; the
 --              last line, "DNFSMON_PASSWORD=set ...", is printed only after
---              DBA_USERS shows the account no longer expired.
+--              DBA_USERS shows the account no longer expired, its
+--              PASSWORD_CHANGE_DATE moved (12.2 on), and, unlocked, OPEN.
 
 whenever sqlerror exit failure
 set verify off feedback off termout on
@@ -33,12 +34,29 @@ from dba_users
 where username = upper('&1');
 
 variable dnfs_user varchar2(128)
+variable dnfs_changed_before varchar2(19)
+variable dnfs_status_before varchar2(32)
+-- DBA_USERS.PASSWORD_CHANGE_DATE (Oracle Database Reference, DBA_USERS, from
+-- 12.2) is read before and after PASSWORD; it is read by dynamic SQL,
+-- which 11.2 and 12.1, without the column, never parse.
+declare
+    change_date_query constant varchar2(120) := 'select to_char(password_change_date, ''YYYY-MM-DD HH24:MI:SS'')'
+    || ' from dba_users where username = :1';
+    changed varchar2(19);
 begin
     :dnfs_user := '&_dnfs_user';
+    :dnfs_changed_before := null;
     if :dnfs_user is null then
         raise_application_error(
             -20005, 'Usage: @setup/set_monitor_password <user>, a user that exists (create_monitor_user.sql made it).'
         );
+    end if;
+    select account_status into :dnfs_status_before
+    from dba_users
+    where username = :dnfs_user;
+    if dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2) then
+        execute immediate change_date_query into changed using :dnfs_user;
+        :dnfs_changed_before := changed;
     end if;
 end;
 /
@@ -46,8 +64,21 @@ end;
 password &_dnfs_user
 
 -- Read back: PASSWORD's own errors (a verify function refusing it, the two
--- answers differing) may not stop the script, so the account is checked.
+-- answers differing) do not stop the script: WHENEVER SQLERROR is triggered
+-- by SQL and PL/SQL errors, not by SQL*Plus command errors (SQL*Plus
+-- User's Guide and Reference, WHENEVER SQLERROR). So the account is
+-- checked: no longer expired, and from 12.2, for an account that was not
+-- expired, PASSWORD_CHANGE_DATE moved (an OPEN account stays OPEN when
+-- PASSWORD fails; before 12.2 that case cannot be seen here). Only then
+-- is the account unlocked (create_monitor_user.sql made it locked), and it
+-- must then be OPEN (Reference, DBA_USERS.ACCOUNT_STATUS; OPEN & IN
+-- ROLLOVER during a gradual password rollover, 21c, and 19c from 19.12): not
+-- LOCKED(TIMED), say, by failed logins.
 variable dnfs_status varchar2(32)
+declare
+    change_date_query constant varchar2(120) := 'select to_char(password_change_date, ''YYYY-MM-DD HH24:MI:SS'')'
+    || ' from dba_users where username = :1';
+    changed varchar2(19);
 begin
     select account_status into :dnfs_status
     from dba_users
@@ -55,6 +86,27 @@ begin
     if :dnfs_status like 'EXPIRED%' then
         raise_application_error(
             -20006, :dnfs_user || ' is still ' || :dnfs_status || ': the password was not set (see the error above).'
+        );
+    end if;
+    -- An expired account that is no longer expired had its password set;
+    -- an account that was not expired shows it only by the change date.
+    if :dnfs_status_before not like 'EXPIRED%' and (
+        dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2)
+    ) then
+        execute immediate change_date_query into changed using :dnfs_user;
+        if changed is null or changed = nvl(:dnfs_changed_before, ' ') then
+            raise_application_error(
+                -20007, :dnfs_user || ': PASSWORD_CHANGE_DATE did not change: the password was not set (see the error above).'
+            );
+        end if;
+    end if;
+    execute immediate 'alter user ' || dbms_assert.enquote_name(:dnfs_user, false) || ' account unlock';
+    select account_status into :dnfs_status
+    from dba_users
+    where username = :dnfs_user;
+    if :dnfs_status not in ('OPEN', 'OPEN & IN ROLLOVER') then
+        raise_application_error(
+            -20008, :dnfs_user || ' is ' || :dnfs_status || ' after ACCOUNT UNLOCK: it cannot connect.'
         );
     end if;
 end;
