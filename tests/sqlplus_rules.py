@@ -152,6 +152,27 @@ SUBSTITUTION = re.compile(r"&&?([A-Za-z0-9_#$]+)\.?")
 EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS", "DBA_USERS"}
 
 
+def _handler_spans(code: str) -> list[tuple[int, int]]:
+    """(start, end) of each EXCEPTION section of a PL/SQL block: from EXCEPTION WHEN to its block's END.
+
+    A nested block's handler ends at that block's END, so a set after it
+    (in the enclosing block) is a set again. BEGIN and CASE open, END and
+    END CASE close (END IF and END LOOP close neither).
+    """
+    spans = []
+    for handler in re.finditer(r"(?i)\bexception\s+when\b", code):
+        depth, end = 0, len(code)
+        for word in re.finditer(r"(?i)\b(begin|case|end)\b(\s+(?:if|loop|case)\b)?", code[handler.end() :]):
+            if word.group(2) and word.group(2).split()[0].lower() != "case":
+                continue
+            depth += -1 if word.group(1).lower() == "end" else 1
+            if depth < 0:
+                end = handler.end() + word.start()
+                break
+        spans.append((handler.start(), end))
+    return spans
+
+
 @dataclasses.dataclass(frozen=True)
 class Finding:
     script: str
@@ -438,14 +459,14 @@ class SqlPlus:
             self._find(path, number, "termout-off", "statement run with TERMOUT OFF: its errors are not shown")
         code = _strip_literals(text)
         into = [m.span(1) for m in re.finditer(r"(?is)\binto\s+(:\w+(?:\s*,\s*:\w+)*)", code)]
-        handler = re.search(r"(?i)\bexception\s+when\b", code)
+        handlers = _handler_spans(code)
         for match in re.finditer(r"(?<![:\w]):([A-Za-z]\w*)", code):
             bind = match.group(1).lower()
             if bind not in state.binds:
                 self._find(path, number, "bind-undeclared", f":{bind} is not declared with VARIABLE")
             # In text order: `:x := ...` and `INTO :x` set it; any other use reads it.
             # A set in an exception handler happens only on an error: not a set.
-            in_handler = handler is not None and match.start() > handler.start()
+            in_handler = any(a <= match.start() < b for a, b in handlers)
             if code[match.end() :].lstrip().startswith(":=") or any(a <= match.start() < b for a, b in into):
                 if not in_handler:
                     state.binds_set.add(bind)

@@ -127,6 +127,20 @@ def test_the_checker_catches_each_rule(tmp_path, rule):
     assert rule in found, [str(f) for f in result.findings]
 
 
+def test_a_set_after_a_nested_blocks_handler_is_a_set_and_one_inside_a_handler_is_not(tmp_path):
+    """create_monitor_user.sql catches ORA-65058 in a nested block: the sets after it still count."""
+    body = (
+        "variable t number\nvariable u number\nbegin\n    :u := null;\n    begin\n        null;\n    exception\n"
+        "        when no_data_found then\n            :u := case when 1 = 1 then 1 end;\n    end;\n"
+        "    :t := 1;\nend;\n/\nselect :t, :u from dual;\n"
+    )
+    (tmp_path / "x.sql").write_text(body)
+    assert sqlplus_rules.start(str(tmp_path), "x.sql").findings == []
+    (tmp_path / "y.sql").write_text(body.replace("    :u := null;\n", ""))
+    found = [str(f) for f in sqlplus_rules.start(str(tmp_path), "y.sql").findings]
+    assert found == ["y.sql:13: bind-stale: :u is read before this run sets it"], found
+
+
 def test_new_value_with_no_rows_keeps_a_given_argument_and_defines_a_missing_one(tmp_path):
     """The optional-argument idiom: `@x 7` keeps &1 = 7; `@x` gets &1 defined and empty, never a prompt."""
     (tmp_path / "x.sql").write_text(
@@ -661,6 +675,28 @@ def test_setup_reads_container_data_back_before_it_says_done(rows, found):
     assert "CONTAINER_DATA=ALL(' || needed(i)" in text  # named in the failure line
     static = re.sub(r"'(?:[^']|'')*'", "''", re.sub(r"--[^\n]*", "", text))
     assert "dba_container_data" not in static.lower()  # 12.1+: only in dynamic SQL, which 11.2 never parses
+
+
+def test_a_view_refused_for_container_data_is_named_in_the_failure_not_a_bare_ora_65058():
+    """Review: ALTER USER ... SET CONTAINER_DATA ... FOR a view that is no CONTAINER_DATA object raises ORA-65058.
+
+    The script stopped at that error, naming neither the view nor the rest.
+    Now ORA-65058 is caught for that statement only and the view is named in
+    the -20003 failure; any other error still stops the script.
+    """
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    assert "pragma exception_init(not_container_data, -65058);" in text
+    block = re.search(
+        r"(?s)begin\s+execute immediate 'alter user ' \|\| user_name \|\| ' set container_data = all for sys\.'"
+        r" \|\| needed\(i\)\s+\|\| ' container = current';\s+exception\s+when (\w+) then(.*?)end;",
+        text,
+    )
+    assert block and block.group(1) == "not_container_data"  # not WHEN OTHERS: other errors still stop it
+    assert "refused := refused || ' ' || needed(i) || ' ';" in block.group(2)
+    named = text.index("missing := missing || ' CONTAINER_DATA=ALL(' || needed(i) || ': ORA-65058")
+    assert (
+        text.index("instr(refused, ' ' || needed(i) || ' ') > 0") < named < text.index("raise_application_error(-20003")
+    )
 
 
 # --- the arithmetic, in SQLite, against the agent ---

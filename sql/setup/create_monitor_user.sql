@@ -102,6 +102,14 @@ declare
     before_grants number;
     after_grants number;
     missing varchar2(4000) := '';
+    -- ALTER USER ... SET CONTAINER_DATA ... FOR a view that is not a
+    -- CONTAINER_DATA object raises ORA-65058 (Database Error Messages:
+    -- "object-specific CONTAINER_DATA attribute may only be specified for
+    -- a CONTAINER_DATA object"): caught per view, so the failure line names
+    -- every such view instead of stopping at the first.
+    not_container_data exception;
+    pragma exception_init(not_container_data, -65058);
+    refused varchar2(4000) := '';
     outcome varchar2(20);
     account varchar2(32);
 begin
@@ -143,8 +151,15 @@ begin
     for i in 1 .. needed.count loop
         execute immediate 'grant select on sys.' || needed(i) || ' to ' || user_name || scope;
         if is_cdb then
-            execute immediate 'alter user ' || user_name || ' set container_data = all for sys.' || needed(i)
-            || ' container = current';
+            begin
+                execute immediate 'alter user ' || user_name || ' set container_data = all for sys.' || needed(i)
+                || ' container = current';
+            exception
+                when not_container_data then
+                    -- ORA-65058: this view is not a CONTAINER_DATA object in
+                    -- this release; named in the failure below.
+                    refused := refused || ' ' || needed(i) || ' ';
+            end;
         end if;
     end loop;
     if dbms_db_version.version < 18 then
@@ -160,7 +175,9 @@ begin
         if after_grants = 0 then
             missing := missing || ' ' || needed(i);
         end if;
-        if is_cdb and needed(i) != 'DBMS_LOCK' then
+        if instr(refused, ' ' || needed(i) || ' ') > 0 then
+            missing := missing || ' CONTAINER_DATA=ALL(' || needed(i) || ': ORA-65058, not a CONTAINER_DATA object)';
+        elsif is_cdb and needed(i) != 'DBMS_LOCK' then
             execute immediate container_data_check into after_grants using user_name, needed(i);
             if after_grants = 0 then
                 missing := missing || ' CONTAINER_DATA=ALL(' || needed(i) || ')';
