@@ -10,7 +10,9 @@
 --              (GV$DATAFILE, GV$TEMPFILE, GV$LOGFILE, GV$CONTROLFILE) to the
 --              files open through dNFS (GV$DNFS_FILES). Redo logs: only the
 --              online logs of the instance's own thread (GV$LOG.THREAD# =
---              GV$INSTANCE.THREAD#), not other RAC threads' or standby logs. A file on local disk
+--              GV$INSTANCE.THREAD#), not other RAC threads' or standby logs;
+--              none on a physical standby (V$DATABASE.DATABASE_ROLE), whose
+--              online logs are unused: the verdict says so. A file on local disk
 --              or ASM is listed too: you judge. A file no process has opened
 --              yet (an unused temp file) is listed until one does.
 --              Reading GV$DNFS_CHANNELS resets its send/receive counts for
@@ -54,6 +56,8 @@ with database_files as (
     -- every thread's logs (RAC) and the standby logs (Data Guard), which
     -- this instance never opens. GV$LOG has the online groups with their
     -- THREAD#, and V$INSTANCE.THREAD# is the thread the instance writes.
+    -- None on a physical standby: its online logs are unused, and RFS
+    -- writes the standby logs one group at a time (V$DATABASE.DATABASE_ROLE).
     select
         lf.inst_id,
         'Redo log' as file_type,
@@ -61,7 +65,8 @@ with database_files as (
     from gv$logfile lf
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
-    where lf.type = 'ONLINE'
+    cross join v$database db
+    where lf.type = 'ONLINE' and db.database_role != 'PHYSICAL STANDBY'
     union all
     select
         inst_id,
@@ -152,7 +157,8 @@ database_files as (
     from gv$logfile lf
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
-    where lf.type = 'ONLINE'
+    cross join v$database db
+    where lf.type = 'ONLINE' and db.database_role != 'PHYSICAL STANDBY'
     union all
     select
         inst_id,
@@ -173,6 +179,15 @@ coverage as (
     from database_files f
     left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
     group by f.inst_id
+),
+redo as (
+    select
+        case
+            when database_role = 'PHYSICAL STANDBY'
+                then ' (physical standby: redo logs not counted, RFS writes one standby log at a time)'
+            else ''
+        end as redo_note
+    from v$database
 ),
 paths as (
     select
@@ -202,13 +217,15 @@ select
                 || ' CONTAINER_DATA)'
         when c.not_dnfs = 0
             then
-                'IN USE: all ' || c.files || ' database files open through dNFS; ' || nvl(p.filers, 0)
-                || ' filer(s), fewest active paths to one filer: ' || nvl(p.fewest_paths, 0)
+                'IN USE: all ' || c.files || ' database files' || r.redo_note || ' open through dNFS; '
+                || nvl(p.filers, 0) || ' filer(s), fewest active paths to one filer: ' || nvl(p.fewest_paths, 0)
         else
-            'PARTLY: ' || c.not_dnfs || ' of ' || c.files || ' database files not open through dNFS (listed'
-            || ' above: local disk/ASM, or a fallback to kernel NFS: check the alert log)'
+            'PARTLY: ' || c.not_dnfs || ' of ' || c.files || ' database files' || r.redo_note
+            || ' not open through dNFS (listed above: local disk/ASM, or a fallback to kernel NFS: check the'
+            || ' alert log)'
     end as verdict
 from gv$instance i
+cross join redo r
 left outer join servers s on i.inst_id = s.inst_id
 left outer join coverage c on i.inst_id = c.inst_id
 left outer join paths p on i.inst_id = p.inst_id

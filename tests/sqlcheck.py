@@ -43,9 +43,13 @@ PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
     ],
 }
 # Columns only the pack reads from views the agent reads too (added to
-# oracle_facts' list): V$INSTANCE.THREAD#, the redo thread the instance writes.
+# oracle_facts' list): V$INSTANCE.THREAD#, the redo thread the instance
+# writes; V$DATABASE.DATABASE_ROLE, primary or standby.
 PACK_EXTRA_COLUMNS: dict[str, list[oracle_facts.Column]] = {
     "V$INSTANCE": [("THREAD#", "11.2.0.4", None)],
+    # V$DATABASE.DATABASE_ROLE: PRIMARY, PHYSICAL STANDBY, LOGICAL STANDBY,
+    # SNAPSHOT STANDBY (Oracle Database Reference, V$DATABASE).
+    "V$DATABASE": [("DATABASE_ROLE", "11.2.0.4", None)],
 }
 
 

@@ -896,6 +896,7 @@ def rac_with_standby_logs():
         opened += [(inst, name) for name in data + temp + control]
     per_instance = [(inst, name) for inst, _ in instances for name in data]
     return {
+        "v$database": (["database_role"], [("PRIMARY",)]),
         "gv$instance": (["inst_id", "thread#"], instances),
         "gv$datafile": (["inst_id", "name"], per_instance),
         "gv$tempfile": (["inst_id", "name"], [(inst, name) for inst, _ in instances for name in temp]),
@@ -925,6 +926,43 @@ def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_gu
     assert [(r["dnfs_inst_id"], r["file_type"], r["file_name"]) for r in listed] == [(1, "Redo log", name)]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
+
+
+def physical_standby():
+    """The same RAC database as a physical (Active Data Guard) standby.
+
+    Its online logs are defined but unused; RFS writes the standby logs, one
+    group per primary thread at a time (Data Guard Concepts and
+    Administration, redo transport: standby redo logs). So the processes have
+    opened the data, temp and control files and the standby log being written.
+    """
+    tables = rac_with_standby_logs()
+    tables["v$database"] = (["database_role"], [("PHYSICAL STANDBY",)])
+    opened = [r for r in tables["gv$dnfs_files"][1] if "redo" not in r[1]]
+    tables["gv$dnfs_files"] = (["inst_id", "filename"], [*opened, (1, "/oradata/redo11.log")])
+    return tables
+
+
+def test_dnfs_check_on_a_physical_standby_leaves_redo_out_and_says_so():
+    """Review: on a standby the own-thread online logs are unused, so every standby read "PARTLY"."""
+    tables = physical_standby()
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert [v["verdict"].split(":")[0] for v in verdicts] == ["IN USE", "IN USE"]
+    for v in verdicts:
+        assert v["verdict"].startswith("IN USE: all 4 database files (physical standby: redo logs not counted"), v
+    # A data file not open through dNFS is still caught on the standby.
+    tables["gv$dnfs_files"] = (
+        ["inst_id", "filename"],
+        [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
+    )
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    assert [(r["dnfs_inst_id"], r["file_type"]) for r in listed] == [(2, "Data file")]
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert verdicts[1]["verdict"].startswith("PARTLY: 1 of 4 database files (physical standby")
+    # The primary's verdict carries no note, and still counts its own online logs.
+    primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
+    assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)
 
 
 # --- the manual's sample output comes from these queries ---
