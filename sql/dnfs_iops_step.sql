@@ -58,7 +58,9 @@ delta as (
     where c.nfs_read >= p.nfs_read and c.nfs_write >= p.nfs_write
     union all
     -- A process that started since the previous snapshot counts from zero:
-    -- its PNUM was absent then, or held by another known process.
+    -- its PNUM was absent then, or held by another known process. Known:
+    -- dnfs_iops_snapshot.sql stores '?' and -1 for a process missing from
+    -- GV$PROCESS, and such a row tells nothing (the agent's UNKNOWN_PROCESS).
     select
         c.inst_id,
         c.nfs_read as reads,
@@ -71,8 +73,8 @@ delta as (
     where
         p.pnum is null
         or (
-            c.spid is not null and c.serial is not null
-            and p.spid is not null and p.serial is not null
+            c.spid != '?' and c.serial != -1
+            and p.spid != '?' and p.serial != -1
             and (c.spid != p.spid or c.serial != p.serial)
         )
 ),

@@ -753,9 +753,28 @@ def rows_of(document, query, columns):
     return [[row[i] for i in index] for row in result["rows"]]
 
 
-def iops_rows(workload=None, churn=True):
+def as_snapshot(row):
+    """A GV$DNFS_STATS row as dnfs_iops_snapshot.sql stores it: nvl(spid, '?'), nvl(serial#, -1)."""
+    return [*row[:6], "?" if row[6] is None else row[6], -1 if row[7] is None else row[7]]
+
+
+def iops_rows(workload=None, churn=True, unknown=False):
     workload = workload or simulator.Workload(instances=2, processes=10, process_lifetime_s=30.0)
     raws, docs = documents(workload)
+    if unknown:
+        # A process of instance 2 that lives through the interval was missing
+        # from GV$PROCESS at the first read (the outer join gave no SPID and
+        # no SERIAL#): nothing tells whether it is the same process.
+        c = docs[0]["results"]["dnfs_stats"]["columns"]
+        identity = [c.index("INST_ID"), c.index("PNUM"), c.index("SPID"), c.index("SERIAL#")]
+        now = {tuple(r[i] for i in identity) for r in docs[1]["results"]["dnfs_stats"]["rows"]}
+        row = next(
+            r
+            for r in docs[0]["results"]["dnfs_stats"]["rows"]
+            if r[0] == 2 and tuple(r[i] for i in identity) in now and r[c.index("NFS_READ")] > 0
+        )
+        row[c.index("SPID")] = row[c.index("SERIAL#")] = None
+        raws[0] = oracle_db.to_raw(docs[0], T0)
     if churn:
         # A PNUM of instance 1 now belongs to a process that started inside the
         # interval; its predecessor's counters were lower than its own: only the
@@ -775,8 +794,8 @@ def iops_rows(workload=None, churn=True):
     columns = ["INST_ID", "PNUM", "NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", "SPID", "SERIAL#"]
     names = ["inst_id", "pnum", "nfs_read", "nfs_write", "nfs_readbytes", "nfs_writebytes", "spid", "serial"]
     tables = {
-        "cur": (names, rows_of(docs[1], "dnfs_stats", columns)),
-        "prev": (names, rows_of(docs[0], "dnfs_stats", columns)),
+        "cur": (names, [as_snapshot(r) for r in rows_of(docs[1], "dnfs_stats", columns)]),
+        "prev": (names, [as_snapshot(r) for r in rows_of(docs[0], "dnfs_stats", columns)]),
     }
     return workload, raws, run_core("dnfs_iops_step.sql", "the interval that just ended, per instance", tables, BINDS)
 
@@ -796,6 +815,24 @@ def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
         truth = simulator.truth(workload, int(inst), T0, T1)
         assert row["read_iops"] == pytest.approx(truth.observable_read_iops, rel=0.005)
         assert row["read_iops"] < truth.read_iops  # the exited processes' last share is lost, never invented
+
+
+def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_as_the_agent_does():
+    """Review: the snapshot stores '?' and -1 for a process GV$PROCESS lacked, so "is not null" was always true.
+
+    Such a process was counted from zero (its whole lifetime in one
+    interval). The agent leaves it out (UNKNOWN_PROCESS); so does the pack.
+    """
+    _, raws, rows = iops_rows(churn=False, unknown=True)
+    pack = {row["dnfs_inst_id"]: row for row in rows}
+    agent = {dict(p.tags)["instance"]: p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"}
+    for inst, row in pack.items():
+        mine = agent[f"simdb{int(inst)}"]
+        assert row["read_iops"] == pytest.approx(mine["read_iops"], rel=1e-12), inst
+        assert row["write_iops"] == pytest.approx(mine["write_iops"], rel=1e-12), inst
+        assert row["read_mbps"] == pytest.approx(mine["read_mib_per_s"], rel=1e-12), inst
+    _, _, known = iops_rows(churn=False)
+    assert {r["dnfs_inst_id"]: r["read_iops"] for r in known}[2] > pack[2]["read_iops"]  # left out, not invented
 
 
 def latency_rows(first_hit=True):
