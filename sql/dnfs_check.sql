@@ -29,7 +29,7 @@ define _dnfs_loop_step = _dnfs_noop
 
 column dnfs_inst_id heading 'Inst' format 9999
 column file_type heading 'File type' format a12
-column file_name heading 'Not open through dNFS' format a100
+column dnfs_file_name heading 'Not open through dNFS' format a100
 column dnfs_svrname heading 'Filer' format a30
 column paths heading 'Active paths' format 99990
 column dnfs_name heading 'Parameter' format a24
@@ -83,7 +83,7 @@ dnfs_open as (
 select
     f.inst_id as dnfs_inst_id,
     f.file_type,
-    f.file_name
+    f.file_name as dnfs_file_name
 from database_files f
 left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
 where d.filename is null
@@ -234,7 +234,7 @@ order by i.inst_id;
 
 column dnfs_inst_id clear
 column file_type clear
-column file_name clear
+column dnfs_file_name clear
 column dnfs_svrname clear
 column paths clear
 column dnfs_name clear

@@ -137,11 +137,32 @@ MAX_DEPTH = 20
 # Names a DBA's login.sql formats: the columns of the V$ views (the column
 # facts shared with the agent, and the pack's own views). A COLUMN setting is
 # per name, so the pack formats only aliases of its own (dnfs_...).
-VIEW_COLUMN_NAMES = {"INST_ID"} | {
-    name
-    for facts in [*oracle_facts.VIEWS.values(), *sqlcheck.PACK_VIEWS.values(), *sqlcheck.PACK_EXTRA_COLUMNS.values()]
-    for name, _, _ in facts
+# Dictionary column names a DBA formats in login.sql besides the V$ ones:
+# DBA_DATA_FILES and DBA_TEMP_FILES (FILE_NAME, TABLESPACE_NAME), DBA_OBJECTS
+# (OWNER, OBJECT_NAME, OBJECT_TYPE), DBA_SEGMENTS (SEGMENT_NAME), DBA_USERS
+# (USERNAME) (Oracle Database Reference, those views).
+DICTIONARY_COLUMN_NAMES = {
+    "FILE_NAME",
+    "TABLESPACE_NAME",
+    "OWNER",
+    "OBJECT_NAME",
+    "OBJECT_TYPE",
+    "SEGMENT_NAME",
+    "USERNAME",
 }
+VIEW_COLUMN_NAMES = (
+    {"INST_ID"}
+    | DICTIONARY_COLUMN_NAMES
+    | {
+        name
+        for facts in [
+            *oracle_facts.VIEWS.values(),
+            *sqlcheck.PACK_VIEWS.values(),
+            *sqlcheck.PACK_EXTRA_COLUMNS.values(),
+        ]
+        for name, _, _ in facts
+    }
+)
 VARIABLE_TYPES = re.compile(
     r"(?i)^(number|binary_float|binary_double|clob|nclob|refcursor|char|nchar"
     r"|char\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nchar\s*\(\s*(\d+)\s*\)"

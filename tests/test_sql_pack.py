@@ -141,6 +141,14 @@ def test_a_set_after_a_nested_blocks_handler_is_a_set_and_one_inside_a_handler_i
     assert found == ["y.sql:13: bind-stale: :u is read before this run sets it"], found
 
 
+@pytest.mark.parametrize("column", ["file_name", "tablespace_name", "name", "member"])
+def test_column_dba_name_covers_the_dictionary_names_dbas_format(tmp_path, column):
+    """Review: dnfs_check.sql formatted and cleared FILE_NAME (DBA_DATA_FILES), a name DBAs format in login.sql."""
+    (tmp_path / "x.sql").write_text(f"column {column} heading 'File' format a40\ncolumn {column} clear\n")
+    found = {f.rule for f in sqlplus_rules.start(str(tmp_path), "x.sql").findings}
+    assert found == {"column-dba-name"}
+
+
 def test_new_value_with_no_rows_keeps_a_given_argument_and_defines_a_missing_one(tmp_path):
     """The optional-argument idiom: `@x 7` keeps &1 = 7; `@x` gets &1 defined and empty, never a prompt."""
     (tmp_path / "x.sql").write_text(
@@ -960,7 +968,7 @@ def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_gu
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
     listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
-    assert [(r["dnfs_inst_id"], r["file_type"], r["file_name"]) for r in listed] == [(1, "Redo log", name)]
+    assert [(r["dnfs_inst_id"], r["file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
