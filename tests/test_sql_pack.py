@@ -707,6 +707,35 @@ def test_a_view_refused_for_container_data_is_named_in_the_failure_not_a_bare_or
     )
 
 
+def test_setting_only_container_data_reports_updated_not_unchanged():
+    """Review: a run that only set CONTAINER_DATA (no new grant) said DNFSMON_RESULT=unchanged."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    literal = re.search(r"container_data_count constant varchar2\(\d+\) := ((?:'(?:[^']|'')*'\s*(?:\|\|\s*)?)+);", text)
+    count = re.sub(r":\d", "?", "".join(re.findall(r"'((?:[^']|'')*)'", literal.group(1))).replace("''", "'"))
+    db = sqlite3.connect(":memory:")
+    db.execute("create table dba_container_data (username, default_attr, owner, object_name, all_containers)")
+    db.executemany(
+        "insert into dba_container_data values (?, 'N', 'SYS', ?, ?)",
+        [("C##DNFSMON", "GV_$DNFS_STATS", "Y"), ("C##DNFSMON", "GV_$PROCESS", "N"), ("C##OTHER", "GV_$PROCESS", "Y")],
+    )
+    assert db.execute(count, ("C##DNFSMON",)).fetchone() == (1,)
+    outcome = re.search(r"(?s)outcome := (case.*?end);", text).group(1)
+    names = ["existed", "after_grants", "before_grants", "after_container_data", "before_container_data"]
+    sql = "select " + re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: ":" + m.group(1), outcome)
+    cases = [
+        ((0, 20, 0, 0, 0), "created"),
+        ((1, 20, 20, 19, 0), "updated"),  # CONTAINER_DATA only
+        ((1, 21, 20, 19, 19), "updated"),
+        ((1, 20, 20, 19, 19), "unchanged"),
+        ((1, 20, 20, 0, 0), "unchanged"),  # not a CDB: both counts stay 0
+    ]
+    for values, expected in cases:
+        assert db.execute(sql, dict(zip(names, values))).fetchone() == (expected,), values
+    before = text.index("execute immediate container_data_count into before_container_data")
+    after = text.index("execute immediate container_data_count into after_container_data")
+    assert before < text.index("set container_data = all for sys.") < after < text.index("outcome := case")
+
+
 # --- the arithmetic, in SQLite, against the agent ---
 
 

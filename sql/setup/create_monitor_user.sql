@@ -101,6 +101,12 @@ declare
     existed number;
     before_grants number;
     after_grants number;
+    -- The user's CONTAINER_DATA=ALL rows, before and after (12.1+: dynamic
+    -- SQL), so that setting it alone reports "updated", not "unchanged".
+    container_data_count constant varchar2(200) := 'select count(*) from dba_container_data'
+    || ' where username = :1 and all_containers = ''Y''';
+    before_container_data number := 0;
+    after_container_data number := 0;
     missing varchar2(4000) := '';
     -- ALTER USER ... SET CONTAINER_DATA ... FOR a view that is not a
     -- CONTAINER_DATA object raises ORA-65058 (Database Error Messages:
@@ -138,6 +144,9 @@ begin
     end loop;
     select count(*) into existed from dba_users where username = user_name;
     select count(*) into before_grants from dba_tab_privs where grantee = user_name;
+    if is_cdb then
+        execute immediate container_data_count into before_container_data using user_name;
+    end if;
     if existed = 0 then
         for i in 1 .. 6 loop
             first_password := first_password || dbms_random.string('u', 1) || trunc(dbms_random.value(0, 10))
@@ -194,7 +203,14 @@ begin
         raise_application_error(-20003, user_name || ' lacks, after granting:' || missing);
     end if;
     select count(*) into after_grants from dba_tab_privs where grantee = user_name;
-    outcome := case when existed = 0 then 'created' when after_grants > before_grants then 'updated' else 'unchanged' end;
+    if is_cdb then
+        execute immediate container_data_count into after_container_data using user_name;
+    end if;
+    outcome := case
+        when existed = 0 then 'created'
+        when after_grants > before_grants or after_container_data > before_container_data then 'updated'
+        else 'unchanged'
+    end;
     :dnfs_result := outcome;
     -- Still expired: its password was never set (or has expired since).
     -- Oracle Database Reference, DBA_USERS.ACCOUNT_STATUS: EXPIRED,
