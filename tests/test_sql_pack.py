@@ -736,6 +736,32 @@ def test_setting_only_container_data_reports_updated_not_unchanged():
     assert before < text.index("set container_data = all for sys.") < after < text.index("outcome := case")
 
 
+@pytest.mark.parametrize(
+    ("prefix", "user", "refused"),
+    [
+        ("C##", "C##DNFSMON", False),
+        ("C##", "DNFSMON", True),
+        ("CX_", "CX_DNFSMON", False),  # COMMON_USER_PREFIX set by the DBA
+        ("CX_", "C##DNFSMON", True),
+        (None, "DNFSMON", False),  # an empty prefix (NULL in Oracle) refuses no name
+    ],
+)
+def test_the_common_user_check_uses_common_user_prefix(prefix, user, refused):
+    """Review: the C## check ignored COMMON_USER_PREFIX, which a DBA may have changed."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    condition = re.search(r"if is_cdb and (substr\(user_name.*?) then", text).group(1)
+    sql = "select coalesce(" + condition.replace("user_name", ":user").replace("common_prefix", ":prefix") + ", 0)"
+    sql = sqlglot.transpile(sql, read="oracle", write="sqlite")[0]
+    assert bool(sqlite3.connect(":memory:").execute(sql, {"user": user, "prefix": prefix}).fetchone()[0]) is refused
+    read_prefix = re.search(
+        r"(?s)if dbms_db_version.version >= 12 then.*?"
+        r"execute immediate 'select value from v\$parameter where name = ''common_user_prefix'''\s+into prefix;"
+        r"\s+exception\s+when no_data_found then\s+prefix := 'C##';",
+        text,
+    )
+    assert read_prefix and "then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end" in text
+
+
 # --- the arithmetic, in SQLite, against the agent ---
 
 

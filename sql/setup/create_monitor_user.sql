@@ -5,7 +5,7 @@
 --              in step with them), and in a CDB the CONTAINER_DATA to see
 --              every container's rows.
 -- Usage:       @setup/create_monitor_user [user]
--- Examples:    @setup/create_monitor_user              C##DNFSMON in a CDB, DNFSMON otherwise
+-- Examples:    @setup/create_monitor_user              C##DNFSMON in a CDB (the COMMON_USER_PREFIX), DNFSMON otherwise
 --              @setup/create_monitor_user C##MONITOR
 --              @setup/set_monitor_password C##MONITOR  then, for a new user
 -- Notes:       Run as a DBA (SYSDBA, or CREATE USER, ALTER USER and GRANT ANY
@@ -49,24 +49,38 @@ where 1 = 0;
 -- 12.1, so they are read by dynamic SQL that 11.2 never parses.
 variable dnfs_cdb varchar2(3)
 variable dnfs_container varchar2(128)
+variable dnfs_prefix varchar2(30)
 variable dnfs_result varchar2(20)
 variable dnfs_password varchar2(10)
 variable dnfs_account varchar2(32)
 declare
     cdb varchar2(3) := 'NO';
     container varchar2(128) := '';
+    prefix varchar2(30) := 'C##';
 begin
     if dbms_db_version.version >= 12 then
         execute immediate 'select cdb, sys_context(''USERENV'', ''CON_NAME'') from v$database'
         into cdb, container;
+        -- The prefix a common user's name must start with: the
+        -- COMMON_USER_PREFIX parameter where the release has it (Oracle
+        -- Database Reference, COMMON_USER_PREFIX; C## by default, and
+        -- empty means any name), C## otherwise.
+        begin
+            execute immediate 'select value from v$parameter where name = ''common_user_prefix'''
+            into prefix;
+        exception
+            when no_data_found then
+                prefix := 'C##';
+        end;
     end if;
     :dnfs_cdb := cdb;
     :dnfs_container := container;
+    :dnfs_prefix := prefix;
 end;
 /
 
 column user_name new_value _dnfs_user noprint
-select upper(nvl('&1', case when :dnfs_cdb = 'YES' then 'C##DNFSMON' else 'DNFSMON' end)) as user_name
+select upper(nvl('&1', case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end)) as user_name
 from dual;
 
 declare
@@ -83,6 +97,7 @@ declare
     -- ora12c_stig_verify_function (15 characters or more).
     first_password varchar2(30) := '';
     is_cdb boolean := :dnfs_cdb = 'YES';
+    common_prefix constant varchar2(30) := :dnfs_prefix;
     scope varchar2(20) := '';
     -- The views the pack and the agent read (tests/test_sql_pack.py keeps
     -- this list equal to what they read).
@@ -124,8 +139,11 @@ begin
             -20001, 'Connected to ' || :dnfs_container || ': run this script in the CDB root (the user is common).'
         );
     end if;
-    if is_cdb and user_name not like 'C##%' then
-        raise_application_error(-20002, 'In a CDB the user must be common: name it C##..., not ' || user_name || '.');
+    -- substr(..., 1, 0) is NULL: an empty prefix refuses no name.
+    if is_cdb and substr(user_name, 1, nvl(length(common_prefix), 0)) != common_prefix then
+        raise_application_error(
+            -20002, 'In a CDB the user must be common: name it ' || common_prefix || '..., not ' || user_name || '.'
+        );
     end if;
     if is_cdb then
         scope := ' container = all';
