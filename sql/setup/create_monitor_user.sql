@@ -87,14 +87,14 @@ declare
     user_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_user');
     -- A new user's first password: random, made here, never printed,
     -- expired and locked at once, so nobody can use it; PASSWORD sets the
-    -- real one. Letters and digits alternate (no two letters side by side),
-    -- so it can never contain a word a verify function refuses (the
+    -- real one. Letters and digits alternate (no two letters side by
+    -- side), so it cannot contain a word a verify function refuses (the
     -- database name, the user name, "oracle": verify_function_11G and
-    -- ora12c_verify_function, Database Security Guide, password
-    -- complexity verification, made by utlpwdmg.sql); 6 upper, 6 lower, 12 digits and
-    -- two special characters, 26 bytes: within 11.2's 30-byte limit and
-    -- past the class and length rules of ora12c_strong_verify_function and
-    -- ora12c_stig_verify_function (15 characters or more).
+    -- ora12c_verify_function, made by utlpwdmg.sql; Database Security
+    -- Guide, password complexity verification). 6 upper, 6 lower, 12
+    -- digits and two special characters, 26 bytes: within 11.2's 30-byte
+    -- limit and past the class and length rules of
+    -- ora12c_strong_verify_function and ora12c_stig_verify_function.
     first_password varchar2(30) := '';
     is_cdb boolean := :dnfs_cdb = 'YES';
     common_prefix constant varchar2(30) := :dnfs_prefix;
@@ -233,8 +233,8 @@ begin
     -- Still expired: its password was never set (or has expired since).
     -- Oracle Database Reference, DBA_USERS.ACCOUNT_STATUS: EXPIRED,
     -- EXPIRED and LOCKED (a new user here), EXPIRED and LOCKED(TIMED) need a
-    -- new password; EXPIRED(GRACE), alone or locked, still logs in
-    -- (ORA-28002 only), so the password it has is kept.
+    -- new password. EXPIRED(GRACE) still logs in (ORA-28002 is a warning),
+    -- so its password is kept; a lock is named on the last line.
     select account_status into account from dba_users where username = user_name;
     :dnfs_password := case when account like 'EXPIRED%' and account not like 'EXPIRED(GRACE)%' then 'needed' else 'kept' end;
     :dnfs_account := account;
