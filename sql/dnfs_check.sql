@@ -11,7 +11,7 @@
 --              files open through dNFS (GV$DNFS_FILES). Redo logs: only the
 --              online logs of the instance's own thread (GV$LOG.THREAD# =
 --              GV$INSTANCE.THREAD#), not other RAC threads' or standby logs;
---              none on a physical standby (V$DATABASE.DATABASE_ROLE), whose
+--              none on a physical standby or far sync (DATABASE_ROLE), whose
 --              online logs are unused: the verdict says so. A file on local disk
 --              or ASM is listed too: you judge. A file no process has opened
 --              yet (an unused temp file) is listed until one does.
@@ -56,8 +56,10 @@ with database_files as (
     -- every thread's logs (RAC) and the standby logs (Data Guard), which
     -- this instance never opens. GV$LOG has the online groups with their
     -- THREAD#, and V$INSTANCE.THREAD# is the thread the instance writes.
-    -- None on a physical standby: its online logs are unused, and RFS
-    -- writes the standby logs one group at a time (V$DATABASE.DATABASE_ROLE).
+    -- None on a physical standby or a far sync instance (12.1+): their online
+    -- logs are unused, and RFS writes the standby logs one group at a time
+    -- (V$DATABASE.DATABASE_ROLE). Named positively, so a role added later is
+    -- not taken for a primary.
     select
         lf.inst_id,
         'Redo log' as file_type,
@@ -66,7 +68,7 @@ with database_files as (
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
     cross join v$database db
-    where lf.type = 'ONLINE' and db.database_role != 'PHYSICAL STANDBY'
+    where lf.type = 'ONLINE' and db.database_role in ('PRIMARY', 'LOGICAL STANDBY', 'SNAPSHOT STANDBY')
     union all
     select
         inst_id,
@@ -158,7 +160,7 @@ database_files as (
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
     cross join v$database db
-    where lf.type = 'ONLINE' and db.database_role != 'PHYSICAL STANDBY'
+    where lf.type = 'ONLINE' and db.database_role in ('PRIMARY', 'LOGICAL STANDBY', 'SNAPSHOT STANDBY')
     union all
     select
         inst_id,
@@ -183,9 +185,8 @@ coverage as (
 redo as (
     select
         case
-            when database_role = 'PHYSICAL STANDBY'
-                then ' (physical standby: redo logs not counted, RFS writes one standby log at a time)'
-            else ''
+            when database_role in ('PRIMARY', 'LOGICAL STANDBY', 'SNAPSHOT STANDBY') then ''
+            else ' (' || lower(database_role) || ': redo logs not counted, RFS writes one standby log at a time)'
         end as redo_note
     from v$database
 ),

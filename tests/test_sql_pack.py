@@ -622,6 +622,9 @@ def test_a_new_user_stays_locked_until_its_password_is_set_read_back_and_open():
     text = read(SET_PASSWORD)
     order = [
         "execute immediate change_date_query into changed using :dnfs_user;\n        :dnfs_changed_before",
+        # before 12.2 (no PASSWORD_CHANGE_DATE) an account that is not expired is expired first
+        "elsif :dnfs_status_before not like 'EXPIRED%' then",
+        "' password expire'",
         "\npassword &_dnfs_user\n",
         "if :dnfs_status like 'EXPIRED%' then",
         "raise_application_error(\n                -20007",
@@ -1043,14 +1046,20 @@ def physical_standby():
     return tables
 
 
-def test_dnfs_check_on_a_physical_standby_leaves_redo_out_and_says_so():
-    """Review: on a standby the own-thread online logs are unused, so every standby read "PARTLY"."""
+@pytest.mark.parametrize("role", ["PHYSICAL STANDBY", "FAR SYNC"])
+def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
+    """Review: on a standby the own-thread online logs are unused, so every standby read "PARTLY".
+
+    The roles that write their online logs are named (PRIMARY, LOGICAL and
+    SNAPSHOT STANDBY), so a far sync instance (12.1+) is not taken for a primary.
+    """
     tables = physical_standby()
+    tables["v$database"] = (["database_role"], [(role,)])
     assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert [v["verdict"].split(":")[0] for v in verdicts] == ["IN USE", "IN USE"]
     for v in verdicts:
-        assert v["verdict"].startswith("IN USE: all 4 database files (physical standby: redo logs not counted"), v
+        assert v["verdict"].startswith(f"IN USE: all 4 database files ({role.lower()}: redo logs not counted"), v
     # A data file not open through dNFS is still caught on the standby.
     tables["gv$dnfs_files"] = (
         ["inst_id", "filename"],
@@ -1059,7 +1068,7 @@ def test_dnfs_check_on_a_physical_standby_leaves_redo_out_and_says_so():
     listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["file_type"]) for r in listed] == [(2, "Data file")]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
-    assert verdicts[1]["verdict"].startswith("PARTLY: 1 of 4 database files (physical standby")
+    assert verdicts[1]["verdict"].startswith(f"PARTLY: 1 of 4 database files ({role.lower()}")
     # The primary's verdict carries no note, and still counts its own online logs.
     primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
     assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)

@@ -88,10 +88,13 @@ declare
     -- A new user's first password: random, made here, never printed,
     -- expired and locked at once, so nobody can use it; PASSWORD sets the
     -- real one. Letters and digits alternate (no two letters side by
-    -- side), so it cannot contain a word a verify function refuses (the
-    -- database name, the user name, "oracle": verify_function_11G and
-    -- ora12c_verify_function, made by utlpwdmg.sql; Database Security
-    -- Guide, password complexity verification). 6 upper, 6 lower, 12
+    -- side), so it cannot contain a word of two letters or more that a
+    -- verify function refuses: the database name, the user name, "oracle"
+    -- (verify_function_11G and ora12c_verify_function, made by
+    -- utlpwdmg.sql; Database Security Guide, password complexity
+    -- verification). A name that itself alternates letter and digit (P1)
+    -- still can: ORA-28003 then stops the script, and a second run draws
+    -- again. 6 upper, 6 lower, 12
     -- digits and two special characters, 26 bytes: within 11.2's 30-byte
     -- limit and past the class and length rules of
     -- ora12c_strong_verify_function and ora12c_stig_verify_function.

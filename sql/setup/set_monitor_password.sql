@@ -15,7 +15,9 @@
 --              Any error stops the script with a failure exit status; the
 --              last line, "DNFSMON_PASSWORD=set ...", is printed only after
 --              DBA_USERS shows the account no longer expired, its
---              PASSWORD_CHANGE_DATE moved (12.2 on), and, unlocked, OPEN.
+--              PASSWORD_CHANGE_DATE moved (12.2 on; before 12.2 an account
+--              that is not expired is expired first, so that leaving the
+--              expired state proves PASSWORD worked), and, unlocked, OPEN.
 
 whenever sqlerror exit failure
 set verify off feedback off termout on
@@ -57,6 +59,14 @@ begin
     if dbms_db_version.version > 12 or (dbms_db_version.version = 12 and dbms_db_version.release >= 2) then
         execute immediate change_date_query into changed using :dnfs_user;
         :dnfs_changed_before := changed;
+    elsif :dnfs_status_before not like 'EXPIRED%' then
+        -- Before 12.2 nothing in DBA_USERS shows that PASSWORD changed the
+        -- password of an account that is not expired, so a refused password
+        -- would pass the read-back. Expired first, the account leaves that
+        -- state only if PASSWORD succeeds; if it fails, the account stays
+        -- expired and the script says so (the agent's logins fail with
+        -- ORA-28001 until the password is set: loud, not silently wrong).
+        execute immediate 'alter user ' || dbms_assert.enquote_name(:dnfs_user, false) || ' password expire';
     end if;
 end;
 /
