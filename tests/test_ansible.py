@@ -178,6 +178,7 @@ def test_oracle_user_role_finishes_an_interrupted_first_run(tmp_path):
     env = {"FAKE_SQLPLUS_DIR": str(record), "FAKE_SQLPLUS_FAIL_PASSWORD": "1"}
     rc, _, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc != 0 and "s3cret-pw" not in output
+    assert "ORA-20006: C##DNFSMON is still EXPIRED & LOCKED" in output  # why, though the task's log is hidden
     assert (record / "users").read_text() == "C##DNFSMON EXPIRED & LOCKED\n"  # no login until PASSWORD
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
     assert rc == 0 and changed > 0, output
@@ -186,6 +187,20 @@ def test_oracle_user_role_finishes_an_interrupted_first_run(tmp_path):
         "create_monitor_user.sql",
         "set_monitor_password.sql",
     ]
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+def test_oracle_user_role_stops_when_the_existing_account_is_locked(tmp_path):
+    """An existing user locked by failed logins keeps its password, but the agent cannot connect: not "ok"."""
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    (record / "users").write_text("C##DNFSMON LOCKED(TIMED)\n")
+    variables = oracle_user_variables(tmp_path, "C##DNFSMON")
+    rc, _, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc != 0, output
+    assert "ALTER USER C##DNFSMON ACCOUNT UNLOCK" in output
+    assert [args[3].rsplit("/", 1)[-1] for args, _, _ in sqlplus_calls(record)] == ["create_monitor_user.sql"]
     assert not (tmp_path / "work").exists()
 
 
