@@ -1,0 +1,153 @@
+"""The rows of issue 20's table beyond mountstats (bench/run.py runs them): the Oracle
+path, `dnfsmon ship` against a real InfluxDB 1.8, `dnfsmon show` on a full store,
+the state file at 1000 mounts, one cron run and peak RSS at 1000 mounts.
+
+Each comparison is paired and repeated like the others; the rows whose target
+is an absolute figure (CPU seconds, MiB) carry the peer for scale only and
+their verdict is on dnfsmon's median.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import collect_cost  # noqa: E402
+import inputs  # noqa: E402
+
+# The issue's sizes.
+ORACLE_INSTANCES, ORACLE_PROCESSES = 4, 2000
+SHIP_POINTS = 100_000
+DEFAULT_STORE_BYTES = 268_435_456  # [store] max_bytes' default (example.toml)
+CRON_SOURCES = ["nic", "tcp", "mountstats", "filer_tcp", "rpc"]  # the issue's "5 host sources"
+HOST = "bench"
+
+
+def dnfsmon(config: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "dnfsmon", "--config", config, *args]
+
+
+def write_config(path: str, text: str) -> str:
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def oracle_documents(directory: str) -> tuple[str, str]:
+    """Two simulator readings 10 s apart of 4 instances x 2000 dNFS processes, as files."""
+    from dnfsmon import simulator
+    from dnfsmon.sources import oracle
+
+    workload = simulator.Workload(instances=ORACLE_INSTANCES, processes=ORACLE_PROCESSES, scope="cluster")
+    paths = []
+    for number, t in enumerate((workload.epoch + 7200, workload.epoch + 7210)):
+        path = os.path.join(directory, f"oracle-{number}.json")
+        with open(path, "w") as f:
+            f.write(simulator.read(workload, t).text(oracle.RESULTS))
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def mountstats_points(count: int, directory: str) -> list:
+    """The points one sample of `count` bench mounts (all active) publishes."""
+    from dnfsmon import rates
+    from dnfsmon.sources import mountstats
+    from dnfsmon.sources.base import Raw
+
+    old, new = inputs.make_pair(directory, count, 1.0)
+    readings = []
+    for root, clock in ((old, 7000.0), (new, 7010.0)):
+        with open(os.path.join(root, "1", "mountstats")) as f:
+            readings.append(Raw({mountstats.MOUNTSTATS: f.read()}, clock, 1732240000.0 + clock))
+    previous = mountstats.SOURCE.parse(readings[0], HOST).samples
+    current = mountstats.SOURCE.parse(readings[1], HOST).samples
+    return mountstats.SOURCE.publish(rates.diff_all({s.state_key: s for s in previous}, current), current)
+
+
+def shifted(points: list, count: int, step_ns: int = 10_000_000_000) -> list:
+    """`count` points: the sample's points again and again, each round step_ns later."""
+    from dnfsmon.points import Point
+
+    result = []
+    round_number = 0
+    while len(result) < count:
+        offset = round_number * step_ns
+        result.extend(Point(p.measurement, p.tags, p.fields, p.time_ns + offset) for p in points)
+        round_number += 1
+    return result[:count]
+
+
+def fill_store(directory: str, points: list, max_bytes: int, until_bytes: int = 0) -> None:
+    """A store holding `points`; with until_bytes, rounds of them (each 10 s later) until it holds that much
+    (less than max_bytes: the store's bound keeps it below that, dropping the oldest)."""
+    from dnfsmon.points import Point
+    from dnfsmon.store import Store
+
+    store = Store(directory, max_bytes)
+    store.append(points)
+    round_number = 1
+    while until_bytes and sum(os.path.getsize(p) for _, p in store.segments()) < until_bytes:
+        offset = round_number * 10_000_000_000
+        store.append([Point(p.measurement, p.tags, p.fields, p.time_ns + offset) for p in points])
+        round_number += 1
+
+
+class Influx:
+    """A real InfluxDB 1.8 (tests/influxdb_server.py: built from the Go module proxy, cached)."""
+
+    def __init__(self, directory: str):
+        from influxdb_server import InfluxServer
+
+        self.server = InfluxServer(os.path.join(directory, "influxdb")).start()
+        self.server.create_database("bench")
+
+    def post(self, batches: list[bytes]) -> None:
+        """The raw peer: the same line protocol POSTed as it is, one request per batch."""
+        for body in batches:
+            request = urllib.request.Request(
+                f"{self.server.url}/api/v2/write?bucket=bench&org=-&precision=ns",
+                data=body,
+                method="POST",
+                headers={"Content-Type": "text/plain; charset=utf-8"},
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def wall(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def process_wall(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def process_cost(argv: list[str]) -> tuple[float, float]:
+    return collect_cost.measure(argv, 1)
+
+
+def state_file(state_dir: str) -> str:
+    names = [n for n in os.listdir(state_dir) if n.endswith(".state.json") and "memory" not in n]
+    assert len(names) == 1, names
+    return os.path.join(state_dir, names[0])
+
+
+def copy_tree(source: str, target: str) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
