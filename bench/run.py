@@ -294,8 +294,8 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison]) -> list
     )
     show.run(
         pairs,
-        lambda: process_cost(whole.dnfsmon(show_config, "show"))[0],
-        lambda: process_cost([sys.executable, "-c", "pass"])[0],
+        lambda: whole.process_cost(whole.dnfsmon(show_config, "show"))[0],
+        lambda: whole.process_cost([sys.executable, "-c", "pass"])[0],
     )
     comparisons.append(show)
     shutil.rmtree(show_store)
@@ -336,14 +336,14 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison]) -> list
                 baseline: str = baseline, state_dir: str = state_dir, config: str = configs["new"]
             ) -> float:
                 whole.copy_tree(baseline, state_dir)
-                cpu, peak = process_cost(whole.dnfsmon(config, "collect"))
+                cpu, peak = whole.process_cost(whole.dnfsmon(config, "collect"))
                 rss_ours.append(peak)  # noqa: B023 (run before the loop moves on)
                 return cpu
 
             rss_peer: list[float] = []
 
             def floor() -> float:
-                cpu, peak = process_cost([sys.executable, "-c", "pass"])
+                cpu, peak = whole.process_cost([sys.executable, "-c", "pass"])
                 rss_peer.append(peak)  # noqa: B023 (run before the loop moves on)
                 return cpu
 
@@ -389,17 +389,17 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison]) -> list
         f"[host]\nsources = {whole.CRON_SOURCES!r}\n",
     )
     cron_argv = whole.dnfsmon(cron_config, "collect", "--count", "6", "--interval", "1")
-    process_cost(cron_argv)  # the state a cron run finds: the previous run's
+    whole.process_cost(cron_argv)  # the state a cron run finds: the previous run's
     cron_rss: list[float] = []
     pass_rss: list[float] = []
 
     def cron_run() -> float:
-        cpu, peak = process_cost(cron_argv)
+        cpu, peak = whole.process_cost(cron_argv)
         cron_rss.append(peak)
         return cpu
 
     def python_pass() -> float:
-        cpu, peak = process_cost([sys.executable, "-c", "pass"])
+        cpu, peak = whole.process_cost([sys.executable, "-c", "pass"])
         pass_rss.append(peak)
         return cpu
 
@@ -508,7 +508,7 @@ def main() -> None:
         rss: list[float] = []
 
         def our_diff() -> float:
-            cpu, peak = process_cost(
+            cpu, peak = whole.process_cost(
                 [sys.executable, "-m", "dnfsmon", "diff", f"{old}/capture", f"{new}/capture", "--format", "lp"]
             )
             rss.append(peak)
@@ -517,7 +517,9 @@ def main() -> None:
         whole.run(
             pairs,
             our_diff,
-            lambda: process_cost(["mountstats", "iostat", "-f", f"{new}/1/mountstats", "-S", f"{old}/1/mountstats"])[0],
+            lambda: whole.process_cost(
+                ["mountstats", "iostat", "-f", f"{new}/1/mountstats", "-S", f"{old}/1/mountstats"]
+            )[0],
         )
         comparisons.append(whole)
 
@@ -526,18 +528,18 @@ def main() -> None:
         collect_rss: list[float] = []
 
         def one_collect() -> float:
-            cpu, peak = process_cost(cost_commands["dnfsmon collect"])
+            cpu, peak = whole.process_cost(cost_commands["dnfsmon collect"])
             collect_rss.append(peak)
             return cpu
 
-        floor.run(pairs, one_collect, lambda: process_cost([sys.executable, "-c", "pass"])[0])
+        floor.run(pairs, one_collect, lambda: whole.process_cost([sys.executable, "-c", "pass"])[0])
         comparisons.append(floor)
         for name in ("nicstat", "python+psutil"):
             peer = Comparison("`dnfsmon collect` (this host), one sample", f"`{name}`", "", None)
             peer.run(
                 pairs,
-                lambda: process_cost(cost_commands["dnfsmon collect"])[0],
-                lambda n=name: process_cost(cost_commands[n])[0],
+                lambda: whole.process_cost(cost_commands["dnfsmon collect"])[0],
+                lambda n=name: whole.process_cost(cost_commands[n])[0],
             )
             comparisons.append(peer)
 
@@ -570,12 +572,12 @@ def main() -> None:
                 rss_before: list[float] = []
 
                 def now(argv: list[str] = argv, into: list[float] = rss_now) -> float:
-                    cpu_s, peak = process_cost(argv)
+                    cpu_s, peak = whole.process_cost(argv)
                     into.append(peak)
                     return cpu_s
 
                 def then(argv: list[str] = argv, into: list[float] = rss_before) -> float:
-                    cpu_s, peak = before.process_cost(argv)
+                    cpu_s, peak = before.whole.process_cost(argv)
                     into.append(peak)
                     return cpu_s
 
