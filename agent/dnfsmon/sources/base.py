@@ -25,6 +25,10 @@ new source provides:
   `read_host_files(inputs, [paths])`. A source of another system (the
   database) is read by its target instead (dnfsmon.targets).
 
+A host source of the usual shape (samples(raw, host) -> (samples, problems),
+one point per key from fields(interval)) is made by `per_key_host_source`,
+which writes the parse and publish steps for it.
+
 Every field a source publishes has a row in dnfsmon/catalogue.csv (the tests
 check both ways), and the source needs a golden case under tests/cases/diff.
 
@@ -41,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from .. import rates
 from ..points import Point
 from ..rates import DiffResult, Sample
 
@@ -167,3 +172,23 @@ class HostSource(Source):
     """A source the host target reads from /proc and /sys itself."""
 
     read: Callable[[HostInputs], Raw]
+
+
+def per_key_host_source(
+    name: str,
+    measurements: tuple[str, ...],
+    read: Callable[[HostInputs], Raw],
+    samples: Callable[[Raw, str], tuple[list[Sample], list[ParseError]]],
+    fields: Callable[[rates.Interval], dict[str, rates.Gauge]],
+) -> HostSource:
+    """The usual host source: parse is samples() with its problems; publish is one point per key, fields() of its
+    interval (`rates.per_key_points`)."""
+
+    def parse(raw: Raw, host: str) -> Parsed:
+        found, problems = samples(raw, host)
+        return Parsed(found, problems)
+
+    def publish(result: DiffResult, current: list[Sample]) -> list[Point]:
+        return rates.per_key_points(result, fields)
+
+    return HostSource(name=name, measurements=measurements, parse=parse, publish=publish, read=read)

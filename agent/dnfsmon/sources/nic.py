@@ -17,9 +17,16 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import rates
-from ..points import Point
 from ..rates import Sample
-from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, is_unsigned, read_host_files
+from .base import (
+    HostInputs,
+    ParseError,
+    Raw,
+    boot_identity,
+    is_unsigned,
+    per_key_host_source,
+    read_host_files,
+)
 
 NAME = "nic"
 MEASUREMENT = "dnfsmon_nic"
@@ -183,15 +190,4 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return {name: value for name, value in out.items() if value is not None}
 
 
-def parse(raw: Raw, host: str) -> Parsed:
-    """The contract's parse step (dnfsmon.sources.base): samples() and its problems."""
-    found, problems = samples(raw, host)
-    return Parsed(found, problems)
-
-
-def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-    """One point per key: the fields() of its interval."""
-    return rates.per_key_points(result, fields)
-
-
-SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish, read=read)
+SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)

@@ -29,9 +29,8 @@ import json
 from typing import Optional
 
 from .. import netlink, rates
-from ..points import Point
 from ..rates import Sample
-from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
+from .base import HostInputs, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
 
 NAME = "routes"
 ADDRESS_MEASUREMENT = "dnfsmon_address"
@@ -183,15 +182,4 @@ def interface_for(
     return None if best is None else best[2]
 
 
-def parse(raw: Raw, host: str) -> Parsed:
-    """The contract's parse step (dnfsmon.sources.base): samples() and its problems."""
-    found, problems = samples(raw, host)
-    return Parsed(found, problems)
-
-
-def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-    """One point per key: the fields() of its interval."""
-    return rates.per_key_points(result, fields)
-
-
-SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish, read=read)
+SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)

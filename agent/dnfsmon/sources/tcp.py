@@ -12,9 +12,8 @@ name, so kernels that add columns are read as they are.
 from __future__ import annotations
 
 from .. import rates
-from ..points import Point
 from ..rates import Sample
-from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
+from .base import HostInputs, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
 
 NAME = "tcp"
 MEASUREMENT = "dnfsmon_tcp"
@@ -100,15 +99,4 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return {name: value for name, value in out.items() if value is not None}
 
 
-def parse(raw: Raw, host: str) -> Parsed:
-    """The contract's parse step (dnfsmon.sources.base): samples() and its problems."""
-    found, problems = samples(raw, host)
-    return Parsed(found, problems)
-
-
-def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-    """One point per key: the fields() of its interval."""
-    return rates.per_key_points(result, fields)
-
-
-SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish, read=read)
+SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
