@@ -45,16 +45,7 @@ USER_SCRIPTS = [
     "dnfs_check.sql",
 ]
 # V$INSTANCE.VERSION as each release reports it.
-VERSIONS = {
-    "11.2.0.4": "11.2.0.4.0",
-    "12.1.0.1": "12.1.0.1.0",
-    "12.1.0.2": "12.1.0.2.0",
-    "12.2": "12.2.0.1.0",
-    "18c": "18.0.0.0.0",
-    "19c": "19.0.0.0.0",
-    "21c": "21.0.0.0.0",
-    "23ai": "23.0.0.0.0",
-}
+VERSIONS = oracle_facts.VERSION_STRINGS
 ALL_GRANTED = ("DBMS_LOCK", "GV_$EVENT_HISTOGRAM", "GV_$EVENT_HISTOGRAM_MICRO", "V_$DIAG_ALERT_EXT")
 
 
