@@ -284,8 +284,13 @@ def fleet():
         record.mkdir()
         shutil.chown(record, ORACLE_OS_USER)
         # sudo (become_user) starts sqlplus with a clean environment: a wrapper tells the stand-in where to write.
+        # The stand-in is copied out of the checkout, which the Oracle OS user may not be able to enter (a
+        # clone made in `mktemp -d` is 0700), as the real sqlplus lives in an Oracle home it can read.
+        stand_in = top / "fake_sqlplus"
+        shutil.copy(os.path.join(HERE, "fake_sqlplus"), stand_in)
+        stand_in.chmod(0o755)
         sqlplus = top / "sqlplus.sh"
-        sqlplus.write_text(f'#!/bin/sh\nFAKE_SQLPLUS_DIR={record} exec {HERE}/fake_sqlplus "$@"\n')
+        sqlplus.write_text(f'#!/bin/sh\nFAKE_SQLPLUS_DIR={record} exec {stand_in} "$@"\n')
         sqlplus.chmod(0o755)
 
         groups = example_groups()
