@@ -135,3 +135,18 @@ def make_pair(directory: str, count: int, active_fraction: float, seed: int = 20
     write_reading(old, old_text, 7000.0)
     write_reading(new, new_text, 7000.0 + INTERVAL_S)
     return old, new
+
+
+def make_sequence(directory: str, count: int, active_fraction: float, readings: int, seed: int = 20) -> list[str]:
+    """`readings` readings of `count` mounts INTERVAL_S apart, the same mounts active in each; their directories."""
+    rng = random.Random(seed)
+    blocks = scaled(count)
+    active = set(rng.sample(range(count), max(1, round(count * active_fraction))))
+    paths = []
+    for number in range(readings):
+        if number:
+            blocks = [advance(block, index in active, rng) for index, block in enumerate(blocks)]
+        path = os.path.join(directory, f"reading-{number}")
+        write_reading(path, "".join(blocks), 7000.0 + number * INTERVAL_S)
+        paths.append(path)
+    return paths

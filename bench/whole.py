@@ -9,6 +9,7 @@ their verdict is on dnfsmon's median.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -163,6 +164,47 @@ def process_cost(argv: list[str]) -> tuple[float, float]:
     if int(code) not in (0, 3):
         raise SystemExit(f"{argv} failed with status {code}")
     return float(cpu), float(rss)
+
+
+def state_bytes_per_sample(directory: str, active_fraction: float, readings: int = 13) -> float:
+    """Bytes of state one `dnfsmon collect` writes per sample at 1000 mounts, amortized over a sequence.
+
+    Each run reads the next of `readings` readings (the same mounts active in
+    each, every mount's age moving) through [host] proc_root. What a run
+    wrote is read from the state directory: the journal's growth, or, when
+    a new snapshot replaced it (its generation changed), the snapshot's size
+    plus the journal started after it. The first run only baselines.
+    """
+    paths = inputs.make_sequence(os.path.join(directory, "sequence"), 1000, active_fraction, readings)
+    proc = os.path.join(directory, "proc")
+    shutil.copytree(os.path.join(paths[0], "capture", "proc"), proc)
+    state_dir = os.path.join(directory, "state")
+    config = write_config(
+        os.path.join(directory, "sequence.toml"),
+        f"[agent]\nhost = '{HOST}'\nstate_dir = '{state_dir}'\n[store]\ndir = '{directory}/store'\n"
+        f"[host]\nproc_root = '{proc}'\nsources = ['mountstats']\n",
+    )
+    written = 0
+    for number, path in enumerate(paths):
+        shutil.copyfile(os.path.join(path, "capture", "proc", "self", "mountstats"), f"{proc}/self/mountstats")
+        before = _state_files(state_dir) if number else None
+        subprocess.run(dnfsmon(config, "collect"), check=True, capture_output=True)
+        after = _state_files(state_dir)
+        if before is not None:
+            snapshot_rewritten = after[0] != before[0]
+            written += (after[1] + after[2]) if snapshot_rewritten else (after[2] - before[2])
+    shutil.rmtree(os.path.join(directory, "store"), ignore_errors=True)
+    return written / (len(paths) - 1)
+
+
+def _state_files(state_dir: str) -> tuple[str, int, int]:
+    """(snapshot generation, snapshot bytes, journal bytes) of the one mountstats target's state."""
+    snapshot = state_file(state_dir)
+    with open(snapshot, "rb") as f:
+        generation = json.loads(f.read()).get("generation", "")
+    journal = snapshot[: -len(".json")] + ".journal"
+    journal_bytes = os.path.getsize(journal) if os.path.exists(journal) else 0
+    return generation, os.path.getsize(snapshot), journal_bytes
 
 
 def state_file(state_dir: str) -> str:

@@ -190,3 +190,13 @@ def write_atomically(path: str, data: bytes, mode: int = 0o640) -> None:
             pass
         raise
     fsync_dir(directory)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written: a short write (nearly full disk) is continued, an error raised."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # not expected from a regular file; never loop forever
+            raise OSError(errno.EIO, "write wrote nothing")
+        view = view[written:]
