@@ -187,8 +187,11 @@ def journal_record(
             "time": clocks[measurement][0],
             "wall_time": clocks[measurement][1],
             "started": runs([new[key].started for key in keys]),
+            # Counters are integers (a snapshot stores them so): equal dicts, compared in C, hold no change.
             "counters": {
-                key: values for key in keys if (values := changed_values(saved[key].counters, new[key].counters))
+                key: changed_values(saved[key].counters, new[key].counters)
+                for key in keys
+                if saved[key].counters != new[key].counters
             },
             "gauges": {key: values for key in keys if (values := changed_values(saved[key].gauges, new[key].gauges))},
         }
@@ -209,15 +212,22 @@ def journal_record(
 class Replay:
     """A snapshot's samples with journal records applied in order.
 
-    A refreshed key's new clock, start and changed values are kept aside and
-    merged once, in result(): a journal of many records then builds each
-    sample once, not once per record.
+    A refreshed key's clock and start are kept aside with dict updates, and
+    its changed values merged into it once, in result(): a record costs
+    Python work only for what changed, and each sample is built once.
     """
 
     def __init__(self, samples: dict[str, Sample]):
         self.samples = samples  # in the order a reader rebuilds it (journal_record's order)
-        # key -> [time, wall_time, started, counters changed since its sample, gauges likewise]
-        self.pending: dict[str, list] = {}
+        # Each measurement's keys, in that order (a dict as an ordered set).
+        self.keys_of: dict[str, dict[str, None]] = {}
+        for key, sample in samples.items():
+            self.keys_of.setdefault(sample.measurement, {})[key] = None
+        # Since each key's sample: its newest clock (time, wall time) and start, and the values that changed.
+        self.clock: dict[str, tuple[float, float]] = {}
+        self.started: dict[str, Optional[float]] = {}
+        self.counters: dict[str, dict] = {}
+        self.gauges: dict[str, dict] = {}
 
     def apply(self, record: dict) -> None:
         """Apply one record; BadRecord (and nothing changed) when it does not fit."""
@@ -230,48 +240,51 @@ class Replay:
             written = {s.state_key: s for s in (Sample.from_json(item) for item in record["samples"])}
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
             raise BadRecord(f"malformed ({error.__class__.__name__}: {str(error)[:200]})") from None
-        refreshed: dict[str, list[str]] = {measurement: [] for measurement in groups}
-        for key, sample in self.samples.items():
-            keys = refreshed.get(sample.measurement)
-            if keys is not None and key not in removed and key not in written:
-                keys.append(key)
-        for measurement, keys in refreshed.items():
-            _, _, starts, counters, gauges = groups[measurement]
-            if len(keys) != len(starts):
-                raise BadRecord(f"{measurement}: {len(starts)} starts for {len(keys)} keys")
-            refreshing = set(keys)
+        refreshed: dict[str, list[str]] = {}
+        for measurement, (_, _, starts, counters, gauges) in groups.items():
+            keys = self.keys_of.get(measurement, {})
+            if removed or written:
+                refreshed[measurement] = [k for k in keys if k not in removed and k not in written]
+            else:
+                refreshed[measurement] = list(keys)
+            if len(refreshed[measurement]) != len(starts):
+                raise BadRecord(f"{measurement}: {len(starts)} starts for {len(refreshed[measurement])} keys")
             for what, patches in (("counters", counters), ("gauges", gauges)):
                 for key, patch in patches.items():
                     if (
                         not isinstance(patch, dict)
-                        or key not in refreshing
+                        or key not in keys
+                        or key in removed
+                        or key in written
                         or not patch.keys() <= getattr(self.samples[key], what).keys()
                     ):
                         raise BadRecord(f"{measurement}: {what} of {key!r} do not fit its sample")
                     if what == "counters" and not all(type(value) is int for value in patch.values()):
                         raise BadRecord(f"{measurement}: a counter of {key!r} is not an integer")
+        for key in removed | written.keys():
+            for kept in (self.clock, self.started, self.counters, self.gauges):
+                kept.pop(key, None)
         for key in removed:
-            self.samples.pop(key, None)
-            self.pending.pop(key, None)
-        for measurement, keys in refreshed.items():
+            sample = self.samples.pop(key, None)
+            if sample is not None:
+                del self.keys_of[sample.measurement][key]
+        for measurement, refreshed_keys in refreshed.items():
             when, wall_time, starts, counters, gauges = groups[measurement]
-            for key, started in zip(keys, starts):
-                entry = self.pending.get(key)
-                if entry is None:
-                    entry = self.pending[key] = [when, wall_time, started, {}, {}]
-                else:
-                    entry[0:3] = (when, wall_time, started)
-                if key in counters:
-                    entry[3].update(counters[key])
-                if key in gauges:
-                    entry[4].update(gauges[key])
+            self.clock.update(dict.fromkeys(refreshed_keys, (when, wall_time)))
+            self.started.update(zip(refreshed_keys, starts))
+            for key, patch in counters.items():
+                self.counters.setdefault(key, {}).update(patch)
+            for key, patch in gauges.items():
+                self.gauges.setdefault(key, {}).update(patch)
         for key, sample in written.items():
             self.samples[key] = sample
-            self.pending.pop(key, None)
+            self.keys_of.setdefault(sample.measurement, {})[key] = None
 
     def result(self) -> dict[str, Sample]:
-        for key, (when, wall_time, started, counters, gauges) in self.pending.items():
+        """The samples after every record applied."""
+        for key, (when, wall_time) in self.clock.items():
             before = self.samples[key]
+            counters, gauges = self.counters.get(key), self.gauges.get(key)
             self.samples[key] = Sample(
                 before.measurement,
                 before.key,
@@ -280,10 +293,10 @@ class Replay:
                 {**before.counters, **counters} if counters else before.counters,
                 {**before.gauges, **gauges} if gauges else before.gauges,
                 before.identity,
-                started,
+                self.started[key],
                 before.widths,
             )
-        self.pending = {}
+        self.clock, self.started, self.counters, self.gauges = {}, {}, {}, {}
         return self.samples
 
 
