@@ -2,9 +2,11 @@
 
     worker.py parse ROOT REPEATS      read and parse ROOT/1/mountstats
     worker.py diff OLD NEW REPEATS    read and parse both, diff, published fields
-    worker.py oracle OLD NEW REPEATS  one Oracle sample: parse NEW (a results document), diff
+    worker.py oracle OLD NEW REPEATS  one Oracle sample: parse NEW (a results document, handed over
+                                      decoded as the live reader does), note its inventory, diff
                                       against OLD's samples (parsed before the clock starts), publish
-    worker.py oracle-floor NEW REPEATS  the naive floor: decode NEW, sum every number in its rows
+    worker.py oracle-floor NEW REPEATS  the naive floor: sum every number in NEW's rows (decoded
+                                      before the clock starts, as the live reader hands them over)
     worker.py state-load DIR TARGET REPEATS   load the state file of TARGET in DIR to samples
     worker.py state-floor DIR TARGET REPEATS  the floor: read and JSON-decode the same file
 
@@ -20,7 +22,7 @@ import os
 import sys
 import time
 
-from dnfsmon import rates, state
+from dnfsmon import oracle_db, rates, state
 from dnfsmon.sources import mountstats, oracle
 from dnfsmon.sources.base import Raw
 
@@ -42,23 +44,27 @@ def diff(old_root: str, new_root: str) -> int:
 
 
 def oracle_raw(path: str) -> Raw:
-    """A results document as the live reader leaves it (oracle_db.to_raw), written by bench/run.py."""
+    """A results document written by bench/run.py, as the live reader hands it over: decoded, not as
+    JSON text (oracle_db.to_raw). Decoding it here is no part of what is timed: the live path has no
+    JSON (a capture's `dnfsmon diff` decodes its text once more)."""
     with open(path) as f:
-        text = f.read()
-    clock = next(iter(json.loads(text)["results"].values()))["agent_clock"]
-    return Raw({oracle.RESULTS: text}, clock, clock)
+        document = json.load(f)
+    return oracle_db.to_raw(document, next(iter(document["results"].values()))["agent_clock"])
 
 
 def oracle_sample(previous: dict[str, rates.Sample], new: Raw) -> int:
+    """What a live target's read and collect run for one sample, after the database answered:
+    the inventory cadence notes the read (targets.OracleTarget.read), then parse, diff, publish."""
+    oracle.InventoryCadence(600).read(new)
     current = oracle.SOURCE.parse(new, "bench").samples
     result = rates.diff_all(previous, current)
     return len(oracle.SOURCE.publish(result, current))
 
 
 def oracle_floor(new: Raw) -> float:
-    """What any reader must do at least: decode the document and touch every number once."""
+    """What any reader must do at least: touch every number of the rows once."""
     total = 0.0
-    for result in json.loads(new.text(oracle.RESULTS))["results"].values():
+    for result in oracle.load(new)["results"].values():
         for row in result["rows"]:
             for value in row:
                 if isinstance(value, (int, float)):

@@ -207,7 +207,7 @@ def live_read(document, release="19c", failing=None, drop_views=(), **options):
 
 def simulated_document(t, workload=None, memory=None):
     raw = simulator.read(workload or simulator.Workload(), t, memory)
-    return json.loads(raw.files[oracle.RESULTS])
+    return json.loads(raw.text(oracle.RESULTS))
 
 
 T0 = 1_795_000_000.0
@@ -413,7 +413,7 @@ def test_a_call_timeout_fails_the_counters_statement_without_a_cascade_of_retrie
     )
     # Discovery, the counters' statement (timed out: not retried query by query), the inventory's.
     assert len(connection.executed) == 3
-    assert "dnfs_servers" in json.loads(raw.files[oracle.RESULTS])["results"]
+    assert "dnfs_servers" in json.loads(raw.text(oracle.RESULTS))["results"]
 
 
 @pytest.mark.parametrize(
@@ -443,7 +443,7 @@ def test_connect_failures_become_a_down_status_with_the_code(monkeypatch, error,
     assert oracle.failure(oracle.samples(raw, "h")[0]).startswith(expected)
     (status,), _ = oracle.samples(raw, "h")
     assert status.gauges["up"] is False and expected in status.gauges["error"]
-    assert "pw-that-must-not-leak" not in raw.files[oracle.RESULTS]
+    assert "pw-that-must-not-leak" not in raw.text(oracle.RESULTS)
 
 
 def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
@@ -452,7 +452,7 @@ def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
     secret.chmod(0o644)
     database = oracle_db.Database(settings(password_file=str(secret)))
     raw = oracle_db.read_once(database, 1.0)
-    assert "mode 0644" in oracle.failure(oracle.samples(raw, "h")[0]) and "hunter2" not in raw.files[oracle.RESULTS]
+    assert "mode 0644" in oracle.failure(oracle.samples(raw, "h")[0]) and "hunter2" not in raw.text(oracle.RESULTS)
 
 
 def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
@@ -926,3 +926,24 @@ def test_the_inventory_cadence_holds_across_cron_runs(tmp_path):
     servers = [p for p in points if p.measurement == "dnfsmon_dnfs_server"]
     assert len(servers) == 2  # the two filers, from the first sample of the first run only
     assert len({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"}) == 3  # every later sample
+
+
+def test_live_document_is_handed_over_decoded_and_captured_as_its_json_text(tmp_path):
+    """The reader hands the source its document without a JSON round trip (Raw.documents), and a
+    capture still writes the JSON text readers used to hand over, byte for byte: `dnfsmon diff` of
+    the capture gives the live figures."""
+    from dnfsmon import capture
+
+    workload = simulator.Workload()
+    raws = [simulator.read(workload, T0 + dt) for dt in (0.0, 10.0)]
+    document = raws[1].documents[oracle.RESULTS]
+    assert oracle.RESULTS not in raws[1].files and oracle.load(raws[1]) is document
+    live = compute({"oracle": raws[1]}, {}, "h", compute({"oracle": raws[0]}, {}, "h", {}).samples)
+    for number, raw in enumerate(raws):
+        capture.write(str(tmp_path / str(number)), "h", {"oracle": raw}, {})
+    assert (tmp_path / "1" / oracle.RESULTS).read_text() == json.dumps(document)
+    manifest = json.loads((tmp_path / "1" / "capture.json").read_text())
+    assert manifest["sources"]["oracle"]["files"] == [oracle.RESULTS]
+    captured = [capture.read(str(tmp_path / str(number)))[1]["oracle"] for number in (0, 1)]
+    replayed = compute({"oracle": captured[1]}, {}, "h", compute({"oracle": captured[0]}, {}, "h", {}).samples)
+    assert replayed.points == live.points and replayed.points

@@ -39,6 +39,7 @@ live files.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable
@@ -88,13 +89,42 @@ class Raw:
     time: float
     # Seconds since the Unix epoch when the files were read.
     wall_time: float
+    # Relative path -> a JSON document a reader built in memory (the Oracle
+    # results document): the source takes the value as it is, and its text,
+    # json.dumps(value), is made only when something asks for it (a capture
+    # writes it). Encoding and decoding the document again cost several times
+    # the Oracle source's own work (bench/README.md). The reader hands the value
+    # over and keeps no reference to it: it is never changed afterwards.
+    documents: dict[str, object] = field(default_factory=dict)
+
+    def paths(self) -> list[str]:
+        """Every file of this reading, held as text or as a document, in sorted order."""
+        return sorted({*self.files, *self.documents})
+
+    def text_or_none(self, path: str) -> Optional[str]:
+        """The text of a file (a held document encoded as JSON), None when it could not be read."""
+        if path in self.documents:
+            return json.dumps(self.documents[path])
+        return self.files.get(path)
 
     def text(self, path: str) -> str:
         """The text of a file that must be present, or ParseError naming it."""
-        value = self.files.get(path)
+        value = self.text_or_none(path)
         if value is None:
             raise ParseError(path, "file missing or unreadable")
         return value
+
+    def document(self, path: str) -> object:
+        """The JSON value of a file: the document a reader handed over, or its text decoded (a capture).
+
+        ParseError naming the file when it is missing or not JSON.
+        """
+        if path in self.documents:
+            return self.documents[path]
+        try:
+            return json.loads(self.text(path))
+        except ValueError as error:
+            raise ParseError(path, f"not JSON: {error}") from None
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
 (dnfsmon.oracle_facts names them per release) and turns result rows into
 samples and points. The I/O happens in dnfsmon.oracle_db (a live database
-through python-oracledb) or dnfsmon.simulator; both hand over the same JSON
-document, which is also what a capture stores as "oracle/results.json":
+through python-oracledb) or dnfsmon.simulator; both hand over the same
+document as Python values (Raw.documents: no JSON round trip on the live
+path), and a capture stores its JSON text as "oracle/results.json":
 
     {"kind": "live" | "simulated", "version": "19.0.0.0.0",
      "database": {"DBID": 1, "NAME": "ORCL", "DB_UNIQUE_NAME": "ORCL", "CDB": "NO"},
@@ -465,10 +466,8 @@ def host_tag(host_name: object, agent_host: str) -> str:
 
 
 def load(raw: Raw) -> dict:
-    try:
-        document = json.loads(raw.text(RESULTS))
-    except ValueError as error:
-        raise ParseError(RESULTS, f"not JSON: {error}") from None
+    """The results document of a reading: as the reader handed it over, or decoded from a capture's text."""
+    document = raw.document(RESULTS)
     if not isinstance(document, dict):
         raise ParseError(RESULTS, "not a results document (an object)")
     for member in ("results", "database", "errors"):
