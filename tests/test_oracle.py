@@ -947,3 +947,10 @@ def test_live_document_is_handed_over_decoded_and_captured_as_its_json_text(tmp_
     captured = [capture.read(str(tmp_path / str(number)))[1]["oracle"] for number in (0, 1)]
     replayed = compute({"oracle": captured[1]}, {}, "h", compute({"oracle": captured[0]}, {}, "h", {}).samples)
     assert replayed.points == live.points and replayed.points
+
+
+def test_inventory_only_parse_gives_the_inventory_samples_of_the_full_parse():
+    """InventoryCadence parses a read's inventory queries only; its samples are the full parse's."""
+    raw = simulator.read(simulator.Workload(), T0)
+    inventory = [s for s in oracle.samples(raw, "")[0] if s.measurement in oracle.INVENTORY_MEASUREMENTS]
+    assert inventory and oracle.samples(raw, "", inventory_only=True)[0][1:] == inventory

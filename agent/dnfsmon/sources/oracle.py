@@ -386,7 +386,8 @@ class InventoryCadence:
     def read(self, raw: Raw) -> None:
         """Note a read: when it holds inventory rows, the next is due interval_s later."""
         try:
-            found, _ = samples(raw, "")
+            # Only the inventory's samples: the counters are parsed once, by the source.
+            found, _ = samples(raw, "", inventory_only=True)
         except ParseError:
             return
         inventory = [s for s in found if s.measurement in INVENTORY_MEASUREMENTS]
@@ -812,8 +813,18 @@ def _coverage(context: Context) -> list[Sample]:
     return found
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
-    """The samples of one read: each query's rows through its own parser."""
+# Every query's parser, in the order their samples are listed.
+PARSERS = (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage)
+# The queries the inventory's samples are made of (_servers, _coverage), and the instances they name.
+INVENTORY_QUERIES = ("instances", "dnfs_servers", "dnfs_files", "iostat_file")
+
+
+def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
+    """The samples of one read: each query's rows through its own parser.
+
+    inventory_only: the status and the inventory's samples only (what
+    InventoryCadence needs), without the cost of the counters' rows.
+    """
     document = load(raw)
     database = document.get("database") or {}
     # The configured target names the database when it could not be asked:
@@ -823,7 +834,11 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     if document.get("kind") == "simulated":
         database_tags += (("simulated", "true"),)
     problems: list[ParseError] = []
-    results = {name: Results(name, data, problems) for name, data in (document.get("results") or {}).items()}
+    results = {
+        name: Results(name, data, problems)
+        for name, data in (document.get("results") or {}).items()
+        if not inventory_only or name in INVENTORY_QUERIES
+    }
     instances: dict[object, Instance] = {}
     if "instances" in results:
         for row in results["instances"].rows:
@@ -834,7 +849,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         results, instances, database_tags, str(database.get("DBID", "")), problems, document.get("top_processes")
     )
     found = _status(document, context, raw, host)
-    for parse in (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage):
+    parsers = (_servers, _coverage) if inventory_only else PARSERS
+    for parse in parsers:
         found.extend(parse(context))
     return found, problems
 
