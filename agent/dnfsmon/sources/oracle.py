@@ -40,9 +40,10 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, cast
 
 from .. import oracle_facts, rates
 from ..points import Point
@@ -399,36 +400,103 @@ class InventoryCadence:
 
 
 class Results:
-    """The rows of one query as dicts by column name (upper case)."""
+    """The rows of one query, each a list of values in the order of `columns` (upper case).
 
-    def __init__(self, name: str, data: Mapping, problems: list[ParseError]):
+    Rows stay lists, read by column index (`index`): a sample at 4 instances x
+    2000 processes has some 40 000 rows, and a dict of every column per row
+    cost more than all the rest of the parse (bench/README.md).
+    """
+
+    def __init__(self, name: str, data: Mapping, problems: list[ParseError], recorded: bool = True):
+        """recorded: the rows come from a document's JSON text (a capture), which may be damaged, rather
+        than from the reader's own values (oracle_db.split, the simulator), which are scalars by construction."""
         try:
             self.columns = [str(c).upper() for c in data["columns"]]
-            rows = [list(row) for row in data["rows"]]
+            rows = [row if type(row) is list else list(row) for row in data["rows"]]
         except (KeyError, TypeError) as error:
             raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
+        # Column name -> its position in a row (the last one of a name given twice).
+        self.index = {column: position for position, column in enumerate(self.columns)}
         # The agent's CLOCK_BOOTTIME in the middle of this query's round trip,
         # when the reader recorded it (oracle_db does; older captures do not).
         clock = data.get("agent_clock")
         self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
+        width = len(self.columns)
+        if not recorded and all(len(row) == width for row in rows):
+            self.rows: list[list] = rows
+            return
         self.rows = []
         for number, row in enumerate(rows, start=1):
             # Oracle returns scalars only; anything else is a damaged recording.
-            if len(row) != len(self.columns) or any(isinstance(v, (list, dict)) for v in row):
+            if len(row) != width or not CONTAINERS.isdisjoint(map(type, row)):
                 problems.append(
                     ParseError(RESULTS, f"row {number} of {name} does not fit its columns {self.columns}: {row}")
                 )
                 continue
-            self.rows.append(dict(zip(self.columns, row)))
+            self.rows.append(row)
+
+    def dicts(self) -> list[dict]:
+        """The rows as dicts by column name (for the queries of a few rows)."""
+        return [dict(zip(self.columns, row)) for row in self.rows]
 
     def time(self) -> Optional[float]:
         """The database clock of this query (seconds since the epoch), None without rows."""
+        position = self.index.get("DB_TIME")
+        if position is None:
+            return None
         for row in self.rows:
-            value = row.get("DB_TIME")
+            value = row[position]
             if _finite(value):
-                return float(value)  # type: ignore[arg-type]
+                return float(value)
         return None
+
+
+# The JSON values that are not scalars (what json.loads makes of arrays and objects).
+CONTAINERS = frozenset({list, dict})
+
+
+def _column(result: Results, name: str) -> Callable[[Sequence], object]:
+    """row -> its value of column `name`; None for every row when the query has no such column."""
+    position = result.index.get(name)
+    if position is None:
+        return lambda row: None
+    return operator.itemgetter(position)
+
+
+def _columns(result: Results, names: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Sequence], tuple]]:
+    """(the names the query has, row -> their values in that order): one C call per row."""
+    present = tuple(name for name in names if name in result.index)
+    positions = [result.index[name] for name in present]
+    if len(positions) == 1:
+        only = positions[0]
+        return present, lambda row: (row[only],)
+    if not positions:
+        return present, lambda row: ()
+    return present, operator.itemgetter(*positions)
+
+
+def _sum_of_counters(values: Sequence[object]) -> Optional[int]:
+    """The sum of the values that are counters (_number), None when none is; summed in C when all are plain ints."""
+    if set(map(type, values)) == {int}:
+        plain = cast("Sequence[int]", values)
+        if min(plain) >= 0:
+            return sum(plain)
+    numbers = [number for number in map(_number, values) if number is not None]
+    return sum(numbers) if numbers else None
+
+
+def _counters(names: Sequence[str], values: Iterable[object]) -> dict[str, int]:
+    """{name: value} of the values that are counters (_number); the common plain int is taken as it is."""
+    counters = {}
+    for name, value in zip(names, values):
+        if type(value) is int and value >= 0:
+            counters[name] = value
+        else:
+            number = _number(value)
+            if number is not None:
+                counters[name] = number
+    return counters
 
 
 def _finite(value: object) -> bool:
@@ -496,6 +564,8 @@ def failure(samples: list[Sample]) -> Optional[str]:
 
 
 Located = tuple[float, dict, rates.Key, tuple[str, ...], Optional[float]]
+# The same with the row as its list of values (read through Results.index).
+LocatedRow = tuple[float, list, rates.Key, tuple[str, ...], Optional[float]]
 
 
 @dataclass
@@ -512,6 +582,12 @@ class Context:
     top_processes: object = None
 
     def located(self, name: str) -> Iterator[Located]:
+        """located_rows() with each row as a dict by column name: for the queries of a few rows."""
+        result = self.results.get(name)
+        for t, row, tags, identity, started in self.located_rows(name):
+            yield t, dict(zip(result.columns, row)), tags, identity, started  # type: ignore[union-attr]
+
+    def located_rows(self, name: str) -> Iterator[LocatedRow]:
         """(time, row, tags, identity, started) of each row of a query whose instance is known.
 
         Samples carry the database clock (UTC epoch seconds) both for the
@@ -528,19 +604,34 @@ class Context:
         if result is None or t is None:
             return
         started = None if result.agent_clock is None else t - result.agent_clock
+        inst_id = _column(result, "INST_ID")
+        clock_at = result.index.get("CLOCK_INSTANCE")
+        # The tags and identity of each (instance, clock instance) pair, made once: thousands of rows share them.
+        where: dict[tuple, Optional[tuple[rates.Key, tuple[str, ...]]]] = {}
         for row in result.rows:
-            instance = self.instances.get(row.get("INST_ID"))
-            if instance is None:  # an instance that left between queries
-                continue
-            tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
-            identity = (self.dbid, instance.startup, str(row.get("CLOCK_INSTANCE", "")))
-            yield t, row, tags, identity, started
+            clock = "" if clock_at is None else row[clock_at]
+            pair = (inst_id(row), clock, type(clock))
+            if pair not in where:
+                instance = self.instances.get(pair[0])
+                if instance is None:  # an instance that left between queries
+                    where[pair] = None
+                else:
+                    tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
+                    where[pair] = (tags, (self.dbid, instance.startup, str(clock)))
+            found = where[pair]
+            if found is not None:
+                yield t, row, found[0], found[1], started
 
 
 def _pdb_tags(row: Mapping) -> rates.Key:
     """("pdb", CON_ID) for a row of one container of a CDB; nothing for CON_ID 0 (the whole
     CDB, or a non-CDB) or a view without CON_ID (Reference, "CON_ID" column of V$ views)."""
-    con_id = _number(row.get("CON_ID"))
+    return _pdb_tags_of(row.get("CON_ID"))
+
+
+def _pdb_tags_of(value: object) -> rates.Key:
+    """_pdb_tags of a row's CON_ID value (None for a view without the column)."""
+    con_id = _number(value)
     return (("pdb", str(con_id)),) if con_id else ()
 
 
@@ -569,25 +660,34 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
 UNKNOWN_PROCESS = "?"
 
 
-def _process(row: Mapping) -> tuple[str, str]:
-    """(SPID, SERIAL#) of a V$DNFS_STATS row from V$PROCESS; "?" where the outer join found none."""
-    return (str(row.get("SPID") or UNKNOWN_PROCESS), str(row.get("SERIAL#") or UNKNOWN_PROCESS))
-
-
 def _io(context: Context) -> list[Sample]:
     """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines),
     and per instance the roster of processes this read saw (which process held each PNUM)."""
-    found = []
+    found: list[Sample] = []
     rosters: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float], dict[str, str]]] = {}
-    for t, row, tags, identity, started in context.located("dnfs_stats"):
-        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
-        process = _process(row)
-        key = (*tags, *_pdb_tags(row), ("pnum", str(row["PNUM"])))
+    result = context.results.get("dnfs_stats")
+    if result is None:
+        return found
+    # One row per process: its values read by column index (Results), the counters in one call.
+    names, counter_values = _columns(result, STATS_COUNTERS)
+    spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
+    con_id = _column(result, "CON_ID")
+    pnum_at = result.index.get("PNUM")
+    for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
+        if pnum_at is None:
+            raise KeyError("PNUM")
+        pnum = str(row[pnum_at])
+        # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
+        process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
+        key = (*tags, *_pdb_tags_of(con_id(row)), ("pnum", pnum))
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        names = {"pname": str(row.get("PNAME") or ""), "program": str(row.get("PROGRAM") or "")}
-        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, names, identity + process, started))
-        roster = rosters.setdefault(tags, (t, identity, started, {}))
-        roster[3][str(row["PNUM"])] = "/".join(process)
+        what = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
+        counters = _counters(names, counter_values(row))
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started))
+        roster = rosters.get(tags)
+        if roster is None:
+            roster = rosters[tags] = (t, identity, started, {})
+        roster[3][pnum] = "/".join(process)
     top = _number(context.top_processes)
     for tags, (t, identity, started, processes) in rosters.items():
         gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
@@ -655,20 +755,44 @@ def _channels(context: Context) -> list[Sample]:
     """Channels: interval counts since the last select, summed per path; each path's share of its filer's sends."""
     paths: dict[rates.Key, dict[str, int]] = {}
     located_paths: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
-    for t, row, tags, identity, started in context.located("dnfs_channels"):
-        key = (
-            *tags,
-            ("server", str(row["SVRNAME"])),
-            ("path", str(row["PATH"])),
-            ("local", str(row.get("LOCAL") or "")),
-        )
-        counts = paths.setdefault(key, {"processes": 0})
-        counts["processes"] += 1
-        for name in CHANNEL_COUNTS:
-            value = _number(row.get(name))
-            if value is not None:
-                counts[name] = counts.get(name, 0) + value
-        located_paths[key] = (t, identity, started)
+    result = context.results.get("dnfs_channels")
+    if result is None:
+        return []
+    # A row per process and channel (tens of thousands): rows are first grouped by their
+    # values as read, then each group's counts are summed column by column.
+    for column in ("SVRNAME", "PATH"):
+        if result.rows and column not in result.index:
+            raise KeyError(column)
+    svrname, path, local = (_column(result, c) for c in ("SVRNAME", "PATH", "LOCAL"))
+    names, count_values = _columns(result, CHANNEL_COUNTS)
+    groups: dict[tuple, list[tuple]] = {}
+    # Each group's key and where it was read, as of its latest row.
+    latest: dict[tuple, tuple[int, rates.Key, tuple[float, tuple[str, ...], Optional[float]]]] = {}
+    for number, (t, row, tags, identity, started) in enumerate(context.located_rows("dnfs_channels")):
+        group = (tags, identity, svrname(row), path(row), local(row))
+        rows = groups.get(group)
+        if rows is None:
+            rows = groups[group] = []
+            key = (*tags, ("server", str(group[2])), ("path", str(group[3])), ("local", str(group[4] or "")))
+            # A path's first row decides the order of the paths, as when rows were added one by one.
+            paths.setdefault(key, {"processes": 0})
+            latest[group] = (number, key, (t, identity, started))
+        else:
+            latest[group] = (number, latest[group][1], latest[group][2])
+        rows.append(count_values(row))
+    # A path is where its latest row was read (groups of one path differ only in damaged readings).
+    last_row: dict[rates.Key, int] = {}
+    for group, rows in groups.items():
+        number, key, where = latest[group]
+        counts = paths[key]
+        counts["processes"] += len(rows)
+        for name, values in zip(names, zip(*rows)):
+            total = _sum_of_counters(values)
+            if total is not None:
+                counts[name] = counts.get(name, 0) + total
+        if number > last_row.get(key, -1):
+            last_row[key] = number
+            located_paths[key] = where
     server_sends: dict[rates.Key, int] = {}
     for key, counts in paths.items():
         server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
@@ -688,7 +812,7 @@ def _servers(context: Context) -> list[Sample]:
     """Filers and exports the instances use, with their open files (inventory)."""
     files = {}
     if "dnfs_files" in context.results:
-        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].rows}
+        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].dicts()}
     found = []
     for t, row, tags, identity, started in context.located("dnfs_servers"):
         gauges: dict[str, Optional[rates.Gauge]] = {
@@ -834,14 +958,16 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
     if document.get("kind") == "simulated":
         database_tags += (("simulated", "true"),)
     problems: list[ParseError] = []
+    # A document the reader handed over holds its own values; one decoded from a capture's text may be damaged.
+    recorded = RESULTS not in raw.documents
     results = {
-        name: Results(name, data, problems)
+        name: Results(name, data, problems, recorded)
         for name, data in (document.get("results") or {}).items()
         if not inventory_only or name in INVENTORY_QUERIES
     }
     instances: dict[object, Instance] = {}
     if "instances" in results:
-        for row in results["instances"].rows:
+        for row in results["instances"].dicts():
             instances[row["INST_ID"]] = Instance(
                 str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
             )
