@@ -1090,6 +1090,11 @@ def process_name(pname: str) -> str:
     return pname or "foreground"
 
 
+# The dNFS operations a top process is ranked by (bytes are not operations), and a 0 for each.
+OPERATIONS = ("NFS_READ", "NFS_WRITE", *OTHER_OPS)
+NO_OPERATIONS = (0,) * len(OPERATIONS)
+
+
 def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
     """The busiest processes of each instance by dNFS operations in the interval (review C6).
 
@@ -1105,7 +1110,7 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
     }
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
-        ops = sum(interval.deltas.get(name, 0) for name in ("NFS_READ", "NFS_WRITE", *OTHER_OPS))
+        ops = sum(map(interval.deltas.get, OPERATIONS, NO_OPERATIONS))
         tags = tuple(pair for pair in interval.current.key if pair[0] not in ("pdb", "pnum"))
         if ops > 0:
             by_instance.setdefault(tags, []).append((ops, dict(interval.current.key)["pnum"], interval))
