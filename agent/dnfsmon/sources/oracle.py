@@ -476,6 +476,14 @@ def _columns(result: Results, names: Sequence[str]) -> tuple[tuple[str, ...], Ca
     return present, operator.itemgetter(*positions)
 
 
+def _values(result: Results, names: Sequence[str]) -> Callable[[Sequence], tuple]:
+    """row -> its values of the columns `names`, None for a column the query does not have."""
+    positions = [result.index.get(name) for name in names]
+    if None not in positions:
+        return operator.itemgetter(*positions)
+    return lambda row: tuple(None if position is None else row[position] for position in positions)
+
+
 def _sum_of_counters(values: Sequence[object]) -> Optional[int]:
     """The sum of the values that are counters (_number), None when none is; summed in C when all are plain ints."""
     if set(map(type, values)) == {int}:
@@ -599,28 +607,44 @@ class Context:
         pause), and rates.diff then re-baselines instead of publishing a
         wrong rate (review B8).
         """
+        timed = self.timed(name)
+        if timed is None:
+            return
+        result, t, started = timed
+        place = self.place(result)
+        for row in result.rows:
+            found = place(row)
+            if found is not None:
+                yield t, row, found[0], found[1], started
+
+    def timed(self, name: str) -> Optional[tuple[Results, float, Optional[float]]]:
+        """(results, time, started) of a query (see located_rows); None when it has no rows or no clock."""
         result = self.results.get(name)
         t = result.time() if result else None
         if result is None or t is None:
-            return
-        started = None if result.agent_clock is None else t - result.agent_clock
+            return None
+        return result, t, None if result.agent_clock is None else t - result.agent_clock
+
+    def place(self, result: Results) -> Callable[[Sequence], Optional[tuple[rates.Key, tuple[str, ...]]]]:
+        """row -> the (tags, identity) of its instance (see located_rows); None for an instance that left
+        between queries. Each (instance, clock instance) pair's are made once: thousands of rows share them."""
         inst_id = _column(result, "INST_ID")
         clock_at = result.index.get("CLOCK_INSTANCE")
-        # The tags and identity of each (instance, clock instance) pair, made once: thousands of rows share them.
         where: dict[tuple, Optional[tuple[rates.Key, tuple[str, ...]]]] = {}
-        for row in result.rows:
+
+        def of(row: Sequence) -> Optional[tuple[rates.Key, tuple[str, ...]]]:
             clock = "" if clock_at is None else row[clock_at]
             pair = (inst_id(row), clock, type(clock))
             if pair not in where:
                 instance = self.instances.get(pair[0])
-                if instance is None:  # an instance that left between queries
+                if instance is None:
                     where[pair] = None
                 else:
                     tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
                     where[pair] = (tags, (self.dbid, instance.startup, str(clock)))
-            found = where[pair]
-            if found is not None:
-                yield t, row, found[0], found[1], started
+            return where[pair]
+
+        return of
 
 
 def _pdb_tags(row: Mapping) -> rates.Key:
@@ -755,44 +779,45 @@ def _channels(context: Context) -> list[Sample]:
     """Channels: interval counts since the last select, summed per path; each path's share of its filer's sends."""
     paths: dict[rates.Key, dict[str, int]] = {}
     located_paths: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
-    result = context.results.get("dnfs_channels")
-    if result is None:
+    timed = context.timed("dnfs_channels")
+    if timed is None:
         return []
-    # A row per process and channel (tens of thousands): rows are first grouped by their
-    # values as read, then each group's counts are summed column by column.
+    result, t, started = timed
     for column in ("SVRNAME", "PATH"):
         if result.rows and column not in result.index:
             raise KeyError(column)
-    svrname, path, local = (_column(result, c) for c in ("SVRNAME", "PATH", "LOCAL"))
+    # A row per process and channel (tens of thousands): rows are first grouped by the values
+    # that place them (one C call per row), then each group's counts are summed column by column.
+    group_of = _values(result, ("INST_ID", "CLOCK_INSTANCE", "SVRNAME", "PATH", "LOCAL"))
     names, count_values = _columns(result, CHANNEL_COUNTS)
     groups: dict[tuple, list[tuple]] = {}
-    # Each group's key and where it was read, as of its latest row.
-    latest: dict[tuple, tuple[int, rates.Key, tuple[float, tuple[str, ...], Optional[float]]]] = {}
-    for number, (t, row, tags, identity, started) in enumerate(context.located_rows("dnfs_channels")):
-        group = (tags, identity, svrname(row), path(row), local(row))
+    last_row: dict[tuple, int] = {}
+    for number, row in enumerate(result.rows):
+        group = group_of(row)
         rows = groups.get(group)
         if rows is None:
             rows = groups[group] = []
-            key = (*tags, ("server", str(group[2])), ("path", str(group[3])), ("local", str(group[4] or "")))
-            # A path's first row decides the order of the paths, as when rows were added one by one.
-            paths.setdefault(key, {"processes": 0})
-            latest[group] = (number, key, (t, identity, started))
-        else:
-            latest[group] = (number, latest[group][1], latest[group][2])
         rows.append(count_values(row))
-    # A path is where its latest row was read (groups of one path differ only in damaged readings).
-    last_row: dict[rates.Key, int] = {}
+        last_row[group] = number
+    place = context.place(result)
+    # Where a path was read is where its latest row was (a path's groups differ only in damaged readings).
+    latest: dict[rates.Key, int] = {}
     for group, rows in groups.items():
-        number, key, where = latest[group]
-        counts = paths[key]
+        placed = place(result.rows[last_row[group]])
+        if placed is None:  # an instance that left between queries
+            continue
+        tags, identity = placed
+        _, _, server, path, local = group
+        key = (*tags, ("server", str(server)), ("path", str(path)), ("local", str(local or "")))
+        counts = paths.setdefault(key, {"processes": 0})
         counts["processes"] += len(rows)
         for name, values in zip(names, zip(*rows)):
             total = _sum_of_counters(values)
             if total is not None:
                 counts[name] = counts.get(name, 0) + total
-        if number > last_row.get(key, -1):
-            last_row[key] = number
-            located_paths[key] = where
+        if last_row[group] > latest.get(key, -1):
+            latest[key] = last_row[group]
+            located_paths[key] = (t, identity, started)
     server_sends: dict[rates.Key, int] = {}
     for key, counts in paths.items():
         server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
