@@ -971,3 +971,34 @@ def test_rows_are_checked_value_by_value_only_when_decoded_from_a_capture():
     ]
     processes = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
     assert len(processes) == len(damaged["results"]["dnfs_stats"]["rows"]) - 1
+
+
+def test_a_process_counts_its_other_operations_as_one_sum():
+    """A process's sample sums its OTHER_OPS as read (oracle.OTHER_OPS_COUNTER): other_ops_per_s is
+    that sum's rate. A process whose row lacks one of them (NULL) has no sum, so its instance
+    publishes no other_ops_per_s rather than a sum with a part missing; its reads still count."""
+    workload = simulator.Workload(instances=1, processes=5)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    found, _ = oracle.samples(live_read(documents[1])[0], "h")
+    process = next(s for s in found if s.measurement == oracle.IO_MEASUREMENT)
+    assert set(process.counters) == {*oracle.PROCESS_COUNTERS, oracle.OTHER_OPS_COUNTER}
+    row = next(r for r in stats["rows"] if str(r[columns.index("PNUM")]) == dict(process.key)["pnum"])
+    assert process.counters[oracle.OTHER_OPS_COUNTER] == sum(row[columns.index(op)] for op in oracle.OTHER_OPS)
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    others = {
+        p: sum(r[columns.index(op)] for op in oracle.OTHER_OPS)
+        for p, r in ((r[columns.index("PNUM")], r) for r in stats["rows"])
+    }
+    before_stats = documents[0]["results"]["dnfs_stats"]
+    before = {
+        r[columns.index("PNUM")]: sum(r[columns.index(op)] for op in oracle.OTHER_OPS) for r in before_stats["rows"]
+    }
+    assert io["other_ops_per_s"] == pytest.approx(sum(others[p] - before[p] for p in before) / 10, rel=1e-12)
+    stats["rows"][0][columns.index("NFS_LOOKUP")] = None
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert "other_ops_per_s" not in io and io["read_iops"] > 0
