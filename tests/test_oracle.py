@@ -1002,3 +1002,28 @@ def test_a_process_counts_its_other_operations_as_one_sum():
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
     assert "other_ops_per_s" not in io and io["read_iops"] > 0
+
+
+def test_split_converts_column_by_column_as_value_by_value():
+    """split() converts whole-number columns with int() in one pass; every other value as _from_text does."""
+    stats = oracle.Query("dnfs_stats", "", ("INST_ID", "SPID", "NFS_READ", "NFS_READBYTES", "DB_TIME"), ())
+    other = oracle.Query("system_event", "", ("INST_ID", "EVENT", "TIME_WAITED_MICRO"), ())
+    combined = oracle.Combined("counters", "", (stats, other))
+    moment = "2026-11-24T22:40:25.123456"
+    rows = [
+        ("dnfs_stats", "1", "4711", "12", "-3", moment),
+        ("dnfs_stats ", "2", None, None, "1.5", moment),
+        ("system_event", "1", "db file sequential read", ".25", None, None),
+        ("system_event", "2", "log file sync", "1E+40", None, None),
+        ("system_event", "3", "direct path read", "-0", None, None),
+    ]
+    reference: dict = {"dnfs_stats": [], "system_event": []}
+    for row in rows:
+        query = stats if row[0].strip() == "dnfs_stats" else other
+        reference[query.name].append([oracle._from_text(c, v) for c, v in zip(query.columns, row[1:])])
+    result = oracle.split(combined, rows)
+    assert {name: data["rows"] for name, data in result.items()} == reference
+    assert [type(v) for v in result["dnfs_stats"]["rows"][0]] == [int, str, int, int, float]
+    utc = datetime.timezone.utc
+    assert result["dnfs_stats"]["rows"][0][-1] == datetime.datetime(2026, 11, 24, 22, 40, 25, 123456, utc).timestamp()
+    assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
