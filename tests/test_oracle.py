@@ -1027,3 +1027,24 @@ def test_split_converts_column_by_column_as_value_by_value():
     utc = datetime.timezone.utc
     assert result["dnfs_stats"]["rows"][0][-1] == datetime.datetime(2026, 11, 24, 22, 40, 25, 123456, utc).timestamp()
     assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
+
+
+def test_the_garbage_collector_is_paused_only_for_the_block_and_left_as_it_was():
+    import gc
+
+    from dnfsmon.sources.base import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError
+    assert gc.isenabled()

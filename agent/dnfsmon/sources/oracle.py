@@ -48,7 +48,7 @@ from typing import Callable, Optional, cast
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
-from .base import Parsed, ParseError, Raw, Source
+from .base import Parsed, ParseError, Raw, Source, collector_paused
 
 NAME = "oracle"
 RESULTS = "oracle/results.json"
@@ -343,6 +343,11 @@ def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dic
     processes brings some 650 000 values, and one call per value cost about
     twice all the source's own work (bench/README.md).
     """
+    with collector_paused():
+        return _split(combined, rows)
+
+
+def _split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
     by_name = {q.name: q for q in combined.queries}
     texts: dict[str, list[Sequence[object]]] = {q.name: [] for q in combined.queries}
     names = map(str.strip, map(str, map(operator.itemgetter(0), rows)))
@@ -1289,8 +1294,15 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
 def parse(raw: Raw, host: str) -> Parsed:
     """The contract's parse step (dnfsmon.sources.base): the samples, their problems
     and what could not be read this time (the status sample carries it)."""
-    found, problems = samples(raw, host)
+    with collector_paused():
+        found, problems = samples(raw, host)
     return Parsed(found, problems, failure(found))
 
 
-SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=aggregate)
+def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+    """The contract's publish step: aggregate(), with the garbage collector paused (collector_paused)."""
+    with collector_paused():
+        return aggregate(result, current)
+
+
+SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish)
