@@ -38,6 +38,7 @@ How the traps are handled:
 from __future__ import annotations
 
 import datetime
+import heapq
 import json
 import math
 import operator
@@ -485,7 +486,7 @@ class Results:
         clock = data.get("agent_clock")
         self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
         width = len(self.columns)
-        if not recorded and all(len(row) == width for row in rows):
+        if not recorded and set(map(len, rows)) <= {width}:
             self.rows: list[list] = rows
             return
         self.rows = []
@@ -772,6 +773,7 @@ def _io(context: Context) -> list[Sample]:
     _, other_values = _columns(result, OTHER_OPS)
     spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
     con_id = _column(result, "CON_ID")
+    pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
     pnum_at = result.index.get("PNUM")
     for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
         if pnum_at is None:
@@ -779,7 +781,11 @@ def _io(context: Context) -> list[Sample]:
         pnum = str(row[pnum_at])
         # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
         process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
-        key = (*tags, *_pdb_tags_of(con_id(row)), ("pnum", pnum))
+        container = con_id(row)
+        pdb = pdb_tags.get((type(container), container))
+        if pdb is None:
+            pdb = pdb_tags[(type(container), container)] = _pdb_tags_of(container)
+        key = (*tags, *pdb, ("pnum", pnum))
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
         what = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
         counters = _counters(names, counter_values(row))
@@ -1089,7 +1095,20 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
 
 
 def _instance_tags(sample: Sample) -> tuple[tuple[str, str], ...]:
-    return tuple(pair for pair in sample.key if pair[0] != "pnum")
+    """The key of a process's sample without its pnum (which _io puts last)."""
+    key = sample.key
+    if key and key[-1][0] == "pnum":
+        return key[:-1]
+    return tuple(pair for pair in key if pair[0] != "pnum")
+
+
+def _place_of_process(sample: Sample) -> tuple[rates.Key, str]:
+    """(the tags of its instance, without pdb: _io puts it just before the pnum; its pnum)."""
+    tags = _instance_tags(sample)
+    if tags and tags[-1][0] == "pdb":
+        tags = tags[:-1]
+    key = sample.key
+    return tags, key[-1][1] if key and key[-1][0] == "pnum" else dict(key)["pnum"]
 
 
 def io_fields(summed: rates.Aggregate, processes: int) -> dict[str, rates.Gauge]:
@@ -1214,14 +1233,15 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
         ops = sum(map(interval.deltas.get, OPERATIONS, NO_OPERATIONS))
-        tags = tuple(pair for pair in interval.current.key if pair[0] not in ("pdb", "pnum"))
         if ops > 0:
-            by_instance.setdefault(tags, []).append((ops, dict(interval.current.key)["pnum"], interval))
+            tags, pnum = _place_of_process(interval.current)
+            by_instance.setdefault(tags, []).append((ops, pnum, interval))
     points = []
     for tags, busy in by_instance.items():
         limit = limits.get(tags) or 0
-        ranked = sorted(busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
-        for rank, (ops, pnum, interval) in enumerate(ranked[:limit], start=1):
+        # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
+        ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
+        for rank, (ops, pnum, interval) in enumerate(ranked, start=1):
             sample = interval.current
             values: dict[str, Optional[rates.Gauge]] = {
                 "ops_per_s": rates.per_second(ops, interval.dt),
