@@ -34,7 +34,8 @@ check both ways), and the source needs a golden case under tests/cases/diff.
 
 A `Raw` is exactly what a capture directory stores (see dnfsmon.capture), so
 `dnfsmon diff` runs the same code on captured text as `collect` runs on
-live files.
+live files; a document a reader holds decoded (`Raw.documents`) is stored as
+its JSON text, and read back from it.
 """
 
 from __future__ import annotations
