@@ -383,16 +383,15 @@ def _from_texts(column: str, values: Sequence[object], times: dict[str, float]) 
     if column == "DB_TIME":  # the same text on every row
         converted = {text: _from_text(column, text, times) for text in set(values)}
         return list(map(converted.__getitem__, values))
-    if column != "DB_TIME":
+    try:
+        joined = "".join(cast("Sequence[str]", values))
+    except TypeError:  # a NULL (None) among them
+        joined = ""
+    if joined and WHOLE_NUMBER_CHARACTERS.issuperset(joined):
         try:
-            joined = "".join(cast("Sequence[str]", values))
-        except TypeError:  # a NULL (None) among them
-            joined = ""
-        if joined and WHOLE_NUMBER_CHARACTERS.issuperset(joined):
-            try:
-                return list(map(int, cast("Sequence[str]", values)))
-            except ValueError:  # a "-" inside a number, or an empty text
-                pass
+            return list(map(int, cast("Sequence[str]", values)))
+        except ValueError:  # a "-" inside a number, or an empty text
+            pass
     return [_from_text(column, value, times) for value in values]
 
 
@@ -667,9 +666,9 @@ class Context:
 
     def located(self, name: str) -> Iterator[Located]:
         """located_rows() with each row as a dict by column name: for the queries of a few rows."""
-        result = self.results.get(name)
+        columns = self.results[name].columns if name in self.results else []
         for t, row, tags, identity, started in self.located_rows(name):
-            yield t, dict(zip(result.columns, row)), tags, identity, started  # type: ignore[union-attr]
+            yield t, dict(zip(columns, row)), tags, identity, started
 
     def located_rows(self, name: str) -> Iterator[LocatedRow]:
         """(time, row, tags, identity, started) of each row of a query whose instance is known.
