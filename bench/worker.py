@@ -2,9 +2,12 @@
 
     worker.py parse ROOT REPEATS      read and parse ROOT/1/mountstats
     worker.py diff OLD NEW REPEATS    read and parse both, diff, published fields
-    worker.py oracle OLD NEW REPEATS  one Oracle sample: parse NEW (a results document), diff
-                                      against OLD's samples (parsed before the clock starts), publish
-    worker.py oracle-floor NEW REPEATS  the naive floor: decode NEW, sum every number in its rows
+    worker.py oracle OLD NEW REPEATS  one Oracle sample as the live reader runs it: NEW's rows as the
+                                      driver returns the combined statements (text), split into the
+                                      results document, note its inventory, parse, diff against OLD's
+                                      samples (read the same way before the clock starts), publish
+    worker.py oracle-floor NEW REPEATS  the naive floor: sum every number in NEW's rows (decoded
+                                      before the clock starts, as the source receives them)
     worker.py state-load DIR TARGET REPEATS   load the state file of TARGET in DIR to samples
     worker.py state-floor DIR TARGET REPEATS  the floor: read and JSON-decode the same file
 
@@ -15,12 +18,13 @@ one JSON list: the CPU seconds (CLOCK_PROCESS_CPUTIME_ID) of each repeat.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
 import time
 
-from dnfsmon import rates, state
+from dnfsmon import config, oracle_db, oracle_facts, rates, state
 from dnfsmon.sources import mountstats, oracle
 from dnfsmon.sources.base import Raw
 
@@ -41,24 +45,96 @@ def diff(old_root: str, new_root: str) -> int:
     return len(mountstats.SOURCE.publish(result, current))
 
 
-def oracle_raw(path: str) -> Raw:
-    """A results document as the live reader leaves it (oracle_db.to_raw), written by bench/run.py."""
+class Session:
+    """Stands in for a python-oracledb connection: answers each combined statement with the rows
+    the driver would return for a results document, every value the text TO_CHAR gives
+    (sources.oracle.combine), made before the clock starts."""
+
+    def __init__(self, document: dict, queries: list[oracle.Query]):
+        self.answers = {}
+        for combined in oracle.read_groups(queries, inventory=True):
+            width = max(len(q.columns) for q in combined.queries)
+            rows = []
+            for query in combined.queries:
+                recorded = document["results"][query.name]
+                for row in recorded["rows"]:
+                    values = dict(zip(recorded["columns"], row))
+                    texts = [to_char(column, values[column]) for column in query.columns]
+                    rows.append((query.name, *texts, *[None] * (width - len(texts))))
+            self.answers[combined.sql] = rows
+
+    def cursor(self) -> Session:
+        return self
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str) -> None:
+        self.rows = self.answers[sql]
+
+    def fetchall(self) -> list:
+        return list(self.rows)
+
+
+def to_char(column: str, value: object) -> object:
+    """What Oracle's TO_CHAR returns for a document's value (the combined statements' formats)."""
+    if value is None:
+        return None
+    if column == "DB_TIME":
+        moment = datetime.datetime.fromtimestamp(float(value), datetime.timezone.utc)  # type: ignore[arg-type]
+        return moment.strftime(oracle.DB_TIME_FORMAT)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def live_session(path: str) -> tuple[oracle_db.Database, float]:
+    """A Database connected to a Session answering with the results document at `path`, and its agent clock."""
     with open(path) as f:
-        text = f.read()
-    clock = next(iter(json.loads(text)["results"].values()))["agent_clock"]
-    return Raw({oracle.RESULTS: text}, clock, clock)
+        document = json.load(f)
+    release = oracle_facts.release_of_version(document["version"])
+    settings = config.parse(
+        {"oracle": {"enabled": True, "dsn": "db:1521/BENCH", "user": "bench", "scope": "cluster"}}, None
+    )
+    database = oracle_db.Database(settings.oracle)  # type: ignore[arg-type]
+    database.available = {
+        view: set(oracle_facts.columns(view, release))
+        for view in oracle_facts.VIEWS_READ
+        if oracle_facts.columns(view, release)
+    }
+    clock = next(iter(document["results"].values()))["agent_clock"]
+    database.clock = lambda: clock
+    database.connection = Session(document, oracle.build_queries(database.available, "cluster"))
+    return database, clock
 
 
-def oracle_sample(previous: dict[str, rates.Sample], new: Raw) -> int:
+def oracle_raw(path: str) -> Raw:
+    """A results document written by bench/run.py, as the live reader hands it over: decoded, not as
+    JSON text (oracle_db.to_raw). Decoding it here is no part of what is timed: the live path has no
+    JSON (a capture's `dnfsmon diff` decodes its text once more)."""
+    with open(path) as f:
+        document = json.load(f)
+    return oracle_db.to_raw(document, next(iter(document["results"].values()))["agent_clock"])
+
+
+def oracle_sample(previous: dict[str, rates.Sample], database: oracle_db.Database, clock: float) -> int:
+    """What a live target's read and collect run for one sample, once the database has answered: the
+    reader's split of the rows into the results document (oracle_db.read_once), the inventory cadence's
+    look at it (targets.OracleTarget.read), then the source's parse, rates.diff_all, its publish step."""
+    new = oracle_db.read_once(database, clock)
+    oracle.InventoryCadence(600).read(new)
     current = oracle.SOURCE.parse(new, "bench").samples
     result = rates.diff_all(previous, current)
     return len(oracle.SOURCE.publish(result, current))
 
 
 def oracle_floor(new: Raw) -> float:
-    """What any reader must do at least: decode the document and touch every number once."""
+    """What any reader must do at least: touch every number of the rows once."""
     total = 0.0
-    for result in json.loads(new.text(oracle.RESULTS))["results"].values():
+    for result in oracle.load(new)["results"].values():
         for row in result["rows"]:
             for value in row:
                 if isinstance(value, (int, float)):
@@ -83,11 +159,12 @@ def main() -> None:
     mode, *paths, repeats = sys.argv[1:]
     previous: dict[str, rates.Sample] = {}
     if mode == "oracle":
-        previous = {s.state_key: s for s in oracle.SOURCE.parse(oracle_raw(paths[0]), "bench").samples}
+        old_database, old_clock = live_session(paths[0])
+        old_raw = oracle_db.read_once(old_database, old_clock)
+        previous = {s.state_key: s for s in oracle.SOURCE.parse(old_raw, "bench").samples}
+        database, clock = live_session(paths[1])
     elif mode == "oracle-floor":
-        paths = ["", *paths]
-    if mode in ("oracle", "oracle-floor"):
-        new = oracle_raw(paths[1])
+        new = oracle_raw(paths[0])
     seconds = []
     for _ in range(int(repeats)):
         start = time.process_time()
@@ -96,7 +173,7 @@ def main() -> None:
         elif mode == "diff":
             diff(paths[0], paths[1])
         elif mode == "oracle":
-            oracle_sample(previous, new)
+            oracle_sample(previous, database, clock)
         elif mode == "oracle-floor":
             oracle_floor(new)
         elif mode == "state-load":

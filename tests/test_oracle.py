@@ -207,7 +207,7 @@ def live_read(document, release="19c", failing=None, drop_views=(), **options):
 
 def simulated_document(t, workload=None, memory=None):
     raw = simulator.read(workload or simulator.Workload(), t, memory)
-    return json.loads(raw.files[oracle.RESULTS])
+    return json.loads(raw.text(oracle.RESULTS))
 
 
 T0 = 1_795_000_000.0
@@ -413,7 +413,7 @@ def test_a_call_timeout_fails_the_counters_statement_without_a_cascade_of_retrie
     )
     # Discovery, the counters' statement (timed out: not retried query by query), the inventory's.
     assert len(connection.executed) == 3
-    assert "dnfs_servers" in json.loads(raw.files[oracle.RESULTS])["results"]
+    assert "dnfs_servers" in json.loads(raw.text(oracle.RESULTS))["results"]
 
 
 @pytest.mark.parametrize(
@@ -443,7 +443,7 @@ def test_connect_failures_become_a_down_status_with_the_code(monkeypatch, error,
     assert oracle.failure(oracle.samples(raw, "h")[0]).startswith(expected)
     (status,), _ = oracle.samples(raw, "h")
     assert status.gauges["up"] is False and expected in status.gauges["error"]
-    assert "pw-that-must-not-leak" not in raw.files[oracle.RESULTS]
+    assert "pw-that-must-not-leak" not in raw.text(oracle.RESULTS)
 
 
 def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
@@ -452,7 +452,7 @@ def test_world_readable_password_file_is_refused_without_leaking_it(tmp_path):
     secret.chmod(0o644)
     database = oracle_db.Database(settings(password_file=str(secret)))
     raw = oracle_db.read_once(database, 1.0)
-    assert "mode 0644" in oracle.failure(oracle.samples(raw, "h")[0]) and "hunter2" not in raw.files[oracle.RESULTS]
+    assert "mode 0644" in oracle.failure(oracle.samples(raw, "h")[0]) and "hunter2" not in raw.text(oracle.RESULTS)
 
 
 def test_listener_down_for_real_keeps_host_points_and_records_why(tmp_path):
@@ -926,3 +926,125 @@ def test_the_inventory_cadence_holds_across_cron_runs(tmp_path):
     servers = [p for p in points if p.measurement == "dnfsmon_dnfs_server"]
     assert len(servers) == 2  # the two filers, from the first sample of the first run only
     assert len({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"}) == 3  # every later sample
+
+
+def test_live_document_is_handed_over_decoded_and_captured_as_its_json_text(tmp_path):
+    """The reader hands the source its document without a JSON round trip (Raw.documents), and a
+    capture still writes the JSON text readers used to hand over, byte for byte: `dnfsmon diff` of
+    the capture gives the live figures."""
+    from dnfsmon import capture
+
+    workload = simulator.Workload()
+    raws = [simulator.read(workload, T0 + dt) for dt in (0.0, 10.0)]
+    document = raws[1].documents[oracle.RESULTS]
+    assert oracle.RESULTS not in raws[1].files and oracle.load(raws[1]) is document
+    live = compute({"oracle": raws[1]}, {}, "h", compute({"oracle": raws[0]}, {}, "h", {}).samples)
+    for number, raw in enumerate(raws):
+        capture.write(str(tmp_path / str(number)), "h", {"oracle": raw}, {})
+    assert (tmp_path / "1" / oracle.RESULTS).read_text() == json.dumps(document)
+    manifest = json.loads((tmp_path / "1" / "capture.json").read_text())
+    assert manifest["sources"]["oracle"]["files"] == [oracle.RESULTS]
+    captured = [capture.read(str(tmp_path / str(number)))[1]["oracle"] for number in (0, 1)]
+    replayed = compute({"oracle": captured[1]}, {}, "h", compute({"oracle": captured[0]}, {}, "h", {}).samples)
+    assert replayed.points == live.points and replayed.points
+
+
+def test_inventory_only_parse_gives_the_inventory_samples_of_the_full_parse():
+    """InventoryCadence parses a read's inventory queries only; its samples are the full parse's."""
+    raw = simulator.read(simulator.Workload(), T0)
+    inventory = [s for s in oracle.samples(raw, "")[0] if s.measurement in oracle.INVENTORY_MEASUREMENTS]
+    assert inventory and oracle.samples(raw, "", inventory_only=True)[0][1:] == inventory
+
+
+def test_rows_are_checked_value_by_value_only_when_decoded_from_a_capture():
+    """A capture's text may be damaged: a row holding a non-scalar is reported and left out. The reader's
+    own document (oracle_db.split, the simulator) holds scalars by construction and gives the same samples."""
+    raw = simulator.read(simulator.Workload(instances=1, processes=3), T0)
+    text = raw.text(oracle.RESULTS)
+    assert oracle.samples(raw, "h") == oracle.samples(Raw({oracle.RESULTS: text}, raw.time, raw.wall_time), "h")
+    damaged = json.loads(text)
+    damaged["results"]["dnfs_stats"]["rows"][0][1] = [7]
+    found, problems = oracle.samples(Raw({oracle.RESULTS: json.dumps(damaged)}, raw.time, raw.wall_time), "h")
+    assert [str(p) for p in problems] == [
+        f"{oracle.RESULTS}: row 1 of dnfs_stats does not fit its columns "
+        f"{damaged['results']['dnfs_stats']['columns']}: {damaged['results']['dnfs_stats']['rows'][0]}"
+    ]
+    processes = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert len(processes) == len(damaged["results"]["dnfs_stats"]["rows"]) - 1
+
+
+def test_a_process_counts_its_other_operations_as_one_sum():
+    """A process's sample sums its OTHER_OPS as read (oracle.OTHER_OPS_COUNTER): other_ops_per_s is
+    that sum's rate. A process whose row lacks one of them (NULL) has no sum, so its instance
+    publishes no other_ops_per_s rather than a sum with a part missing; its reads still count."""
+    workload = simulator.Workload(instances=1, processes=5)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    found, _ = oracle.samples(live_read(documents[1])[0], "h")
+    process = next(s for s in found if s.measurement == oracle.IO_MEASUREMENT)
+    assert set(process.counters) == {*oracle.PROCESS_COUNTERS, oracle.OTHER_OPS_COUNTER}
+    row = next(r for r in stats["rows"] if str(r[columns.index("PNUM")]) == dict(process.key)["pnum"])
+    assert process.counters[oracle.OTHER_OPS_COUNTER] == sum(row[columns.index(op)] for op in oracle.OTHER_OPS)
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    others = {
+        p: sum(r[columns.index(op)] for op in oracle.OTHER_OPS)
+        for p, r in ((r[columns.index("PNUM")], r) for r in stats["rows"])
+    }
+    before_stats = documents[0]["results"]["dnfs_stats"]
+    before = {
+        r[columns.index("PNUM")]: sum(r[columns.index(op)] for op in oracle.OTHER_OPS) for r in before_stats["rows"]
+    }
+    assert io["other_ops_per_s"] == pytest.approx(sum(others[p] - before[p] for p in before) / 10, rel=1e-12)
+    stats["rows"][0][columns.index("NFS_LOOKUP")] = None
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert "other_ops_per_s" not in io and io["read_iops"] > 0
+
+
+def test_split_converts_column_by_column_as_value_by_value():
+    """split() converts whole-number columns with int() in one pass; every other value as _from_text does."""
+    stats = oracle.Query("dnfs_stats", "", ("INST_ID", "SPID", "NFS_READ", "NFS_READBYTES", "DB_TIME"), ())
+    other = oracle.Query("system_event", "", ("INST_ID", "EVENT", "TIME_WAITED_MICRO"), ())
+    combined = oracle.Combined("counters", "", (stats, other))
+    moment = "2026-11-24T22:40:25.123456"
+    rows = [
+        ("dnfs_stats", "1", "4711", "12", "-3", moment),
+        ("dnfs_stats ", "2", None, None, "1.5", moment),
+        ("system_event", "1", "db file sequential read", ".25", None, None),
+        ("system_event", "2", "log file sync", "1E+40", None, None),
+        ("system_event", "3", "direct path read", "-0", None, None),
+    ]
+    reference: dict = {"dnfs_stats": [], "system_event": []}
+    for row in rows:
+        query = stats if row[0].strip() == "dnfs_stats" else other
+        reference[query.name].append([oracle._from_text(c, v) for c, v in zip(query.columns, row[1:])])
+    result = oracle.split(combined, rows)
+    assert {name: data["rows"] for name, data in result.items()} == reference
+    assert [type(v) for v in result["dnfs_stats"]["rows"][0]] == [int, str, int, int, float]
+    utc = datetime.timezone.utc
+    assert result["dnfs_stats"]["rows"][0][-1] == datetime.datetime(2026, 11, 24, 22, 40, 25, 123456, utc).timestamp()
+    assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
+
+
+def test_the_garbage_collector_is_paused_only_for_the_block_and_left_as_it_was():
+    import gc
+
+    from dnfsmon.sources.base import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError
+    assert gc.isenabled()

@@ -83,7 +83,7 @@ def test_the_naive_sum_then_diff_fails_on_the_same_run(churn_run):
     intervals, raws = churn_run
     sums = []
     for raw in raws:
-        stats = json.loads(raw.files[oracle.RESULTS])["results"]["dnfs_stats"]
+        stats = json.loads(raw.text(oracle.RESULTS))["results"]["dnfs_stats"]
         column = stats["columns"].index("NFS_READ")
         sums.append((raw.time, sum(row[column] for row in stats["rows"] if row[0] == 1)))
     naive_errors = []

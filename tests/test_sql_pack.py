@@ -796,7 +796,7 @@ HIST_BINDS = {"dnfs_hist_prev_t": T0, "dnfs_hist_cur_t": T1}
 def documents(workload):
     memory = simulator.Memory()
     raws = [simulator.read(workload, t, memory) for t in (T0, T1)]
-    return raws, [json.loads(r.files[oracle.RESULTS]) for r in raws]
+    return raws, [json.loads(r.text(oracle.RESULTS)) for r in raws]
 
 
 def agent_points(raws):

@@ -81,14 +81,17 @@ def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[
     os.makedirs(directory, exist_ok=True)
     sources: dict[str, dict] = {name: {"failed": reason} for name, reason in failures.items()}
     for name, raw in raws.items():
-        for relative, text in raw.files.items():
+        for relative in raw.paths():
+            # A document the reader held in memory is written as its JSON text:
+            # the same bytes it had when readers handed over text.
+            text = raw.text_or_none(relative)
             if text is None:
                 continue
             path = _safe_join(directory, relative)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
-        sources[name] = {"time": raw.time, "wall_time": raw.wall_time, "files": sorted(raw.files)}
+        sources[name] = {"time": raw.time, "wall_time": raw.wall_time, "files": raw.paths()}
     manifest = {"format": FORMAT_VERSION, "host": host, "sources": sources}
     with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2, sort_keys=True)

@@ -26,7 +26,6 @@ the others still run.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from typing import Any, Callable, TypeVar
@@ -283,7 +282,11 @@ def down_document(reason: str, target: str = "") -> dict:
 
 
 def to_raw(document: dict, clock: float) -> Raw:
-    """Wrap a results document; the sample time is the database clock when there is one."""
+    """Wrap a results document; the sample time is the database clock when there is one.
+
+    The document is handed over as it is (Raw.documents): the source reads it
+    without a JSON round trip, and a capture writes its JSON text.
+    """
     times = [
         row[data["columns"].index("DB_TIME")]
         for data in document["results"].values()
@@ -291,7 +294,7 @@ def to_raw(document: dict, clock: float) -> Raw:
         for row in data["rows"][:1]
     ]
     t = float(times[0]) if times else clock
-    return Raw({RESULTS: json.dumps(document)}, t, t)
+    return Raw({}, t, t, documents={RESULTS: document})
 
 
 def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:

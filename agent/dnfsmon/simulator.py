@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -415,7 +414,7 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
         "down": None,
         "top_processes": workload.top_processes,
     }
-    return Raw({RESULTS: json.dumps(document)}, t, t)
+    return Raw({}, t, t, documents={RESULTS: document})
 
 
 class _DriverError(Exception):

@@ -5,8 +5,9 @@ Facts and traps: docs/oracle.md. This module is pure:
 it builds the SQL texts from the columns the connected release has
 (dnfsmon.oracle_facts names them per release) and turns result rows into
 samples and points. The I/O happens in dnfsmon.oracle_db (a live database
-through python-oracledb) or dnfsmon.simulator; both hand over the same JSON
-document, which is also what a capture stores as "oracle/results.json":
+through python-oracledb) or dnfsmon.simulator; both hand over the same
+document as Python values (Raw.documents: no JSON round trip on the live
+path), and a capture stores its JSON text as "oracle/results.json":
 
     {"kind": "live" | "simulated", "version": "19.0.0.0.0",
      "database": {"DBID": 1, "NAME": "ORCL", "DB_UNIQUE_NAME": "ORCL", "CDB": "NO"},
@@ -37,16 +38,18 @@ How the traps are handled:
 from __future__ import annotations
 
 import datetime
+import heapq
 import json
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, cast
 
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
-from .base import Parsed, ParseError, Raw, Source
+from .base import Parsed, ParseError, Raw, Source, collector_paused
 
 NAME = "oracle"
 RESULTS = "oracle/results.json"
@@ -88,6 +91,12 @@ AGENT_EVENTS = oracle_facts.AGENT_EVENTS
 HISTOGRAM_EVENTS = oracle_facts.HISTOGRAM_EVENTS
 OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
+# What a process's sample counts: the counters the published fields and the top processes use
+# (io_fields, _top_processes), and OTHER_OPS_COUNTER, the row's OTHER_OPS summed as read. Each
+# process is diffed over 7 counters, not 25 (4 instances x 2000 processes: bench/README.md); a
+# sum of counters that only grow grows, and falls back to zero with them.
+PROCESS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", "NFS_GETATTR", "NFS_COMMIT")
+OTHER_OPS_COUNTER = "NFS_OTHER_OPS"
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")
 EVENT_COUNTERS = ("TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG")
 # V$IOSTAT_FILE's cumulative counts and times (milliseconds) per file.
@@ -329,23 +338,78 @@ def combine(name: str, queries: Sequence[Query]) -> Combined:
 
 
 def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
-    """The long-format rows of a combined statement back as each query's {"columns", "rows"}."""
+    """The long-format rows of a combined statement back as each query's {"columns", "rows"}.
+
+    Converted column by column (_from_texts): a sample at 4 instances x 2000
+    processes brings some 650 000 values, and one call per value cost about
+    twice all the source's own work (bench/README.md).
+    """
+    with collector_paused():
+        return _split(combined, rows)
+
+
+def _split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
     by_name = {q.name: q for q in combined.queries}
-    results: dict[str, dict] = {q.name: {"columns": list(q.columns), "rows": []} for q in combined.queries}
-    for row in rows:
-        query = by_name[str(row[0]).strip()]
-        values = [_from_text(column, value) for column, value in zip(query.columns, row[1:])]
-        results[query.name]["rows"].append(values)
+    texts: dict[str, list[Sequence[object]]] = {q.name: [] for q in combined.queries}
+    names = map(str.strip, map(str, map(operator.itemgetter(0), rows)))
+    for name, row in zip(names, rows):
+        texts[by_name[name].name].append(row)
+    results: dict[str, dict] = {}
+    times: dict[str, float] = {}
+    for query in combined.queries:
+        width = len(query.columns)
+        rows_of = texts[query.name]
+        if not rows_of:
+            values: list[list[object]] = []
+        elif min(map(len, rows_of)) > width:
+            by_column = list(zip(*rows_of))  # the statement's rows, column by column
+            columns = [_from_texts(column, by_column[number], times) for number, column in enumerate(query.columns, 1)]
+            values = list(map(list, zip(*columns)))
+        else:  # a row narrower than its query (never from the statement combine() writes)
+            values = [[_from_text(c, v, times) for c, v in zip(query.columns, row[1:])] for row in rows_of]
+        results[query.name] = {"columns": list(query.columns), "rows": values}
     return results
 
 
-def _from_text(column: str, value: object) -> object:
-    """A TO_CHAR value as the JSON value the parsers read: DB_TIME as epoch seconds, numbers as numbers."""
+# The characters of a TO_CHAR of a whole NUMBER (no decimal point, no exponent).
+WHOLE_NUMBER_CHARACTERS = frozenset("-0123456789")
+
+
+def _from_texts(column: str, values: Sequence[object], times: dict[str, float]) -> Sequence[object]:
+    """_from_text of each value of one column. A column of whole numbers, the most common by far,
+    is converted by int() in one C loop: for such text int() gives what _from_text gives."""
+    if column in TEXT_COLUMNS:
+        return values
+    if column == "DB_TIME":  # the same text on every row
+        converted = {text: _from_text(column, text, times) for text in set(values)}
+        return list(map(converted.__getitem__, values))
+    try:
+        joined = "".join(cast("Sequence[str]", values))
+    except TypeError:  # a NULL (None) among them
+        joined = ""
+    if joined and WHOLE_NUMBER_CHARACTERS.issuperset(joined):
+        try:
+            return list(map(int, cast("Sequence[str]", values)))
+        except ValueError:  # a "-" inside a number, or an empty text
+            pass
+    return [_from_text(column, value, times) for value in values]
+
+
+def _from_text(column: str, value: object, times: Optional[dict[str, float]] = None) -> object:
+    """A TO_CHAR value as the JSON value the parsers read: DB_TIME as epoch seconds, numbers as numbers.
+
+    times: DB_TIME texts already converted (one SYSTIMESTAMP per statement, on
+    every row: strptime once, not per row).
+    """
     if value is None or column in TEXT_COLUMNS:
         return value
     text = str(value).strip()
     if column == "DB_TIME":
+        if times is not None and text in times:
+            return times[text]
         moment = datetime.datetime.strptime(text, DB_TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
+        if times is not None:
+            times[text] = moment.timestamp()
         return moment.timestamp()
     if text.lstrip("-").isdigit():
         return int(text)
@@ -385,7 +449,8 @@ class InventoryCadence:
     def read(self, raw: Raw) -> None:
         """Note a read: when it holds inventory rows, the next is due interval_s later."""
         try:
-            found, _ = samples(raw, "")
+            # Only the inventory's samples: the counters are parsed once, by the source.
+            found, _ = samples(raw, "", inventory_only=True)
         except ParseError:
             return
         inventory = [s for s in found if s.measurement in INVENTORY_MEASUREMENTS]
@@ -397,36 +462,124 @@ class InventoryCadence:
 
 
 class Results:
-    """The rows of one query as dicts by column name (upper case)."""
+    """The rows of one query, each a list of values in the order of `columns` (upper case).
 
-    def __init__(self, name: str, data: Mapping, problems: list[ParseError]):
+    Rows stay lists, read by column index (`index`): a sample at 4 instances x
+    2000 processes has some 40 000 rows, and a dict of every column per row
+    cost more than all the rest of the parse (bench/README.md).
+    """
+
+    def __init__(self, name: str, data: Mapping, problems: list[ParseError], recorded: bool = True):
+        """recorded: the rows come from a document's JSON text (a capture), which may be damaged, rather
+        than from the reader's own values (oracle_db.split, the simulator), which are scalars by construction."""
         try:
             self.columns = [str(c).upper() for c in data["columns"]]
-            rows = [list(row) for row in data["rows"]]
+            rows = [row if type(row) is list else list(row) for row in data["rows"]]
         except (KeyError, TypeError) as error:
             raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
+        # Column name -> its position in a row (the last one of a name given twice).
+        self.index = {column: position for position, column in enumerate(self.columns)}
         # The agent's CLOCK_BOOTTIME in the middle of this query's round trip,
         # when the reader recorded it (oracle_db does; older captures do not).
         clock = data.get("agent_clock")
         self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
+        width = len(self.columns)
+        if not recorded and set(map(len, rows)) <= {width}:
+            self.rows: list[list] = rows
+            return
         self.rows = []
         for number, row in enumerate(rows, start=1):
             # Oracle returns scalars only; anything else is a damaged recording.
-            if len(row) != len(self.columns) or any(isinstance(v, (list, dict)) for v in row):
+            if len(row) != width or not CONTAINERS.isdisjoint(map(type, row)):
                 problems.append(
                     ParseError(RESULTS, f"row {number} of {name} does not fit its columns {self.columns}: {row}")
                 )
                 continue
-            self.rows.append(dict(zip(self.columns, row)))
+            self.rows.append(row)
+
+    def dicts(self) -> list[dict]:
+        """The rows as dicts by column name (for the queries of a few rows)."""
+        return [dict(zip(self.columns, row)) for row in self.rows]
 
     def time(self) -> Optional[float]:
         """The database clock of this query (seconds since the epoch), None without rows."""
+        position = self.index.get("DB_TIME")
+        if position is None:
+            return None
         for row in self.rows:
-            value = row.get("DB_TIME")
+            value = row[position]
             if _finite(value):
-                return float(value)  # type: ignore[arg-type]
+                return float(value)
         return None
+
+
+# The JSON values that are not scalars (what json.loads makes of arrays and objects).
+CONTAINERS = frozenset({list, dict})
+
+
+def _column(result: Results, name: str) -> Callable[[Sequence], object]:
+    """row -> its value of column `name`; None for every row when the query has no such column."""
+    position = result.index.get(name)
+    if position is None:
+        return lambda row: None
+    return operator.itemgetter(position)
+
+
+def _columns(result: Results, names: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Sequence], tuple]]:
+    """(the names the query has, row -> their values in that order): one C call per row."""
+    present = tuple(name for name in names if name in result.index)
+    positions = [result.index[name] for name in present]
+    if len(positions) == 1:
+        only = positions[0]
+        return present, lambda row: (row[only],)
+    if not positions:
+        return present, lambda row: ()
+    return present, operator.itemgetter(*positions)
+
+
+def _values(result: Results, names: Sequence[str]) -> Callable[[Sequence], tuple]:
+    """row -> its values of the columns `names`, None for a column the query does not have."""
+    positions = [result.index.get(name) for name in names]
+    if None not in positions:
+        return operator.itemgetter(*positions)
+    return lambda row: tuple(None if position is None else row[position] for position in positions)
+
+
+def _sum_of_counters(values: Sequence[object]) -> Optional[int]:
+    """The sum of the values that are counters (_number), None when none is; summed in C when all are plain ints."""
+    if set(map(type, values)) == {int}:
+        plain = cast("Sequence[int]", values)
+        if min(plain) >= 0:
+            return sum(plain)
+    numbers = [number for number in map(_number, values) if number is not None]
+    return sum(numbers) if numbers else None
+
+
+def _sum_of_every_counter(values: Sequence[object]) -> Optional[int]:
+    """The sum of the values when every one is a counter (_number), else None (and None for no values):
+    a sum with a part missing would be published as a fall in its rate."""
+    if not values:
+        return None
+    if set(map(type, values)) == {int}:
+        plain = cast("Sequence[int]", values)
+        if min(plain) >= 0:
+            return sum(plain)
+    numbers = [_number(value) for value in values]
+    return None if None in numbers else sum(cast("list[int]", numbers))
+
+
+def _counters(names: Sequence[str], values: Iterable[object]) -> dict[str, int]:
+    """{name: value} of the values that are counters (_number); the common plain int is taken as it is."""
+    counters = {}
+    for name, value in zip(names, values):
+        if type(value) is int and value >= 0:
+            counters[name] = value
+        else:
+            number = _number(value)
+            if number is not None:
+                counters[name] = number
+    return counters
 
 
 def _finite(value: object) -> bool:
@@ -465,10 +618,8 @@ def host_tag(host_name: object, agent_host: str) -> str:
 
 
 def load(raw: Raw) -> dict:
-    try:
-        document = json.loads(raw.text(RESULTS))
-    except ValueError as error:
-        raise ParseError(RESULTS, f"not JSON: {error}") from None
+    """The results document of a reading: as the reader handed it over, or decoded from a capture's text."""
+    document = raw.document(RESULTS)
     if not isinstance(document, dict):
         raise ParseError(RESULTS, "not a results document (an object)")
     for member in ("results", "database", "errors"):
@@ -496,6 +647,8 @@ def failure(samples: list[Sample]) -> Optional[str]:
 
 
 Located = tuple[float, dict, rates.Key, tuple[str, ...], Optional[float]]
+# The same with the row as its list of values (read through Results.index).
+LocatedRow = tuple[float, list, rates.Key, tuple[str, ...], Optional[float]]
 
 
 @dataclass
@@ -512,6 +665,12 @@ class Context:
     top_processes: object = None
 
     def located(self, name: str) -> Iterator[Located]:
+        """located_rows() with each row as a dict by column name: for the queries of a few rows."""
+        columns = self.results[name].columns if name in self.results else []
+        for t, row, tags, identity, started in self.located_rows(name):
+            yield t, dict(zip(columns, row)), tags, identity, started
+
+    def located_rows(self, name: str) -> Iterator[LocatedRow]:
         """(time, row, tags, identity, started) of each row of a query whose instance is known.
 
         Samples carry the database clock (UTC epoch seconds) both for the
@@ -523,24 +682,55 @@ class Context:
         pause), and rates.diff then re-baselines instead of publishing a
         wrong rate (review B8).
         """
+        timed = self.timed(name)
+        if timed is None:
+            return
+        result, t, started = timed
+        place = self.place(result)
+        for row in result.rows:
+            found = place(row)
+            if found is not None:
+                yield t, row, found[0], found[1], started
+
+    def timed(self, name: str) -> Optional[tuple[Results, float, Optional[float]]]:
+        """(results, time, started) of a query (see located_rows); None when it has no rows or no clock."""
         result = self.results.get(name)
         t = result.time() if result else None
         if result is None or t is None:
-            return
-        started = None if result.agent_clock is None else t - result.agent_clock
-        for row in result.rows:
-            instance = self.instances.get(row.get("INST_ID"))
-            if instance is None:  # an instance that left between queries
-                continue
-            tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
-            identity = (self.dbid, instance.startup, str(row.get("CLOCK_INSTANCE", "")))
-            yield t, row, tags, identity, started
+            return None
+        return result, t, None if result.agent_clock is None else t - result.agent_clock
+
+    def place(self, result: Results) -> Callable[[Sequence], Optional[tuple[rates.Key, tuple[str, ...]]]]:
+        """row -> the (tags, identity) of its instance (see located_rows); None for an instance that left
+        between queries. Each (instance, clock instance) pair's are made once: thousands of rows share them."""
+        inst_id = _column(result, "INST_ID")
+        clock_at = result.index.get("CLOCK_INSTANCE")
+        where: dict[tuple, Optional[tuple[rates.Key, tuple[str, ...]]]] = {}
+
+        def of(row: Sequence) -> Optional[tuple[rates.Key, tuple[str, ...]]]:
+            clock = "" if clock_at is None else row[clock_at]
+            pair = (inst_id(row), clock, type(clock))
+            if pair not in where:
+                instance = self.instances.get(pair[0])
+                if instance is None:
+                    where[pair] = None
+                else:
+                    tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
+                    where[pair] = (tags, (self.dbid, instance.startup, str(clock)))
+            return where[pair]
+
+        return of
 
 
 def _pdb_tags(row: Mapping) -> rates.Key:
     """("pdb", CON_ID) for a row of one container of a CDB; nothing for CON_ID 0 (the whole
     CDB, or a non-CDB) or a view without CON_ID (Reference, "CON_ID" column of V$ views)."""
-    con_id = _number(row.get("CON_ID"))
+    return _pdb_tags_of(row.get("CON_ID"))
+
+
+def _pdb_tags_of(value: object) -> rates.Key:
+    """_pdb_tags of a row's CON_ID value (None for a view without the column)."""
+    con_id = _number(value)
     return (("pdb", str(con_id)),) if con_id else ()
 
 
@@ -569,25 +759,43 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
 UNKNOWN_PROCESS = "?"
 
 
-def _process(row: Mapping) -> tuple[str, str]:
-    """(SPID, SERIAL#) of a V$DNFS_STATS row from V$PROCESS; "?" where the outer join found none."""
-    return (str(row.get("SPID") or UNKNOWN_PROCESS), str(row.get("SERIAL#") or UNKNOWN_PROCESS))
-
-
 def _io(context: Context) -> list[Sample]:
     """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines),
     and per instance the roster of processes this read saw (which process held each PNUM)."""
-    found = []
+    found: list[Sample] = []
     rosters: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float], dict[str, str]]] = {}
-    for t, row, tags, identity, started in context.located("dnfs_stats"):
-        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in STATS_COUNTERS) if v is not None}
-        process = _process(row)
-        key = (*tags, *_pdb_tags(row), ("pnum", str(row["PNUM"])))
+    result = context.results.get("dnfs_stats")
+    if result is None:
+        return found
+    # One row per process: its values read by column index (Results), the counters in one call.
+    names, counter_values = _columns(result, PROCESS_COUNTERS)
+    _, other_values = _columns(result, OTHER_OPS)
+    spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
+    con_id = _column(result, "CON_ID")
+    pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
+    pnum_at = result.index.get("PNUM")
+    for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
+        if pnum_at is None:
+            raise KeyError("PNUM")
+        pnum = str(row[pnum_at])
+        # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
+        process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
+        container = con_id(row)
+        pdb = pdb_tags.get((type(container), container))
+        if pdb is None:
+            pdb = pdb_tags[(type(container), container)] = _pdb_tags_of(container)
+        key = (*tags, *pdb, ("pnum", pnum))
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        names = {"pname": str(row.get("PNAME") or ""), "program": str(row.get("PROGRAM") or "")}
-        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, names, identity + process, started))
-        roster = rosters.setdefault(tags, (t, identity, started, {}))
-        roster[3][str(row["PNUM"])] = "/".join(process)
+        what = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
+        counters = _counters(names, counter_values(row))
+        other = _sum_of_every_counter(other_values(row))
+        if other is not None:
+            counters[OTHER_OPS_COUNTER] = other
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started))
+        roster = rosters.get(tags)
+        if roster is None:
+            roster = rosters[tags] = (t, identity, started, {})
+        roster[3][pnum] = "/".join(process)
     top = _number(context.top_processes)
     for tags, (t, identity, started, processes) in rosters.items():
         gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
@@ -655,20 +863,45 @@ def _channels(context: Context) -> list[Sample]:
     """Channels: interval counts since the last select, summed per path; each path's share of its filer's sends."""
     paths: dict[rates.Key, dict[str, int]] = {}
     located_paths: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
-    for t, row, tags, identity, started in context.located("dnfs_channels"):
-        key = (
-            *tags,
-            ("server", str(row["SVRNAME"])),
-            ("path", str(row["PATH"])),
-            ("local", str(row.get("LOCAL") or "")),
-        )
+    timed = context.timed("dnfs_channels")
+    if timed is None:
+        return []
+    result, t, started = timed
+    for column in ("SVRNAME", "PATH"):
+        if result.rows and column not in result.index:
+            raise KeyError(column)
+    # A row per process and channel (tens of thousands): rows are first grouped by the values
+    # that place them (one C call per row), then each group's counts are summed column by column.
+    group_of = _values(result, ("INST_ID", "CLOCK_INSTANCE", "SVRNAME", "PATH", "LOCAL"))
+    names, count_values = _columns(result, CHANNEL_COUNTS)
+    groups: dict[tuple, list[tuple]] = {}
+    last_row: dict[tuple, int] = {}
+    for number, row in enumerate(result.rows):
+        group = group_of(row)
+        rows = groups.get(group)
+        if rows is None:
+            rows = groups[group] = []
+        rows.append(count_values(row))
+        last_row[group] = number
+    place = context.place(result)
+    # Where a path was read is where its latest row was (a path's groups differ only in damaged readings).
+    latest: dict[rates.Key, int] = {}
+    for group, rows in groups.items():
+        placed = place(result.rows[last_row[group]])
+        if placed is None:  # an instance that left between queries
+            continue
+        tags, identity = placed
+        _, _, server, path, local = group
+        key = (*tags, ("server", str(server)), ("path", str(path)), ("local", str(local or "")))
         counts = paths.setdefault(key, {"processes": 0})
-        counts["processes"] += 1
-        for name in CHANNEL_COUNTS:
-            value = _number(row.get(name))
-            if value is not None:
-                counts[name] = counts.get(name, 0) + value
-        located_paths[key] = (t, identity, started)
+        counts["processes"] += len(rows)
+        for name, values in zip(names, zip(*rows)):
+            total = _sum_of_counters(values)
+            if total is not None:
+                counts[name] = counts.get(name, 0) + total
+        if last_row[group] > latest.get(key, -1):
+            latest[key] = last_row[group]
+            located_paths[key] = (t, identity, started)
     server_sends: dict[rates.Key, int] = {}
     for key, counts in paths.items():
         server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
@@ -688,7 +921,7 @@ def _servers(context: Context) -> list[Sample]:
     """Filers and exports the instances use, with their open files (inventory)."""
     files = {}
     if "dnfs_files" in context.results:
-        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].rows}
+        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].dicts()}
     found = []
     for t, row, tags, identity, started in context.located("dnfs_servers"):
         gauges: dict[str, Optional[rates.Gauge]] = {
@@ -813,8 +1046,18 @@ def _coverage(context: Context) -> list[Sample]:
     return found
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
-    """The samples of one read: each query's rows through its own parser."""
+# Every query's parser, in the order their samples are listed.
+PARSERS = (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage)
+# The queries the inventory's samples are made of (_servers, _coverage), and the instances they name.
+INVENTORY_QUERIES = ("instances", "dnfs_servers", "dnfs_files", "iostat_file")
+
+
+def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
+    """The samples of one read: each query's rows through its own parser.
+
+    inventory_only: the status and the inventory's samples only (what
+    InventoryCadence needs), without the cost of the counters' rows.
+    """
     document = load(raw)
     database = document.get("database") or {}
     # The configured target names the database when it could not be asked:
@@ -824,10 +1067,16 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     if document.get("kind") == "simulated":
         database_tags += (("simulated", "true"),)
     problems: list[ParseError] = []
-    results = {name: Results(name, data, problems) for name, data in (document.get("results") or {}).items()}
+    # A document the reader handed over holds its own values; one decoded from a capture's text may be damaged.
+    recorded = RESULTS not in raw.documents
+    results = {
+        name: Results(name, data, problems, recorded)
+        for name, data in (document.get("results") or {}).items()
+        if not inventory_only or name in INVENTORY_QUERIES
+    }
     instances: dict[object, Instance] = {}
     if "instances" in results:
-        for row in results["instances"].rows:
+        for row in results["instances"].dicts():
             instances[row["INST_ID"]] = Instance(
                 str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
             )
@@ -835,7 +1084,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         results, instances, database_tags, str(database.get("DBID", "")), problems, document.get("top_processes")
     )
     found = _status(document, context, raw, host)
-    for parse in (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage):
+    parsers = (_servers, _coverage) if inventory_only else PARSERS
+    for parse in parsers:
         found.extend(parse(context))
     return found, problems
 
@@ -844,13 +1094,25 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
 
 
 def _instance_tags(sample: Sample) -> tuple[tuple[str, str], ...]:
-    return tuple(pair for pair in sample.key if pair[0] != "pnum")
+    """The key of a process's sample without its pnum (which _io puts last)."""
+    key = sample.key
+    if key and key[-1][0] == "pnum":
+        return key[:-1]
+    return tuple(pair for pair in key if pair[0] != "pnum")
+
+
+def _place_of_process(sample: Sample) -> tuple[rates.Key, str]:
+    """(the tags of its instance, without pdb: _io puts it just before the pnum; its pnum)."""
+    tags = _instance_tags(sample)
+    if tags and tags[-1][0] == "pdb":
+        tags = tags[:-1]
+    key = sample.key
+    return tags, key[-1][1] if key and key[-1][0] == "pnum" else dict(key)["pnum"]
 
 
 def io_fields(summed: rates.Aggregate, processes: int) -> dict[str, rates.Gauge]:
     d = summed.deltas
     read_bytes, write_bytes = summed.rate("NFS_READBYTES"), summed.rate("NFS_WRITEBYTES")
-    other = [name for name in OTHER_OPS if name in d]
     out: dict[str, Optional[rates.Gauge]] = {
         "read_iops": summed.rate("NFS_READ"),
         "write_iops": summed.rate("NFS_WRITE"),
@@ -865,7 +1127,7 @@ def io_fields(summed: rates.Aggregate, processes: int) -> dict[str, rates.Gauge]
         "avg_write_kib": None
         if "NFS_WRITEBYTES" not in d
         else rates.mean_per_event(d["NFS_WRITEBYTES"] / 1024, d.get("NFS_WRITE")),
-        "other_ops_per_s": rates.per_second(sum(d[name] for name in other), summed.dt) if other else None,
+        "other_ops_per_s": summed.rate(OTHER_OPS_COUNTER),
         "getattr_per_s": summed.rate("NFS_GETATTR"),
         "commit_per_s": summed.rate("NFS_COMMIT"),
         "processes": processes,
@@ -949,6 +1211,11 @@ def process_name(pname: str) -> str:
     return pname or "foreground"
 
 
+# The dNFS operations a top process is ranked by (bytes are not operations), and a 0 for each.
+OPERATIONS = ("NFS_READ", "NFS_WRITE", OTHER_OPS_COUNTER)
+NO_OPERATIONS = (0,) * len(OPERATIONS)
+
+
 def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
     """The busiest processes of each instance by dNFS operations in the interval (review C6).
 
@@ -964,15 +1231,16 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
     }
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
-        ops = sum(interval.deltas.get(name, 0) for name in ("NFS_READ", "NFS_WRITE", *OTHER_OPS))
-        tags = tuple(pair for pair in interval.current.key if pair[0] not in ("pdb", "pnum"))
+        ops = sum(map(interval.deltas.get, OPERATIONS, NO_OPERATIONS))
         if ops > 0:
-            by_instance.setdefault(tags, []).append((ops, dict(interval.current.key)["pnum"], interval))
+            tags, pnum = _place_of_process(interval.current)
+            by_instance.setdefault(tags, []).append((ops, pnum, interval))
     points = []
     for tags, busy in by_instance.items():
         limit = limits.get(tags) or 0
-        ranked = sorted(busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
-        for rank, (ops, pnum, interval) in enumerate(ranked[:limit], start=1):
+        # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
+        ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
+        for rank, (ops, pnum, interval) in enumerate(ranked, start=1):
             sample = interval.current
             values: dict[str, Optional[rates.Gauge]] = {
                 "ops_per_s": rates.per_second(ops, interval.dt),
@@ -1045,8 +1313,15 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
 def parse(raw: Raw, host: str) -> Parsed:
     """The contract's parse step (dnfsmon.sources.base): the samples, their problems
     and what could not be read this time (the status sample carries it)."""
-    found, problems = samples(raw, host)
+    with collector_paused():
+        found, problems = samples(raw, host)
     return Parsed(found, problems, failure(found))
 
 
-SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=aggregate)
+def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+    """The contract's publish step: aggregate(), with the garbage collector paused (collector_paused)."""
+    with collector_paused():
+        return aggregate(result, current)
+
+
+SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish)
