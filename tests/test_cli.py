@@ -175,6 +175,17 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     assert agent.fields["sources_failed"] == 4 and agent.fields["sources_ok"] == 3
 
 
+def test_a_run_saves_a_snapshot_then_journal_records_that_the_next_run_loads(tmp_path):
+    config = host_config(tmp_path)
+    run("--config", config, "collect", "--count", 3, "--interval", 0.05, check_rc=0)
+    # The first sample had no state: a snapshot. The two after it: one journal record each.
+    (journal,) = (tmp_path / "state").glob("host_testhost-*.state.journal")
+    assert len(journal.read_bytes().splitlines()) == 2
+    result = run("--config", config, "collect", check_rc=0)
+    assert "state" not in result.stderr  # no warning: the journal replayed whole
+    assert stored(tmp_path)[-1].fields["intervals"] > 0  # rates against the journal's newest samples
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_moments_never_breaks_the_next_run(tmp_path):
     config = host_config(tmp_path)
