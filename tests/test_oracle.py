@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 from hypothesis import given
@@ -15,7 +16,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from configs import write_config
-from dnfsmon import oracle_db, oracle_facts, simulator
+from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import oracle
@@ -1002,6 +1003,75 @@ def test_a_process_counts_its_other_operations_as_one_sum():
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
     assert "other_ops_per_s" not in io and io["read_iops"] > 0
+
+
+def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
+    """A top process's ops_per_s counts its other operations: where they have no delta (a NULL
+    in its row, or the previous sample from a release that kept them per operation) the process
+    is left out of that interval's ranking rather than ranked with a part of its work missing."""
+    workload = simulator.Workload(instances=1, processes=5)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+
+    def ranked(outcome):
+        return {p.fields["pnum"] for p in outcome.points if p.measurement == oracle.TOP_PROCESS_MEASUREMENT}
+
+    everyone = ranked(points_between(*[live_read(d)[0] for d in documents]))
+    nulled = stats["rows"][0][columns.index("PNUM")]
+    assert nulled in everyone
+    stats["rows"][0][columns.index("NFS_LOOKUP")] = None
+    assert ranked(points_between(*[live_read(d)[0] for d in documents])) == everyone - {nulled}
+    # The state an older release left: each process's other operations as separate counters.
+    first = compute({"oracle": live_read(documents[0])[0]}, {}, "h", {})
+    older = {
+        key: rates.Sample(
+            s.measurement,
+            s.key,
+            s.time,
+            s.wall_time,
+            {k: v for k, v in s.counters.items() if k != oracle.OTHER_OPS_COUNTER},
+            s.gauges,
+            s.identity,
+            s.started,
+            s.widths,
+        )
+        for key, s in first.samples.items()
+    }
+    upgraded = compute({"oracle": live_read(documents[1])[0]}, {}, "h", older)
+    assert ranked(upgraded) == set()
+    (io,) = [p.fields for p in upgraded.points if p.measurement == oracle.IO_MEASUREMENT]
+    assert "other_ops_per_s" not in io and io["read_iops"] > 0
+
+
+def test_a_session_is_set_to_the_gregorian_calendar_before_any_query(monkeypatch):
+    """The database time is read as TO_CHAR text with Gregorian masks: the session's calendar is
+    set right after connecting (and after any logon trigger), before discovery or a read."""
+    executed = []
+
+    class Cursor:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def execute(self, sql):
+            executed.append(sql)
+
+    class Connection:
+        call_timeout = 0
+
+        def cursor(self):
+            return Cursor()
+
+    fake = types.SimpleNamespace(connect=lambda **kwargs: Connection(), clientversion=lambda: (19, 0))
+    monkeypatch.setitem(sys.modules, "oracledb", fake)
+    monkeypatch.setenv("DNFSMON_TEST_PW", "x")
+    connection = oracle_db.Database(settings())._connect()
+    assert executed == [oracle_db.SESSION_SQL] and connection.call_timeout > 0
+    assert "NLS_CALENDAR = 'GREGORIAN'" in oracle_db.SESSION_SQL
 
 
 def test_split_converts_column_by_column_as_value_by_value():

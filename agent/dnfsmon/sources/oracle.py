@@ -1211,9 +1211,8 @@ def process_name(pname: str) -> str:
     return pname or "foreground"
 
 
-# The dNFS operations a top process is ranked by (bytes are not operations), and a 0 for each.
+# The dNFS operations a top process is ranked by (bytes are not operations).
 OPERATIONS = ("NFS_READ", "NFS_WRITE", OTHER_OPS_COUNTER)
-NO_OPERATIONS = (0,) * len(OPERATIONS)
 
 
 def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
@@ -1231,7 +1230,11 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
     }
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
-        ops = sum(map(interval.deltas.get, OPERATIONS, NO_OPERATIONS))
+        # A process without a delta of each (a NULL in its row, or the first interval after
+        # an upgrade from per-operation counters) would be ranked too low: it sits this one out.
+        if not all(name in interval.deltas for name in OPERATIONS):
+            continue
+        ops = sum(map(interval.deltas.__getitem__, OPERATIONS))
         if ops > 0:
             tags, pnum = _place_of_process(interval.current)
             by_instance.setdefault(tags, []).append((ops, pnum, interval))
