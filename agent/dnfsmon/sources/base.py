@@ -171,7 +171,8 @@ def collector_paused() -> Iterator[None]:
     processes): each batch of new objects otherwise starts a collection that
     walks every object alive, which cost a third of that sample's CPU time
     (bench/README.md). Reference counting still frees what the block drops;
-    a cycle made in it is collected after.
+    a cycle made in it is collected after. The pause is process-wide: no
+    other thread's cycles are collected during the block either.
     """
     enabled = gc.isenabled()
     gc.disable()
