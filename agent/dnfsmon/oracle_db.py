@@ -108,6 +108,15 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     return message
 
 
+# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.
+# ORACLE_FORMATS) are Gregorian, but datetime format elements such as YYYY follow the session's
+# calendar (Oracle Database Reference, NLS_CALENDAR): a database or logon trigger set to
+# 'Thai Buddha' would date every point 543 years ahead, and others could not be parsed at all.
+# NLS_NUMERIC_CHARACTERS likewise keeps '.' the decimal character of any number shown as text.
+# Setting NLS parameters needs no privilege (SQL Language Reference, ALTER SESSION, Prerequisites).
+SESSION_SQL = "ALTER SESSION SET NLS_CALENDAR = 'GREGORIAN' NLS_NUMERIC_CHARACTERS = '.,'"
+
+
 class Database:
     """A session and the columns discovered in it."""
 
@@ -154,6 +163,8 @@ class Database:
                 "older than 18c: use Instant Client 19c (it connects to 11.2.0.4 too)"
             )
         connection.call_timeout = int(s.call_timeout_s * 1000)
+        with connection.cursor() as cursor:
+            cursor.execute(SESSION_SQL)
         return connection
 
     def discover(self) -> None:
