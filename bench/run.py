@@ -521,7 +521,7 @@ def main() -> None:
 
         # Whole processes: what a user runs.
         old, new = inputs.make_pair(os.path.join(directory, f"{largest}-iostat"), largest, 1.0)
-        whole = Comparison(
+        iostat = Comparison(
             f"`dnfsmon diff` vs `mountstats iostat`, {largest} mounts, whole process",
             "nfs-utils",
             "≤ 0.5× (2× faster)",
@@ -536,14 +536,14 @@ def main() -> None:
             rss.append(peak)
             return cpu
 
-        whole.run(
+        iostat.run(
             pairs,
             our_diff,
             lambda: whole.process_cost(
                 ["mountstats", "iostat", "-f", f"{new}/1/mountstats", "-S", f"{old}/1/mountstats"]
             )[0],
         )
-        comparisons.append(whole)
+        comparisons.append(iostat)
 
         floor = Comparison("`dnfsmon collect` (this host), one sample", "`python -c pass`", "", None)
         cost_commands = collect_cost.commands(directory)
