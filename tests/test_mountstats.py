@@ -292,6 +292,19 @@ def test_remount_rebaselines_the_mount_and_its_ops():
     assert all("restarted" in skip.reason for skip in result.skips)
 
 
+@pytest.mark.parametrize("path", [TELEGRAF, PROCFS])
+def test_per_op_lines_read_per_block_as_read_line_by_line(path):
+    """_parse_ops checks a block's per-op lines at once; the line-by-line reader is the reference."""
+    lines = fixture(path).splitlines()
+    starts = [index for index, line in enumerate(lines) if line.strip() == "per-op statistics"]
+    assert starts
+    for start in starts:
+        block = lines[
+            start + 1 : next((i for i in range(start + 1, len(lines)) if lines[i].startswith("device ")), None)
+        ]
+        assert list(ms._parse_ops(1, block, "x").items()) == list(ms._parse_ops_line_by_line(1, block, "x").items())
+
+
 def test_fields_of_one_interval():
     newer = (
         V3.replace("age:\t100", "age:\t110")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Optional
 
 from .. import rates
@@ -258,10 +259,41 @@ def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseEr
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    # The per-op lines, most of a block (one per NFS procedure): a loop of their own.
-    ops = mount.ops
-    for index in range(ops_from, len(lines)):
-        line = lines[index]
+    mount.ops = _parse_ops(first + ops_from, lines[ops_from:], path)
+    if mount.age is None:
+        raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
+    return mount
+
+
+def _parse_ops(first: int, lines: list[str], path: str) -> dict[str, dict[str, int]]:
+    """The per-op lines of a block (rpc_print_iostats, net/sunrpc/stats.c): one line per
+    NFS procedure, "NAME: n n n ...".
+
+    They are most of a block (34 of some 45 lines with NFSv3), so the checks are made once
+    per block, not once per line: every name ends with ":", every line has at least
+    OP_MIN_FIELDS counters, and all the counters joined are ASCII digits. The number of
+    counters may differ from line to line (the kernel of the procfs capture prints 8 for
+    some procedures and 9 for others). A block that fails a check is read line by line,
+    which says which line is wrong.
+    """
+    rows = [line.split() for line in lines]
+    rows = [words for words in rows if words]
+    names = [words[0] for words in rows]
+    numbers = [words[1:] for words in rows]
+    if (
+        not rows
+        or min(map(len, numbers)) < OP_MIN_FIELDS
+        or not all(name.endswith(":") for name in names)
+        or not is_unsigned("".join(chain.from_iterable(numbers)))
+    ):
+        return _parse_ops_line_by_line(first, lines, path)
+    return {name[:-1]: dict(zip(OP_FIELDS, map(int, counters))) for name, counters in zip(names, numbers)}
+
+
+def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str, dict[str, int]]:
+    """The per-op lines one at a time: for a block _parse_ops cannot take in one go."""
+    ops = {}
+    for index, line in enumerate(lines):
         words = line.split()
         if not words:
             continue
@@ -270,9 +302,7 @@ def _parse_block(first: int, lines: list[str], path: str, problems: list[ParseEr
                 path, f"per-op line needs a name and at least {OP_MIN_FIELDS} counters", first + index, line
             )
         ops[words[0][:-1]] = dict(zip(OP_FIELDS, _ints(words[1:], path, first + index, line)))
-    if mount.age is None:
-        raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
-    return mount
+    return ops
 
 
 def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], list[ParseError]]:
