@@ -305,6 +305,13 @@ def test_per_op_lines_read_per_block_as_read_line_by_line(path):
         assert list(ms._parse_ops(1, block, "x").items()) == list(ms._parse_ops_line_by_line(1, block, "x").items())
 
 
+def test_state_keys_the_source_makes_are_the_samples_own():
+    found, _ = ms.samples(Raw({ms.MOUNTSTATS: fixture(TELEGRAF) + fixture(PROCFS)}, 500.0, 1.0), "h")
+    assert found
+    for sample in found:
+        assert sample.state_key == rates.Sample(sample.measurement, sample.key, 0.0, 0.0).state_key
+
+
 def test_fields_of_one_interval():
     newer = (
         V3.replace("age:\t100", "age:\t110")

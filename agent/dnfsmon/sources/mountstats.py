@@ -384,15 +384,38 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             present = [t[name] for _, t in mount.transports if name in t]
             if present and len(present) == len(mount.transports):
                 counters[counter] = sum(present)
+        # The keys' state_key text (Sample.state_key) made here from the mount's part, shared by its ops.
+        tags = ",".join(map("=".join, key))
         result.append(
-            Sample(MOUNT_MEASUREMENT, key, raw.time, raw.wall_time, counters, mount_gauges(mount), identity, started)
+            Sample(
+                MOUNT_MEASUREMENT,
+                key,
+                raw.time,
+                raw.wall_time,
+                counters,
+                mount_gauges(mount),
+                identity,
+                started,
+                state_key=f"{MOUNT_MEASUREMENT},{tags}",
+            )
         )
+        op_prefix = f"{OP_MEASUREMENT},{tags},op="
         # Each op's counters are the parsed dict itself: nothing else holds or changes it.
         for op, values in mount.ops.items():
             if op not in op_tags:
                 op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
             result.append(
-                Sample(OP_MEASUREMENT, (*key, op_tags[op]), raw.time, raw.wall_time, values, None, identity, started)
+                Sample(
+                    OP_MEASUREMENT,
+                    (*key, op_tags[op]),
+                    raw.time,
+                    raw.wall_time,
+                    values,
+                    None,
+                    identity,
+                    started,
+                    state_key=op_prefix + op,
+                )
             )
     return result, problems
 
