@@ -158,6 +158,8 @@ RPC_RE = re.compile(r"^RPC iostats version:\s*(\S+)\s+p/v:\s*(\d+)/(\d+)")
 
 def unescape(path: str) -> str:
     """Undo the kernel's octal escapes in paths (seq_escape: space is \\040)."""
+    if "\\" not in path:  # most paths have none: no regular expression to run
+        return path
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
 
 
