@@ -36,11 +36,17 @@ def reading(root: str, clock: float) -> Raw:
 
 
 def parse(root: str) -> int:
+    # Each repeat parses as the first reading of a process: nothing remembered from the last
+    # repeat's parse of the same file, as procfs parses it each time.
+    mountstats.forget_last_reading()
     return len(mountstats.parse_mountstats(reading(root, 0.0).text(mountstats.MOUNTSTATS))[0])
 
 
 def diff(old_root: str, new_root: str) -> int:
-    # With the garbage collector paused, as collect.compute runs a source.
+    # As `dnfsmon diff OLD NEW` runs: OLD parsed as a process's first reading (nothing
+    # remembered from the last repeat's NEW), then NEW, whose unchanged blocks' per-op lines
+    # are not parsed again; with the garbage collector paused, as collect.compute runs a source.
+    mountstats.forget_last_reading()
     with collector_paused():
         previous = mountstats.SOURCE.parse(reading(old_root, 7000.0), "bench").samples
         current = mountstats.SOURCE.parse(reading(new_root, 7010.0), "bench").samples

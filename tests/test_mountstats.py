@@ -305,6 +305,29 @@ def test_per_op_lines_read_per_block_as_read_line_by_line(path):
         assert list(ms._parse_ops(1, block, "x").items()) == list(ms._parse_ops_line_by_line(1, block, "x").items())
 
 
+def test_a_later_reading_does_not_parse_unchanged_per_op_lines_again():
+    ms.forget_last_reading()
+    ((first,), _) = parse(V3)
+    # 10 s later: the same per-op lines (and a blank line more at the end), a later age.
+    ((idle,), _) = parse(V3.replace("age:\t100", "age:\t110") + "\n")
+    assert idle.ops is first.ops and idle.age == 110
+    ((busy,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    assert busy.ops is not first.ops
+    assert busy.ops["READ"]["ops"] == 1001 and busy.ops["WRITE"] == first.ops["WRITE"]
+    # The same figures as a process's first reading of that text.
+    ms.forget_last_reading()
+    ((cold,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    assert cold.ops is not busy.ops and list(cold.ops.items()) == list(busy.ops.items())
+
+
+def test_unchanged_per_op_lines_that_were_refused_are_refused_again():
+    block = "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n"
+    bad = block + "\tREAD: 1 2 3 4 5 6 7 z\n"
+    for _ in range(2):
+        mounts, problems = parse(V3 + bad)
+        assert [m.mountpoint for m in mounts] == ["/u02"] and len(problems) == 1
+
+
 def test_state_keys_the_source_makes_are_the_samples_own():
     found, _ = ms.samples(Raw({ms.MOUNTSTATS: fixture(TELEGRAF) + fixture(PROCFS)}, 500.0, 1.0), "h")
     assert found
