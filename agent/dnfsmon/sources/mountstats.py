@@ -324,8 +324,8 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str
 # at any moment) prints the same per-op lines again, which are then not parsed again: in a
 # process that reads mountstats several times (`collect --count 6` from cron, `top`, `dnfsmon
 # diff`), most blocks of a reading after the first. Only the last reading's are kept. The
-# parsed counters are shared by the samples of both readings: a sample's counters are never
-# changed (rates.Sample).
+# parsed counters are then shared by the Mounts and samples of both readings: nothing changes
+# them once parsed (a sample's counters are what was read, rates.Sample).
 _last_ops: dict[str, dict[str, dict[str, int]]] = {}
 
 
