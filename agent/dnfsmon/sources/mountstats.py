@@ -432,7 +432,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             )
         )
         op_prefix = f"{OP_MEASUREMENT},{tags},op="
-        # Each op's counters are the parsed dict itself: nothing else holds or changes it.
+        # Each op's counters are the parsed dict itself (the last reading's too when its lines did not
+        # change, _last_ops): nothing changes it.
         for op, values in mount.ops.items():
             if op not in op_tags:
                 op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
