@@ -11,7 +11,8 @@
     worker.py state-load DIR TARGET REPEATS   load the state file of TARGET in DIR to samples
     worker.py state-floor DIR TARGET REPEATS  the floor: read and JSON-decode the same file
 
-The diff runs what collection runs for this source: the source's parse, then
+The diff runs what collection (collect.compute) runs for this source, with the
+garbage collector paused as there: the source's parse, then
 rates.diff_all against the previous samples, then its publish step. Prints
 one JSON list: the CPU seconds (CLOCK_PROCESS_CPUTIME_ID) of each repeat.
 """
@@ -26,7 +27,7 @@ import time
 
 from dnfsmon import config, oracle_db, oracle_facts, rates, state
 from dnfsmon.sources import mountstats, oracle
-from dnfsmon.sources.base import Raw
+from dnfsmon.sources.base import Raw, collector_paused
 
 
 def reading(root: str, clock: float) -> Raw:
@@ -35,14 +36,22 @@ def reading(root: str, clock: float) -> Raw:
 
 
 def parse(root: str) -> int:
+    # Each repeat parses as the first reading of a process: nothing remembered from the last
+    # repeat's parse of the same file, as procfs parses it each time.
+    mountstats.forget_last_reading()
     return len(mountstats.parse_mountstats(reading(root, 0.0).text(mountstats.MOUNTSTATS))[0])
 
 
 def diff(old_root: str, new_root: str) -> int:
-    previous = mountstats.SOURCE.parse(reading(old_root, 7000.0), "bench").samples
-    current = mountstats.SOURCE.parse(reading(new_root, 7010.0), "bench").samples
-    result = rates.diff_all({s.state_key: s for s in previous}, current)
-    return len(mountstats.SOURCE.publish(result, current))
+    # As `dnfsmon diff OLD NEW` runs: OLD parsed as a process's first reading (nothing
+    # remembered from the last repeat's NEW), then NEW, whose unchanged blocks' per-op lines
+    # are not parsed again; with the garbage collector paused, as collect.compute runs a source.
+    mountstats.forget_last_reading()
+    with collector_paused():
+        previous = mountstats.SOURCE.parse(reading(old_root, 7000.0), "bench").samples
+        current = mountstats.SOURCE.parse(reading(new_root, 7010.0), "bench").samples
+        result = rates.diff_all({s.state_key: s for s in previous}, current)
+        return len(mountstats.SOURCE.publish(result, current))
 
 
 class Session:

@@ -61,6 +61,28 @@ def test_diff_json_and_table_carry_the_same_points():
     assert "rx_kib_per_s             10240.0 KiB/s" in table
 
 
+def test_diff_renders_its_points_with_the_garbage_collector_paused_and_restores_it(monkeypatch, capsys):
+    import gc
+
+    from dnfsmon import cli
+
+    seen = []
+
+    def spy(point):
+        seen.append(gc.isenabled())
+        return to_line(point)
+
+    monkeypatch.setattr(cli, "to_line", spy)
+    old, new = os.path.join(CASES, "basic", "old"), os.path.join(CASES, "basic", "new")
+    assert gc.isenabled()
+    assert cli.cmd_diff(old, new, "lp") == 0
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    assert (
+        capsys.readouterr().out.splitlines() == run("diff", old, new, "--format", "lp", check_rc=0).stdout.splitlines()
+    )
+
+
 def test_diff_reset_case_logs_why_lo_has_no_point():
     result = run("diff", os.path.join(CASES, "reset", "old"), os.path.join(CASES, "reset", "new"), check_rc=0)
     assert "interface=lo: no point: counter rx_bytes went backwards 900000 -> 1000" in result.stderr

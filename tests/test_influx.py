@@ -80,6 +80,18 @@ def test_line_protocol_golden(point, line):
 def test_unwritable_points_are_refused_with_the_reason(point, message):
     with pytest.raises(ValueError, match=message):
         to_line(point)
+    with pytest.raises(ValueError, match=message):  # a refused tag is never remembered as written
+        to_line(point)
+
+
+def test_a_tag_is_written_the_same_each_time_it_is_met():
+    first = Point("m", (("export", "a b"), ("empty", ""), ("op", "READ")), {"v": 1}, 1)
+    second = Point("m", (("export", "a b"), ("empty", ""), ("op", "WRITE")), {"v": 2}, 2)
+    assert [to_line(first), to_line(first), to_line(second)] == [
+        r"m,export=a\ b,op=READ v=1i 1",
+        r"m,export=a\ b,op=READ v=1i 1",
+        r"m,export=a\ b,op=WRITE v=2i 2",
+    ]
 
 
 def golden_points():

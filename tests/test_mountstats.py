@@ -292,6 +292,49 @@ def test_remount_rebaselines_the_mount_and_its_ops():
     assert all("restarted" in skip.reason for skip in result.skips)
 
 
+@pytest.mark.parametrize("path", [TELEGRAF, PROCFS])
+def test_per_op_lines_read_per_block_as_read_line_by_line(path):
+    """_parse_ops checks a block's per-op lines at once; the line-by-line reader is the reference."""
+    lines = fixture(path).splitlines()
+    starts = [index for index, line in enumerate(lines) if line.strip() == "per-op statistics"]
+    assert starts
+    for start in starts:
+        block = lines[
+            start + 1 : next((i for i in range(start + 1, len(lines)) if lines[i].startswith("device ")), None)
+        ]
+        assert list(ms._parse_ops(1, block, "x").items()) == list(ms._parse_ops_line_by_line(1, block, "x").items())
+
+
+def test_a_later_reading_does_not_parse_unchanged_per_op_lines_again():
+    ms.forget_last_reading()
+    ((first,), _) = parse(V3)
+    # 10 s later: the same per-op lines (and a blank line more at the end), a later age.
+    ((idle,), _) = parse(V3.replace("age:\t100", "age:\t110") + "\n")
+    assert idle.ops is first.ops and idle.age == 110
+    ((busy,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    assert busy.ops is not first.ops
+    assert busy.ops["READ"]["ops"] == 1001 and busy.ops["WRITE"] == first.ops["WRITE"]
+    # The same figures as a process's first reading of that text.
+    ms.forget_last_reading()
+    ((cold,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    assert cold.ops is not busy.ops and list(cold.ops.items()) == list(busy.ops.items())
+
+
+def test_unchanged_per_op_lines_that_were_refused_are_refused_again():
+    block = "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n"
+    bad = block + "\tREAD: 1 2 3 4 5 6 7 z\n"
+    for _ in range(2):
+        mounts, problems = parse(V3 + bad)
+        assert [m.mountpoint for m in mounts] == ["/u02"] and len(problems) == 1
+
+
+def test_state_keys_the_source_makes_are_the_samples_own():
+    found, _ = ms.samples(Raw({ms.MOUNTSTATS: fixture(TELEGRAF) + fixture(PROCFS)}, 500.0, 1.0), "h")
+    assert found
+    for sample in found:
+        assert sample.state_key == rates.Sample(sample.measurement, sample.key, 0.0, 0.0).state_key
+
+
 def test_fields_of_one_interval():
     newer = (
         V3.replace("age:\t100", "age:\t110")
@@ -475,3 +518,22 @@ def test_mutated_captures_only_ever_give_documented_errors(case):
     for interval in rates.diff_all(previous, samples).intervals:
         for value in ms.fields(interval).values():
             assert not isinstance(value, float) or value >= 0
+
+
+def test_collection_runs_with_the_garbage_collector_paused_and_restores_it(monkeypatch):
+    import gc
+
+    from dnfsmon import collect
+
+    seen = []
+    diff_all = rates.diff_all
+
+    def spy(previous, current):
+        seen.append(gc.isenabled())
+        return diff_all(previous, current)
+
+    monkeypatch.setattr(collect.rates, "diff_all", spy)
+    assert gc.isenabled()
+    outcome = collect.compute({ms.NAME: Raw({ms.MOUNTSTATS: V3}, 500.0, 1.0)}, {}, "h", {})
+    assert seen == [False] and outcome.samples
+    assert gc.isenabled()

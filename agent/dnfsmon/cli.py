@@ -23,6 +23,7 @@ from . import config as configuration
 from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
 from .points import Point, to_line
+from .sources.base import collector_paused
 from .state import LockHeld, RunLock
 from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
@@ -314,6 +315,9 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     return EXIT_OK
 
 
+# Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
+# 1000-mount diff makes as many objects again, and the collector's passes free none of them.
+@collector_paused()
 def cmd_diff(old: str, new: str, output: str) -> int:
     baseline, outcome = diff_captures(old, new)
     report(baseline)
@@ -321,8 +325,8 @@ def cmd_diff(old: str, new: str, output: str) -> int:
     if output == "json":
         print(json.dumps([p.to_json() for p in outcome.points], indent=1, sort_keys=True))
     elif output == "lp":
-        for point in outcome.points:
-            print(to_line(point))
+        # writelines, not a print() per line, which cost as much as rendering them (33 400 at 1000 NFS mounts).
+        sys.stdout.writelines(f"{to_line(point)}\n" for point in outcome.points)
     else:
         print(format_points(outcome.points) or "no points: see the log for why")
     return EXIT_SOURCE_FAILED if outcome.failures else EXIT_OK

@@ -101,11 +101,27 @@ def _name(text: str) -> str:
     return escaped
 
 
+# Each tag as written, ",key=value" ("" for an empty value, which is left out), by its (key,
+# value) pair: the points of one store or one sample repeat the same few thousand tags (a
+# mount's tags are on each of its 34 op points). Bounded like _ESCAPED_NAMES.
+_TAG_TEXTS: dict[tuple[str, str], str] = {}
+
+
+def _tag_text(pair: tuple[str, str]) -> str:
+    text = _TAG_TEXTS.get(pair)
+    if text is None:
+        key, value = pair
+        text = f",{_name(key)}={_name(value)}" if value != "" else ""
+        if len(_TAG_TEXTS) < _ESCAPED_NAMES_MAX:
+            _TAG_TEXTS[pair] = text
+    return text
+
+
 def to_line(point: Point) -> str:
     """One line of line protocol (no newline); ValueError when it cannot be written."""
     if not point.fields:
         raise ValueError(f"point of {point.measurement} has no fields")
     head = _escape(point.measurement, ", ")
-    tags = "".join([f",{_name(key)}={_name(value)}" for key, value in sorted(point.tags) if value != ""])
+    tags = "".join(map(_tag_text, sorted(point.tags)))
     body = ",".join([f"{_name(k)}={_field_value(v)}" for k, v in sorted(point.fields.items())])
     return f"{head}{tags} {body} {point.time_ns}"

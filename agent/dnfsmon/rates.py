@@ -106,7 +106,10 @@ class Sample:
         identity: tuple[str, ...] = (),
         started: Optional[float] = None,
         widths: Optional[Mapping[str, int]] = None,
+        state_key: Optional[str] = None,
     ):
+        """state_key: the sample's state_key when the caller has it already (a source that makes
+        thousands of keys from a few shared parts); it must be the text the property makes."""
         # Frozen: attribute assignment raises, so the fields are set as the generated __init__ sets them.
         set_field = object.__setattr__
         set_field(self, "measurement", measurement)
@@ -118,10 +121,13 @@ class Sample:
         set_field(self, "identity", identity)
         set_field(self, "started", started)
         set_field(self, "widths", _NOTHING if widths is None else widths)
+        if state_key is not None:
+            set_field(self, "_state_key", state_key)
 
     @property
     def state_key(self) -> str:
-        """Stable text key for the state file: measurement plus tags (made once, when first asked)."""
+        """Stable text key for the state file: measurement plus tags, "m,tag=value,tag=value"
+        (made once, when first asked, unless given to __init__)."""
         try:
             return self._state_key  # type: ignore[attr-defined]
         except AttributeError:
