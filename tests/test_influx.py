@@ -17,7 +17,7 @@ from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.influx import ShipError, ship
 from dnfsmon.points import Point, to_line
-from dnfsmon.store import Store
+from dnfsmon.store import Store, encode_json_record
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
@@ -249,10 +249,38 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
     report_rows = server.rows('SELECT * FROM "m"', db)
     assert sorted(row["x"] for row in report_rows) == list(range(10))
     quarantined = store.quarantined()
-    assert [p.time_ns for p, _ in quarantined] == [200, 300]
-    assert "field type conflict" in quarantined[0][1]
-    assert "cannot be written as line protocol" in quarantined[1][1]
+    # The unwritable point is quarantined when stored (it could never be sent), the conflict when InfluxDB rejects it.
+    assert [p for p, _ in quarantined] == [unwritable, conflict]
+    assert "cannot be written as line protocol" in quarantined[0][1]
+    assert "InfluxDB rejected it: HTTP 400" in quarantined[1][1] and "field type conflict" in quarantined[1][1]
     assert list(store.unshipped()) == []
+
+
+def test_a_store_of_the_old_format_ships_after_the_upgrade(influx, tmp_path):
+    """A store written by dnfsmon 0.1.0 (segments .jsonl of JSON points) ships whole after an in-place upgrade."""
+    server, db = influx
+    directory = tmp_path / "store"
+    directory.mkdir(mode=0o750)
+    old = [Point("m", (("host", "old"),), {"x": i}, 100 + i) for i in range(6)]
+    unwritable = Point("m", (("host", "ends\\"),), {"x": 1}, 300)
+    conflict = Point("m", (("host", "old"),), {"x": "a string where InfluxDB holds integers"}, 400)
+    for sequence, batch in enumerate([[*old[:3], unwritable], [conflict, *old[3:]]], start=1):
+        with open(directory / f"seg-{sequence:016d}.jsonl", "wb") as f:
+            f.write(b"".join(encode_json_record(p) for p in batch))
+    store = Store(str(directory), 10**8)
+    multi_line = Point("m", (("host", "new"),), {"x": 7, "error": 'ORA-03113: end-of-file\nsecond "line"'}, 500)
+    store.append([Point("m", (("host", "new"),), {"x": 6}, 106), multi_line])
+    report = ship(store, settings(server.url, db, batch_size=3))
+    assert (report.sent, report.quarantined) == (8, 2)
+    rows = server.rows('SELECT * FROM "m"', db)
+    assert sorted((row["host"], row["x"]) for row in rows) == [("new", 6), ("new", 7)] + [("old", i) for i in range(6)]
+    assert [row["error"] for row in rows if row["error"]] == [multi_line.fields["error"]]
+    assert [(p, reason.split(":")[0]) for p, reason in store.quarantined()] == [
+        (unwritable, "cannot be written as line protocol"),
+        (conflict, "InfluxDB rejected it"),
+    ]
+    assert list(store.unshipped()) == []
+    assert [name for name in os.listdir(directory) if name.startswith("seg-")] == ["seg-0000000000000003.lp"]
 
 
 def test_m7_drops_during_an_outage_are_reported_exactly(influx, tmp_path):

@@ -23,7 +23,7 @@ from dnfsmon import capture, config
 from dnfsmon.config import ConfigError, parse
 from dnfsmon.errors import EnvironmentProblem
 from dnfsmon.influx import REJECTED_REQUESTS_MAX, ShipError, ship
-from dnfsmon.points import Point
+from dnfsmon.points import Point, from_line
 from dnfsmon.state import RunLock, StateFile
 from dnfsmon.store import Position, Store, StoreWriteError, encode_record
 from fake_influx import FakeInflux
@@ -261,7 +261,7 @@ def test_m8_cursor_beyond_the_data_is_reset_with_a_warning(tmp_path, caplog, cur
     if cursor == "mid-record":
         cursor = {"segment": 1, "offset": len(encode_record(points(1)[0])) + 7}
     (tmp_path / "cursor.json").write_text(json.dumps(cursor))
-    assert [p.fields["i"] for _, p in store.unshipped()] == list(range(5))
+    assert [from_line(line.decode()).fields["i"] for _, line in store.unshipped()] == list(range(5))
     assert "ship cursor" in caplog.text and "restarts from the oldest stored point" in caplog.text
 
 
@@ -270,7 +270,7 @@ def test_m8_a_valid_cursor_is_kept(tmp_path, caplog):
     store.append(points(5))
     position, _ = list(store.unshipped())[2]
     store.acknowledge(position)
-    assert [p.fields["i"] for _, p in store.unshipped()] == [3, 4]
+    assert [from_line(line.decode()).fields["i"] for _, line in store.unshipped()] == [3, 4]
     assert "ship cursor" not in caplog.text
 
 
@@ -280,7 +280,7 @@ def test_l4_corrupt_records_in_the_middle_are_counted_once(tmp_path):
         store.append(points(10, start=batch * 10))
     (_, oldest), *_ = store.segments()
     lines = open(oldest, "rb").read().split(b"\n")
-    lines[2] = lines[2].replace(b'"i":2', b'"i":9')  # checksum no longer matches
+    lines[2] = lines[2].replace(b"i=2i", b"i=9i")  # checksum no longer matches
     lines[4] = b"garbage"
     open(oldest, "wb").write(b"\n".join(lines))
     for _ in range(2):  # reading twice (a ship that failed, then one that worked) counts once
@@ -322,7 +322,10 @@ def _victim(tmp_path):
     return victim
 
 
-@pytest.mark.parametrize("planted", ["state/collect.lock", "store/seg-0000000000000001.jsonl", "store/store.lock"])
+@pytest.mark.parametrize(
+    "planted",
+    ["state/collect.lock", "store/seg-0000000000000001.lp", "store/seg-0000000000000001.jsonl", "store/store.lock"],
+)
 def test_m4_planted_symlinks_are_refused_not_followed(tmp_path, planted):
     config = write_config(tmp_path, host={"sources": ["tcp"]})
     (tmp_path / "state").mkdir(mode=0o750)

@@ -49,7 +49,7 @@ from typing import Any, Callable, Optional
 
 from .config import ConfigError, InfluxSettings, read_secret
 from .errors import EnvironmentProblem
-from .points import Point, to_line
+from .points import Point, from_line, to_line
 from .store import Position, Store
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class Writer:
                 ) from None
             raise
 
-    def write(self, lines: list[str]) -> Optional[str]:
+    def write(self, lines: list[bytes]) -> Optional[str]:
         """None when InfluxDB stored the lines; the reason when it rejected them as bad data.
 
         Raises ShipError after max_retries, at the first timeout, or at the
@@ -206,7 +206,7 @@ class Writer:
                     lambda: self.api.write(
                         bucket=self.settings.bucket,
                         org=self.settings.org,
-                        record="\n".join(lines),
+                        record=b"\n".join(lines),
                         # WritePrecision.NS is the plain string "ns"; the client annotates the parameter with the class.
                         write_precision=WritePrecision.NS,  # type: ignore[arg-type]
                     )
@@ -262,63 +262,73 @@ class Writer:
         self.client.close()
 
 
-@dataclass
-class Entry:
-    position: Position
-    point: Point
-    line: str
+def _send(
+    writer: Writer,
+    store: Store,
+    lines: list[bytes],
+    positions: list[Position],
+    report: ShipReport,
+    done: list[Position],
+) -> None:
+    """Deliver a batch (lines and the position just after each), isolating rejected lines by
+    halving; quarantine those.
 
-
-def _send(writer: Writer, store: Store, batch: list[Entry], report: ShipReport, done: list[Position]) -> None:
-    """Deliver a batch, isolating rejected points by halving; quarantine those.
-
-    `done` gets the position of each settled entry in order, so a ship
+    `done` gets the position of each settled line in order, so a ship
     stopped half-way acknowledges exactly the settled prefix.
     """
-    reason = writer.write([e.line for e in batch])
+    reason = writer.write(lines)
     if reason is None:
-        report.sent += len(batch)
-        done.append(batch[-1].position)
-    elif len(batch) == 1:
-        store.quarantine(batch[0].point, f"InfluxDB rejected it: {reason}")
+        report.sent += len(lines)
+        done.append(positions[-1])
+    elif len(lines) == 1:
+        # The store wrote the line with points.to_line, so it reads back as the point.
+        store.quarantine(from_line(lines[0].decode()), f"InfluxDB rejected it: {reason}")
         report.quarantined += 1
-        done.append(batch[0].position)
+        done.append(positions[0])
     else:
-        middle = len(batch) // 2
-        _send(writer, store, batch[:middle], report, done)
-        _send(writer, store, batch[middle:], report, done)
+        middle = len(lines) // 2
+        _send(writer, store, lines[:middle], positions[:middle], report, done)
+        _send(writer, store, lines[middle:], positions[middle:], report, done)
 
 
 def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     """Send unshipped points in order within deadline_s; ShipError (points kept) when InfluxDB fails.
 
-    The caller holds the store's ship lock.
+    The store's records are line protocol, sent as they are read (no point
+    is decoded); a record of a store written before (a JSON point) is
+    written as line protocol here. The caller holds the store's ship lock.
     """
     report = ShipReport()
     deadline = Deadline(settings.deadline_s)
     writer = Writer(settings, deadline)
     done: list[Position] = []
     try:
-        batch: list[Entry] = []
-        for position, point in store.unshipped():
-            try:
-                batch.append(Entry(position, point, to_line(point)))
-            except ValueError as error:
-                store.quarantine(point, f"cannot be written as line protocol: {error}")
-                report.quarantined += 1
-                if not batch:
-                    done.append(position)
-                continue
-            if len(batch) >= settings.batch_size:
+        lines: list[bytes] = []
+        positions: list[Position] = []
+        for position, record in store.unshipped():
+            if isinstance(record, Point):
+                try:
+                    line = to_line(record).encode()
+                except ValueError as error:
+                    store.quarantine(record, f"cannot be written as line protocol: {error}")
+                    report.quarantined += 1
+                    if not lines:
+                        done.append(position)
+                    continue
+            else:
+                line = record
+            lines.append(line)
+            positions.append(position)
+            if len(lines) >= settings.batch_size:
                 if deadline.remaining() <= 0:
                     report.unfinished = True
                     break
-                _send(writer, store, batch, report, done)
+                _send(writer, store, lines, positions, report, done)
                 store.acknowledge(done[-1])
-                batch = []
+                lines, positions = [], []
         else:
-            if batch:
-                _send(writer, store, batch, report, done)
+            if lines:
+                _send(writer, store, lines, positions, report, done)
         if done:
             store.acknowledge(done[-1])
     except BaseException:
