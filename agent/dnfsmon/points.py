@@ -148,8 +148,8 @@ def name_text(text: str) -> str:
     return _name(text)
 
 
-def measurement_of(line: str) -> str:
-    """The measurement of a line to_line wrote, without decoding the rest."""
+def measurement_head(line: str) -> str:
+    """The measurement of a line to_line wrote, as written (escaped), without decoding the rest."""
     end = len(line)
     for char in ", ":
         found = line.find(char)
@@ -157,8 +157,35 @@ def measurement_of(line: str) -> str:
             end = found
     if "\\" not in line[:end]:  # the common case: nothing escaped before the first comma or space
         return line[:end]
-    head = _UNESCAPED_COMMA.split(series_key(line), 1)[0]
-    return head.replace("\\,", ",").replace("\\ ", " ")
+    return _UNESCAPED_COMMA.split(series_key(line), 1)[0]
+
+
+def measurement_of(line: str) -> str:
+    """The measurement of a line to_line wrote, without decoding the rest."""
+    head = measurement_head(line)
+    return head.replace("\\,", ",").replace("\\ ", " ") if "\\" in head else head
+
+
+def _from_plain_line(line: str) -> Point:
+    """from_line of the common line: nothing escaped, no string field, so every comma,
+    equals sign and space is a separator."""
+    parts = line.split(" ")
+    if len(parts) != 3:
+        raise ValueError("line protocol without fields or timestamp")
+    names = parts[0].split(",")
+    tags = []
+    for pair in names[1:]:
+        key, equals, value = pair.partition("=")
+        if not equals:
+            raise ValueError(f"bad tag {pair!r}")
+        tags.append((key, value))
+    fields: dict[str, FieldValue] = {}
+    for pair in parts[1].split(","):
+        key, equals, value = pair.partition("=")
+        if not equals:
+            raise ValueError(f"bad field {pair!r}")
+        fields[key] = _parse_value(value)
+    return Point(names[0], tuple(tags), fields, int(parts[2]))
 
 
 def series_key(line: str) -> str:
@@ -168,6 +195,8 @@ def series_key(line: str) -> str:
 
 def from_line(line: str) -> Point:
     """The Point of a line to_line wrote (tags with an empty value are not in it); ValueError otherwise."""
+    if "\\" not in line and '"' not in line:
+        return _from_plain_line(line)
     parts = _UNESCAPED_SPACE.split(line, 1)
     if len(parts) != 2:
         raise ValueError("line protocol without fields")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
 from . import catalogue
-from .points import Point, from_line, measurement_of, name_text
+from .points import Point, from_line, measurement_head, measurement_of, name_text
 from .store import Store
 
 # (title, measurement, tag columns, field columns)
@@ -88,8 +88,16 @@ class Latest:
     @classmethod
     def of_lines(cls, lines: Iterable[str]) -> Latest:
         groups: dict[str, list[Union[str, Point]]] = {}
+        # latest.lp is sorted by series key, so a measurement's lines mostly follow each other:
+        # a line starting with the previous line's measurement and a comma or space has the same one.
+        same: tuple[str, ...] = ()
+        entries: list[Union[str, Point]] = []
         for line in lines:
-            groups.setdefault(measurement_of(line), []).append(line)
+            if not line.startswith(same):
+                head = measurement_head(line)
+                same = (head + ",", head + " ")
+                entries = groups.setdefault(measurement_of(line), [])
+            entries.append(line)
         return cls(groups)
 
     @classmethod
@@ -110,10 +118,11 @@ class Latest:
         entries = self.by_measurement.get(measurement, [])
         if where is not None:
             tag, values = where
-            # A line can hold the tag only if it holds ",tag=value" as to_line writes it:
-            # a substring search first, so the other lines are never decoded.
-            needles = [f",{name_text(tag)}={name_text(value)}" for value in values]
-            entries = [e for e in entries if isinstance(e, Point) or any(n in e for n in needles)]
+            # A line can hold the tag only if it holds ",tag=value" followed by a comma or a
+            # space, as to_line writes it: one search first, so the other lines are never decoded.
+            written = "|".join(re.escape(name_text(value)) for value in values)
+            candidate = re.compile(f",{re.escape(name_text(tag))}=(?:{written})[, ]")
+            entries = [e for e in entries if isinstance(e, Point) or candidate.search(e)]
         points = [e if isinstance(e, Point) else from_line(e) for e in entries]
         if where is not None:
             points = [p for p in points if dict(p.tags).get(where[0]) in where[1]]
