@@ -344,3 +344,26 @@ def test_unreachable_server_raises_ship_error_and_keeps_points(tmp_path):
     with pytest.raises(ShipError, match="after 1 retries"):
         ship(store, settings(f"http://127.0.0.1:{free_port()}", "db", max_retries=1))
     assert len(list(store.unshipped())) == 1
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_requests_are_gzipped_at_a_fast_level_and_arrive(influx, tmp_path, monkeypatch, compress):
+    """gzip level 9 (influxdb-client's own) was most of a big ship's CPU; the server takes level 1 the same."""
+    import gzip
+
+    server, db = influx
+    levels = []
+    real_compress = gzip.compress
+
+    def recording_compress(data, compresslevel=9, **kwargs):
+        levels.append(compresslevel)
+        return real_compress(data, compresslevel=compresslevel, **kwargs)
+
+    monkeypatch.setattr(gzip, "compress", recording_compress)
+    store = Store(str(tmp_path / "store"), 10**8)
+    points = [Point("m", (("host", "a"),), {"x": i, "s": "text " * 20}, 100 + i) for i in range(50)]
+    store.append(points)
+    report = ship(store, settings(server.url, db, batch_size=20, gzip=compress))
+    assert report.sent == 50
+    assert sorted(row["x"] for row in server.rows('SELECT * FROM "m"', db)) == list(range(50))
+    assert levels == ([1, 1, 1] if compress else [])
