@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from dnfsmon.points import Point, from_line, to_line
+from dnfsmon.points import Point, from_line, measurement_of, series_key, to_line
 from dnfsmon.store import Store, decode_json_record, decode_line_record, encode_json_record, encode_record
 
 
@@ -199,4 +199,9 @@ def test_latest_lp_keeps_the_newest_point_per_series(tmp_path):
     ],
 )
 def test_from_line_reads_what_to_line_writes(point):
-    assert from_line(to_line(point)) == point
+    line = to_line(point)
+    assert from_line(line) == point
+    # The series key is the line's measurement and tags, whatever the fields.
+    key = series_key(line)
+    assert line.startswith(key + " ") and key == series_key(to_line(Point(point.measurement, point.tags, {"o": 1}, 0)))
+    assert measurement_of(line) == point.measurement

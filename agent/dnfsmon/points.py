@@ -190,6 +190,9 @@ def _from_plain_line(line: str) -> Point:
 
 def series_key(line: str) -> str:
     """A line's measurement and tags as written (the text before its first unescaped space)."""
+    space = line.find(" ")
+    if space > 0 and line[space - 1] != "\\":  # the common case: the first space is not escaped
+        return line[:space]
     return _UNESCAPED_SPACE.split(line, 1)[0]
 
 
