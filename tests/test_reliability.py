@@ -23,7 +23,7 @@ from dnfsmon import capture, config
 from dnfsmon.config import ConfigError, parse
 from dnfsmon.errors import EnvironmentProblem
 from dnfsmon.influx import REJECTED_REQUESTS_MAX, ShipError, ship
-from dnfsmon.points import Point, from_line
+from dnfsmon.points import Point, from_line, to_line
 from dnfsmon.state import RunLock, StateFile
 from dnfsmon.store import Position, Store, StoreWriteError, encode_record
 from fake_influx import FakeInflux
@@ -595,3 +595,129 @@ def test_l3_a_full_disk_when_saving_state_or_the_cursor_is_an_environment_proble
         store.acknowledge(position)
     with pytest.raises(EnvironmentProblem, match=r"cannot save state file .* \(No space left on device\)"):
         StateFile(str(tmp_path), "host:h").save([])
+
+
+class RecordingWriteServer:
+    """An HTTP or HTTPS write endpoint that answers 204 and records each request (path, headers, body).
+
+    close_after_reply: close the connection after each reply without saying so,
+    as a server does with a kept-alive connection that sat idle."""
+
+    def __init__(self, certificate=None, close_after_reply=False):
+        import http.server
+        import ssl
+        import threading
+
+        self.requests = []
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                recorder.requests.append((self.path, dict(self.headers), body))
+                self.send_response(204)
+                self.end_headers()
+                if close_after_reply:
+                    self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if certificate is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*certificate)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://localhost:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def lines(self):
+        import gzip
+
+        found = []
+        for _, headers, body in self.requests:
+            if headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            found += body.decode().split("\n")
+        return found
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for localhost (openssl), as (certificate file, key file)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subject = ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"]
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            *subject,
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+def test_ship_over_tls_verifies_the_server_against_ca_file(tmp_path, certificate):
+    server = RecordingWriteServer(certificate)
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(3))
+        with pytest.raises(ShipError, match="CERTIFICATE_VERIFY_FAILED"):  # not in the system's trust store
+            ship(store, settings(server.url, max_retries=0))
+        assert server.requests == [] and len(list(store.unshipped())) == 3
+        report = ship(store, settings(server.url, max_retries=0, ca_file=certificate[0]))
+        assert report.sent == 3 and list(store.unshipped()) == []
+        store.append(points(2, start=3))
+        assert ship(store, settings(server.url, max_retries=0, verify_tls=False)).sent == 2
+        assert server.lines() == [to_line(p) for p in points(5)]
+    finally:
+        server.stop()
+
+
+def test_ship_sends_the_token_gzip_and_the_write_query(tmp_path, monkeypatch):
+    monkeypatch.setenv("DNFSMON_TEST_TOKEN", "user:s3cret")
+    server = RecordingWriteServer()
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(5))
+        report = ship(store, settings(server.url + "/influx/", token_env="DNFSMON_TEST_TOKEN", batch_size=2))
+        assert report.sent == 5
+        path, headers, _ = server.requests[0]
+        assert path == "/influx/api/v2/write?org=-&bucket=db&precision=ns"
+        assert headers["Authorization"] == "Token user:s3cret"
+        assert headers["Content-Encoding"] == "gzip"
+        assert server.lines() == [to_line(p) for p in points(5)]
+    finally:
+        server.stop()
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(tmp_path):
+    server = RecordingWriteServer(close_after_reply=True)
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(6))
+        report = ship(store, settings(server.url, max_retries=0, batch_size=2))  # no retries allowed
+        assert report.sent == 6 and list(store.unshipped()) == []
+        assert server.lines() == [to_line(p) for p in points(6)]
+    finally:
+        server.stop()

@@ -448,7 +448,7 @@ def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
     InfluxDB never delays the next run's samples. After a collect, a ship
     already under way (an earlier run's) is left to finish its work.
     """
-    from .influx import ShipError, ship  # influxdb-client is imported only when shipping
+    from .influx import ShipError, ship  # only when shipping: http.client, ssl and gzip are not a collect's to load
 
     assert cfg.influxdb is not None
     store = Store(cfg.store_dir, cfg.store_max_bytes)
