@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -367,3 +368,23 @@ def test_requests_are_gzipped_at_a_fast_level_and_arrive(influx, tmp_path, monke
     assert report.sent == 50
     assert sorted(row["x"] for row in server.rows('SELECT * FROM "m"', db)) == list(range(50))
     assert levels == ([1, 1, 1] if compress else [])
+
+
+def test_ship_with_a_token_to_a_server_with_authentication(influx_with_auth, tmp_path, monkeypatch):
+    """1.8 takes the v2 token "user:password" as "Authorization: Token ..."; a wrong one stops the ship unechoed."""
+    import urllib.parse
+    import urllib.request
+
+    create = urllib.parse.urlencode({"q": 'CREATE DATABASE "shipauth"'}).encode()
+    urllib.request.urlopen(f"{influx_with_auth.url}/query?u=admin&p=right", data=create, timeout=30)
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append([Point("m", (("host", "a"),), {"x": i}, 100 + i) for i in range(3)])
+    monkeypatch.setenv("DNFSMON_TEST_TOKEN", "admin:wrong")
+    with pytest.raises(ShipError, match="refused the credentials") as refused:
+        ship(store, settings(influx_with_auth.url, "shipauth", token_env="DNFSMON_TEST_TOKEN"))
+    assert "wrong" not in str(refused.value) and len(list(store.unshipped())) == 3
+    monkeypatch.setenv("DNFSMON_TEST_TOKEN", "admin:right")
+    assert ship(store, settings(influx_with_auth.url, "shipauth", token_env="DNFSMON_TEST_TOKEN")).sent == 3
+    query = urllib.parse.urlencode({"q": 'SELECT * FROM "m"', "db": "shipauth", "u": "admin", "p": "right"})
+    with urllib.request.urlopen(f"{influx_with_auth.url}/query?{query}", timeout=30) as response:
+        assert len(json.loads(response.read())["results"][0]["series"][0]["values"]) == 3
