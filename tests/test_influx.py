@@ -258,7 +258,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
 
 
 def test_a_store_of_the_old_format_ships_after_the_upgrade(influx, tmp_path):
-    """A store written by dnfsmon 0.1.0 (segments .jsonl of JSON points) ships whole after an in-place upgrade."""
+    """A store of JSON records (segments .jsonl), as written before line protocol records, ships whole after an in-place upgrade."""
     server, db = influx
     directory = tmp_path / "store"
     directory.mkdir(mode=0o750)

@@ -216,16 +216,32 @@ def test_m6_short_write_on_full_disk_is_counted(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "write", full_disk)
+    # One point of the batch cannot be line protocol: neither stored nor quarantined, it is counted too.
+    unwritable = Point("m", (("host", "ends\\"),), {"i": -1}, 1)
     with pytest.raises(StoreWriteError) as error:
-        store.append(points(100, start=10))
+        store.append([*points(99, start=10), unwritable])
     monkeypatch.undo()
     assert isinstance(error.value, EnvironmentProblem) and error.value.exit_code == 2
     assert "100 points not written (No space left on device)" in str(error.value)
     assert len(calls) == 2  # the short write was continued, not ignored
     assert os.path.getsize(segment) == size_before  # the batch rolled back, no torn record
-    assert store.counts().unwritten_points == 100
+    assert store.counts().unwritten_points == 100 and store.quarantined() == []
     store.append(points(1, start=110))
     assert [p.fields["i"] for p in store.points()] == [*range(10), 110]
+
+
+def test_a_point_that_cannot_be_line_protocol_nor_quarantined_is_counted_as_unwritten(tmp_path, monkeypatch, caplog):
+    store = Store(str(tmp_path), 10**8)
+    unwritable = Point("m", (("host", "ends\\"),), {"i": -1}, 1)
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "_quarantine_locked", disk_full)
+    store.append([*points(3), unwritable])
+    assert [p.fields["i"] for p in store.points()] == [0, 1, 2]
+    assert store.counts().unwritten_points == 1
+    assert "could not quarantine a point of m" in caplog.text
 
 
 def test_m6_a_real_short_write_through_the_cli_exits_2_and_counts(tmp_path):

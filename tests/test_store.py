@@ -118,7 +118,7 @@ def test_unreadable_cursor_resends_from_the_oldest_point(tmp_path, caplog):
 
 
 def write_old_format_store(directory, batches):
-    """A store as dnfsmon 0.1.0 wrote it: segments .jsonl of JSON records and latest.json."""
+    """A store as the agent wrote it before line protocol records: segments .jsonl of JSON records and latest.json."""
     latest = {}
     for sequence, batch in enumerate(batches, start=1):
         with open(os.path.join(directory, f"seg-{sequence:016d}.jsonl"), "wb") as f:

@@ -20,7 +20,7 @@ error in dnfsmon_oracle_status). A point that cannot be written as line
 protocol at all (points.to_line) is quarantined when it is appended: it
 could never be shipped.
 
-Stores written before line protocol records (dnfsmon 0.1.0) hold segments
+Stores written before line protocol records (JSON records) hold segments
 named seg-<sequence>.jsonl whose records are JSON points:
 
     <crc32 of the JSON text, 8 lowercase hex digits> <JSON text of one Point>\n
@@ -306,39 +306,53 @@ class Store:
                 refused.append((point, f"cannot be written as line protocol: {error}"))
         data = b"".join([encode_line_record(line) for line in lines])
         with self.locked():
+            if data:
+                # A failed write counts every point of the append as unwritten, the refused ones too.
+                self._write_batch(data, len(points))
             for point, reason in refused:
-                self._quarantine_locked(point, reason)
-            if not data:
-                return
-            try:
-                path = self._active_segment(len(data))
-                fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            except OSError as error:
-                self._unwritten(points, error, "")
-            try:
-                size_before = os.fstat(fd).st_size
                 try:
-                    write_all(fd, data)
-                    os.fsync(fd)
+                    self._quarantine_locked(point, reason)
                 except OSError as error:
-                    try:  # leave no partial record behind: the batch is all or nothing
-                        os.ftruncate(fd, size_before)
-                        os.fsync(fd)
-                    except OSError:
-                        pass  # the next append cuts the torn tail
-                    self._unwritten(points, error, path)
-            finally:
-                os.close(fd)
-            self._enforce_bound()
-            self._update_latest(lines)
+                    # Never silent: a point neither stored nor quarantined is counted as unwritten.
+                    log.error(
+                        "store %s: could not quarantine a point of %s (%s)", self.directory, point.measurement, error
+                    )
+                    with contextlib.suppress(OSError):
+                        self._add_counts(unwritten_points=1)
+            if data:
+                self._enforce_bound()
+                self._update_latest(lines)
 
-    def _unwritten(self, points: Sequence[Point], error: OSError, path: str) -> NoReturn:
+    def _write_batch(self, data: bytes, count: int) -> None:
+        """append's write of its records, the store's lock held: every byte and fsync, or none
+        (StoreWriteError, `count` points counted as unwritten)."""
         try:
-            self._add_counts(unwritten_points=len(points))
+            path = self._active_segment(len(data))
+            fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError as error:
+            self._unwritten(count, error, "")
+        try:
+            size_before = os.fstat(fd).st_size
+            try:
+                write_all(fd, data)
+                os.fsync(fd)
+            except OSError as error:
+                try:  # leave no partial record behind: the batch is all or nothing
+                    os.ftruncate(fd, size_before)
+                    os.fsync(fd)
+                except OSError:
+                    pass  # the next append cuts the torn tail
+                self._unwritten(count, error, path)
+        finally:
+            os.close(fd)
+
+    def _unwritten(self, count: int, error: OSError, path: str) -> NoReturn:
+        try:
+            self._add_counts(unwritten_points=count)
         except OSError:
             pass  # the disk is full: the log line below still has the exact number
         raise StoreWriteError(
-            f"store {path or self.directory}: {len(points)} points not written ({error.strerror or error}); "
+            f"store {path or self.directory}: {count} points not written ({error.strerror or error}); "
             f"free space on its file system (or lower [store] max_bytes); the next run's points cover the gap"
         ) from None
 
