@@ -349,25 +349,32 @@ def test_unreachable_server_raises_ship_error_and_keeps_points(tmp_path):
 
 @pytest.mark.parametrize("compress", [True, False])
 def test_requests_are_gzipped_at_a_fast_level_and_arrive(influx, tmp_path, monkeypatch, compress):
-    """gzip level 9 (influxdb-client's) was most of a big ship's CPU; the server takes level 1 the same."""
-    import gzip
+    """gzip level 9 (influxdb-client's) was most of a big ship's CPU; the server takes level 1 the same.
 
+    1100 points in batches of 1000: the first batch is compressed in two pieces
+    of GZIP_CHUNK_LINES on the worker thread, the second in one."""
+    import zlib
+
+    from dnfsmon.influx import GZIP_CHUNK_LINES
+
+    assert GZIP_CHUNK_LINES == 500
     server, db = influx
     levels = []
-    real_compress = gzip.compress
+    real_compressobj = zlib.compressobj
 
-    def recording_compress(data, compresslevel=9, **kwargs):
-        levels.append(compresslevel)
-        return real_compress(data, compresslevel=compresslevel, **kwargs)
+    def recording_compressobj(level, *args):
+        levels.append((level, *args))
+        return real_compressobj(level, *args)
 
-    monkeypatch.setattr(gzip, "compress", recording_compress)
+    monkeypatch.setattr(zlib, "compressobj", recording_compressobj)
     store = Store(str(tmp_path / "store"), 10**8)
-    points = [Point("m", (("host", "a"),), {"x": i, "s": "text " * 20}, 100 + i) for i in range(50)]
+    points = [Point("m", (("host", "a"),), {"x": i, "s": f"text {i} " * 20}, 100 + i) for i in range(1100)]
     store.append(points)
-    report = ship(store, settings(server.url, db, batch_size=20, gzip=compress))
-    assert report.sent == 50
-    assert sorted(row["x"] for row in server.rows('SELECT * FROM "m"', db)) == list(range(50))
-    assert levels == ([1, 1, 1] if compress else [])
+    report = ship(store, settings(server.url, db, batch_size=1000, gzip=compress))
+    assert report.sent == 1100
+    rows = server.rows('SELECT * FROM "m"', db)
+    assert sorted((row["x"], row["s"]) for row in rows) == [(i, f"text {i} " * 20) for i in range(1100)]
+    assert levels == ([(1, zlib.DEFLATED, 31)] * 2 if compress else [])
 
 
 def test_ship_with_a_token_to_a_server_with_authentication(influx_with_auth, tmp_path, monkeypatch):
