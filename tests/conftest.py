@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(items):
     that starts an InfluxServer of its own marks itself.
     """
     for item in items:
-        if "influx_server" in getattr(item, "fixturenames", ()):
+        if {"influx_server", "influx_with_auth"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.influx)
 
 
@@ -37,3 +37,17 @@ def influx(influx_server):
     name = f"t{next(_databases)}"
     influx_server.create_database(name)
     return influx_server, name
+
+
+@pytest.fixture(scope="session")
+def influx_with_auth(tmp_path_factory):
+    """A server of its own with authentication on, and one user: admin, password right."""
+    server = InfluxServer(str(tmp_path_factory.mktemp("influxdb-auth")))
+    text = open(server.config).read().replace("flux-enabled = true", "flux-enabled = true\n  auth-enabled = true")
+    with open(server.config, "w") as f:
+        f.write(text)
+    server.start()
+    # With auth on and no user yet, 1.8 accepts exactly this one statement unauthenticated.
+    server.query("CREATE USER admin WITH PASSWORD 'right' WITH ALL PRIVILEGES")
+    yield server
+    server.stop()

@@ -1,7 +1,7 @@
 """A real InfluxDB 1.8.10 server for the tests, built and run by the tests.
 
 Debian's influxdb package (1.6) lacks the /api/v2/write endpoint
-influxdb-client needs, so the server is built from the Go module proxy
+the agent writes to, so the server is built from the Go module proxy
 (`go install`, module github.com/influxdata/influxdb) into a cache directory kept
 between runs (about 90 s the first time), started on a free loopback port
 with its data in a temporary directory, and stopped afterwards. A machine

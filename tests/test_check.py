@@ -17,7 +17,6 @@ import pytest
 from configs import write_config
 from dnfsmon import check, oracle_db, oracle_facts
 from dnfsmon.config import load
-from influxdb_server import InfluxServer
 
 DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
@@ -185,19 +184,6 @@ def test_influxdb_existing_database_missing_database_and_unreachable(influx, tmp
     assert down.status == check.FAIL and "unreachable" in down.detail and down.exit_code == 4
     # Nothing was written by the checks.
     assert server.rows("SHOW MEASUREMENTS", name) == []
-
-
-@pytest.fixture(scope="module")
-def influx_with_auth(tmp_path_factory):
-    server = InfluxServer(str(tmp_path_factory.mktemp("influxdb-auth")))
-    text = open(server.config).read().replace("flux-enabled = true", "flux-enabled = true\n  auth-enabled = true")
-    with open(server.config, "w") as f:
-        f.write(text)
-    server.start()
-    # With auth on and no user yet, 1.8 accepts exactly this one statement unauthenticated.
-    server.query("CREATE USER admin WITH PASSWORD 'right' WITH ALL PRIVILEGES")
-    yield server
-    server.stop()
 
 
 @pytest.mark.influx  # its own server, with authentication on

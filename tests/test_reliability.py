@@ -23,7 +23,7 @@ from dnfsmon import capture, config
 from dnfsmon.config import ConfigError, parse
 from dnfsmon.errors import EnvironmentProblem
 from dnfsmon.influx import REJECTED_REQUESTS_MAX, ShipError, ship
-from dnfsmon.points import Point
+from dnfsmon.points import Point, from_line, to_line
 from dnfsmon.state import RunLock, StateFile
 from dnfsmon.store import Position, Store, StoreWriteError, encode_record
 from fake_influx import FakeInflux
@@ -216,16 +216,32 @@ def test_m6_short_write_on_full_disk_is_counted(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "write", full_disk)
+    # One point of the batch cannot be line protocol: neither stored nor quarantined, it is counted too.
+    unwritable = Point("m", (("host", "ends\\"),), {"i": -1}, 1)
     with pytest.raises(StoreWriteError) as error:
-        store.append(points(100, start=10))
+        store.append([*points(99, start=10), unwritable])
     monkeypatch.undo()
     assert isinstance(error.value, EnvironmentProblem) and error.value.exit_code == 2
     assert "100 points not written (No space left on device)" in str(error.value)
     assert len(calls) == 2  # the short write was continued, not ignored
     assert os.path.getsize(segment) == size_before  # the batch rolled back, no torn record
-    assert store.counts().unwritten_points == 100
+    assert store.counts().unwritten_points == 100 and store.quarantined() == []
     store.append(points(1, start=110))
     assert [p.fields["i"] for p in store.points()] == [*range(10), 110]
+
+
+def test_a_point_that_cannot_be_line_protocol_nor_quarantined_is_counted_as_unwritten(tmp_path, monkeypatch, caplog):
+    store = Store(str(tmp_path), 10**8)
+    unwritable = Point("m", (("host", "ends\\"),), {"i": -1}, 1)
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "_quarantine_locked", disk_full)
+    store.append([*points(3), unwritable])
+    assert [p.fields["i"] for p in store.points()] == [0, 1, 2]
+    assert store.counts().unwritten_points == 1
+    assert "could not quarantine a point of m" in caplog.text
 
 
 def test_m6_a_real_short_write_through_the_cli_exits_2_and_counts(tmp_path):
@@ -261,7 +277,7 @@ def test_m8_cursor_beyond_the_data_is_reset_with_a_warning(tmp_path, caplog, cur
     if cursor == "mid-record":
         cursor = {"segment": 1, "offset": len(encode_record(points(1)[0])) + 7}
     (tmp_path / "cursor.json").write_text(json.dumps(cursor))
-    assert [p.fields["i"] for _, p in store.unshipped()] == list(range(5))
+    assert [from_line(line.decode()).fields["i"] for _, line in store.unshipped()] == list(range(5))
     assert "ship cursor" in caplog.text and "restarts from the oldest stored point" in caplog.text
 
 
@@ -270,7 +286,7 @@ def test_m8_a_valid_cursor_is_kept(tmp_path, caplog):
     store.append(points(5))
     position, _ = list(store.unshipped())[2]
     store.acknowledge(position)
-    assert [p.fields["i"] for _, p in store.unshipped()] == [3, 4]
+    assert [from_line(line.decode()).fields["i"] for _, line in store.unshipped()] == [3, 4]
     assert "ship cursor" not in caplog.text
 
 
@@ -280,7 +296,7 @@ def test_l4_corrupt_records_in_the_middle_are_counted_once(tmp_path):
         store.append(points(10, start=batch * 10))
     (_, oldest), *_ = store.segments()
     lines = open(oldest, "rb").read().split(b"\n")
-    lines[2] = lines[2].replace(b'"i":2', b'"i":9')  # checksum no longer matches
+    lines[2] = lines[2].replace(b"i=2i", b"i=9i")  # checksum no longer matches
     lines[4] = b"garbage"
     open(oldest, "wb").write(b"\n".join(lines))
     for _ in range(2):  # reading twice (a ship that failed, then one that worked) counts once
@@ -322,7 +338,10 @@ def _victim(tmp_path):
     return victim
 
 
-@pytest.mark.parametrize("planted", ["state/collect.lock", "store/seg-0000000000000001.jsonl", "store/store.lock"])
+@pytest.mark.parametrize(
+    "planted",
+    ["state/collect.lock", "store/seg-0000000000000001.lp", "store/seg-0000000000000001.jsonl", "store/store.lock"],
+)
 def test_m4_planted_symlinks_are_refused_not_followed(tmp_path, planted):
     config = write_config(tmp_path, host={"sources": ["tcp"]})
     (tmp_path / "state").mkdir(mode=0o750)
@@ -592,3 +611,129 @@ def test_l3_a_full_disk_when_saving_state_or_the_cursor_is_an_environment_proble
         store.acknowledge(position)
     with pytest.raises(EnvironmentProblem, match=r"cannot save state file .* \(No space left on device\)"):
         StateFile(str(tmp_path), "host:h").save([])
+
+
+class RecordingWriteServer:
+    """An HTTP or HTTPS write endpoint that answers 204 and records each request (path, headers, body).
+
+    close_after_reply: close the connection after each reply without saying so,
+    as a server does with a kept-alive connection that sat idle."""
+
+    def __init__(self, certificate=None, close_after_reply=False):
+        import http.server
+        import ssl
+        import threading
+
+        self.requests = []
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                recorder.requests.append((self.path, dict(self.headers), body))
+                self.send_response(204)
+                self.end_headers()
+                if close_after_reply:
+                    self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if certificate is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*certificate)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://localhost:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def lines(self):
+        import gzip
+
+        found = []
+        for _, headers, body in self.requests:
+            if headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            found += body.decode().split("\n")
+        return found
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for localhost (openssl), as (certificate file, key file)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subject = ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"]
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            *subject,
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+def test_ship_over_tls_verifies_the_server_against_ca_file(tmp_path, certificate):
+    server = RecordingWriteServer(certificate)
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(3))
+        with pytest.raises(ShipError, match="CERTIFICATE_VERIFY_FAILED"):  # not in the system's trust store
+            ship(store, settings(server.url, max_retries=0))
+        assert server.requests == [] and len(list(store.unshipped())) == 3
+        report = ship(store, settings(server.url, max_retries=0, ca_file=certificate[0]))
+        assert report.sent == 3 and list(store.unshipped()) == []
+        store.append(points(2, start=3))
+        assert ship(store, settings(server.url, max_retries=0, verify_tls=False)).sent == 2
+        assert server.lines() == [to_line(p) for p in points(5)]
+    finally:
+        server.stop()
+
+
+def test_ship_sends_the_token_gzip_and_the_write_query(tmp_path, monkeypatch):
+    monkeypatch.setenv("DNFSMON_TEST_TOKEN", "user:s3cret")
+    server = RecordingWriteServer()
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(5))
+        report = ship(store, settings(server.url + "/influx/", token_env="DNFSMON_TEST_TOKEN", batch_size=2))
+        assert report.sent == 5
+        path, headers, _ = server.requests[0]
+        assert path == "/influx/api/v2/write?org=-&bucket=db&precision=ns"
+        assert headers["Authorization"] == "Token user:s3cret"
+        assert headers["Content-Encoding"] == "gzip"
+        assert server.lines() == [to_line(p) for p in points(5)]
+    finally:
+        server.stop()
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(tmp_path):
+    server = RecordingWriteServer(close_after_reply=True)
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(6))
+        report = ship(store, settings(server.url, max_retries=0, batch_size=2))  # no retries allowed
+        assert report.sent == 6 and list(store.unshipped()) == []
+        assert server.lines() == [to_line(p) for p in points(6)]
+    finally:
+        server.stop()

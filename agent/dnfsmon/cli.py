@@ -292,21 +292,23 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
         raise EnvironmentProblem(
             f"cannot read the store {cfg.store_dir} ({error.strerror}): run show as the agent's user or a member of its group"
         ) from None
-    latest = {key: p for key, p in latest.items() if measurement in (None, p.measurement)}
-    if not latest:
+    if measurement is not None:
+        latest = latest.only(measurement)
+    series = latest.count()
+    if not series:
         print(
             f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
             "run `dnfsmon collect` at least twice (the first sample of anything is a baseline)."
         )
         return EXIT_OK
     now_ns = time.time_ns()
-    print(f"Local store {cfg.store_dir}: {len(latest)} series; the latest point of each, and its age:\n")
+    print(f"Local store {cfg.store_dir}: {series} series; the latest point of each, and its age:\n")
     if everything or measurement:
-        print(format_points((p for _, p in sorted(latest.items(), key=lambda item: item[0])), now_ns=now_ns))
+        print(format_points(latest.all_points(), now_ns=now_ns))
     else:
         print(summary.render(latest, now_ns))
     if measurement is None:
-        seen = {m for m, _ in latest}
+        seen = {m for m, entries in latest.by_measurement.items() if entries}
         absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
         if absent:
             print("\nNo points (nothing of this kind on this host, or the source is not configured):")
@@ -450,7 +452,7 @@ def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
     InfluxDB never delays the next run's samples. After a collect, a ship
     already under way (an earlier run's) is left to finish its work.
     """
-    from .influx import ShipError, ship  # influxdb-client is imported only when shipping
+    from .influx import ShipError, ship  # only when shipping: http.client, ssl and gzip are not a collect's to load
 
     assert cfg.influxdb is not None
     store = Store(cfg.store_dir, cfg.store_max_bytes)

@@ -4,10 +4,31 @@ It is both the default output (no InfluxDB configured: `dnfsmon show` reads
 it) and the buffer that makes shipping lossless (`dnfsmon ship` sends from it
 and deletes only what InfluxDB acknowledged).
 
-Layout: a directory of segment files named seg-<16-digit sequence>.jsonl,
-written in sequence order. Each record is one line:
+Layout: a directory of segment files named seg-<16-digit sequence>.lp,
+written in sequence order. Each record is one line holding one point as
+InfluxDB line protocol (points.to_line), so shipping posts the records as
+they are, without decoding them:
+
+    <crc32 of TEXT, 8 lowercase hex digits> <TEXT>\n
+
+TEXT is the point's line of line protocol. A line protocol line can hold a
+line break only inside a string field value (InfluxDB's parser accepts it
+within the quotes: models/points.go, scanLine), which a record must not: such
+a line is stored as a JSON string instead, marked by "J" in place of the
+space: <crc32 of the JSON text>J<JSON string>\n (e.g. a multi-line Oracle
+error in dnfsmon_oracle_status). A point that cannot be written as line
+protocol at all (points.to_line) is quarantined when it is appended: it
+could never be shipped.
+
+Stores written before line protocol records (JSON records) hold segments
+named seg-<sequence>.jsonl whose records are JSON points:
 
     <crc32 of the JSON text, 8 lowercase hex digits> <JSON text of one Point>\n
+
+They are read and shipped as they are (each record decoded and written as
+line protocol when it is sent), in sequence order with the new segments;
+appends after the upgrade start a new .lp segment. Nothing is migrated or
+lost: the old segments go as they are shipped or bounded away.
 
 - Durable: a batch of records is written (every byte: a short write is
   continued) and fsync()ed before `append` returns; a new segment's
@@ -43,8 +64,12 @@ written in sequence order. Each record is one line:
   the reason, and are logged; they are never retried blindly. The file is
   bounded: past its limit it is rotated to quarantine.jsonl.1 (the older
   rotation is deleted), so at most twice the limit is kept.
-- latest.json: the newest point of every series, rewritten after each
-  append, so `dnfsmon show` answers without reading every segment.
+- latest.lp: the newest point of every series, one line of line protocol
+  each, rewritten after each append (merging lines, no point decoded), so
+  `dnfsmon show` answers without reading every segment and decodes only the
+  points it prints. A store written before it has latest.json (one JSON
+  point per series): the first append merges it into latest.lp and removes
+  it; until then `dnfsmon show` reads it.
 """
 
 from __future__ import annotations
@@ -60,20 +85,25 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, Optional
+from typing import NamedTuple, NoReturn, Optional, Union
 
 from .errors import EnvironmentProblem
 from .files import check_directory, fsync_dir, open_in_directory, remove_stale_temps, write_atomically
-from .points import Point
+from .points import Point, from_line, series_key, to_line
 
 log = logging.getLogger(__name__)
 
-SEGMENT_RE = re.compile(r"^seg-(\d{16})\.jsonl$")
+SEGMENT_RE = re.compile(r"^seg-(\d{16})\.(lp|jsonl)$")
+# Segments of line protocol records; ".jsonl" are JSON records (stores written before).
+SEGMENT_SUFFIX = ".lp"
+OLD_SEGMENT_SUFFIX = ".jsonl"
 # Counters the store keeps for the agent's own report, in this file.
 COUNTS_FILE = "counts.json"
 CURSOR_FILE = "cursor.json"
 QUARANTINE_FILE = "quarantine.jsonl"
-LATEST_FILE = "latest.json"
+LATEST_FILE = "latest.lp"
+# The index of stores written before latest.lp: one JSON point per series.
+OLD_LATEST_FILE = "latest.json"
 STORE_LOCK = "store.lock"
 SHIP_LOCK = "ship.lock"
 # A store change takes milliseconds; a lock held longer than this is a stuck process.
@@ -99,15 +129,50 @@ class StoreCounts:
     unwritten_points: int = 0
 
 
-@dataclass(frozen=True, order=True)
-class Position:
-    """Just after one record: the segment's sequence number and byte offset."""
+class Position(NamedTuple):
+    """Just after one record: the segment's sequence number and byte offset (ordered as a tuple).
+
+    A named tuple, not a dataclass: a ship makes one per record (100 000 in a
+    big ship), and a tuple is several times cheaper to make."""
 
     segment: int
     offset: int
 
 
-def encode_record(point: Point, extra: Optional[dict] = None) -> bytes:
+def encode_line_record(line: str) -> bytes:
+    """The record of one line of line protocol (see the module docstring)."""
+    if "\n" in line:
+        text = json.dumps(line).encode()
+        return b"%08xJ%s\n" % (zlib.crc32(text), text)
+    data = line.encode()
+    return b"%08x %s\n" % (zlib.crc32(data), data)
+
+
+def encode_record(point: Point) -> bytes:
+    """The record of one point; ValueError when it cannot be written as line protocol."""
+    return encode_line_record(to_line(point))
+
+
+def decode_line_record(record: bytes) -> bytes:
+    """The line protocol of one record (UTF-8, no newline); ValueError when torn or corrupt."""
+    if not record.endswith(b"\n"):
+        raise ValueError("torn record (no newline)")
+    kind, text = record[8:9], record[9:-1]
+    if kind not in (b" ", b"J") or f"{zlib.crc32(text):08x}".encode() != record[:8]:
+        raise ValueError("checksum mismatch")
+    if kind == b"J":
+        try:
+            line = json.loads(text)
+        except ValueError:
+            raise ValueError("not a JSON string") from None
+        if not isinstance(line, str):
+            raise ValueError("not a JSON string")
+        return line.encode()
+    return text
+
+
+def encode_json_record(point: Point, extra: Optional[dict] = None) -> bytes:
+    """A record of the JSON format: segments .jsonl of stores written before, and the quarantine."""
     data = point.to_json()
     if extra:
         data.update(extra)
@@ -115,8 +180,8 @@ def encode_record(point: Point, extra: Optional[dict] = None) -> bytes:
     return f"{zlib.crc32(text.encode()):08x} {text}\n".encode()
 
 
-def decode_record(line: bytes) -> Point:
-    """The Point of one record line; ValueError when torn or corrupt."""
+def decode_json_record(line: bytes) -> Point:
+    """The Point of one JSON record line; ValueError when torn or corrupt."""
     if not line.endswith(b"\n"):
         raise ValueError("torn record (no newline)")
     crc, _, text = line[:-1].partition(b" ")
@@ -151,6 +216,29 @@ def flock_within(fd: int, seconds: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
+
+
+def _stamp(line: str) -> int:
+    """The timestamp of a line of line protocol: its last word (points.to_line)."""
+    return int(line[line.rindex(" ") + 1 :])
+
+
+def _latest_entry(line: str) -> str:
+    """A line of latest.lp: a space and the line, or, for a line with a line break (in a
+    string field value), J and the line as a JSON string; a line is written atomically
+    with the whole file, so no checksum."""
+    return f"J{json.dumps(line)}\n" if "\n" in line else f" {line}\n"
+
+
+def _json_string(text: str) -> str:
+    value = json.loads(text)
+    if not isinstance(value, str):
+        raise ValueError("not a JSON string")
+    return value
+
+
+# A stored record as read: line protocol (segments .lp), or a Point (segments .jsonl of the old format).
+Record = Union[bytes, Point]
 
 
 class Store:
@@ -209,37 +297,62 @@ class Store:
         """
         if not points:
             return
-        data = b"".join(encode_record(p) for p in points)
+        lines: list[str] = []
+        refused: list[tuple[Point, str]] = []
+        for point in points:
+            try:
+                lines.append(to_line(point))
+            except ValueError as error:
+                refused.append((point, f"cannot be written as line protocol: {error}"))
+        data = b"".join([encode_line_record(line) for line in lines])
         with self.locked():
-            try:
-                path = self._active_segment(len(data))
-                fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            except OSError as error:
-                self._unwritten(points, error, "")
-            try:
-                size_before = os.fstat(fd).st_size
+            if data:
+                # A failed write counts every point of the append as unwritten, the refused ones too.
+                self._write_batch(data, len(points))
+            for point, reason in refused:
                 try:
-                    write_all(fd, data)
-                    os.fsync(fd)
+                    self._quarantine_locked(point, reason)
                 except OSError as error:
-                    try:  # leave no partial record behind: the batch is all or nothing
-                        os.ftruncate(fd, size_before)
-                        os.fsync(fd)
-                    except OSError:
-                        pass  # the next append cuts the torn tail
-                    self._unwritten(points, error, path)
-            finally:
-                os.close(fd)
-            self._enforce_bound()
-            self._update_latest(points)
+                    # Never silent: a point neither stored nor quarantined is counted as unwritten.
+                    log.error(
+                        "store %s: could not quarantine a point of %s (%s)", self.directory, point.measurement, error
+                    )
+                    with contextlib.suppress(OSError):
+                        self._add_counts(unwritten_points=1)
+            if data:
+                self._enforce_bound()
+                self._update_latest(lines)
 
-    def _unwritten(self, points: Sequence[Point], error: OSError, path: str) -> NoReturn:
+    def _write_batch(self, data: bytes, count: int) -> None:
+        """append's write of its records, the store's lock held: every byte and fsync, or none
+        (StoreWriteError, `count` points counted as unwritten)."""
         try:
-            self._add_counts(unwritten_points=len(points))
+            path = self._active_segment(len(data))
+            fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError as error:
+            self._unwritten(count, error, "")
+        try:
+            size_before = os.fstat(fd).st_size
+            try:
+                write_all(fd, data)
+                os.fsync(fd)
+            except OSError as error:
+                try:  # leave no partial record behind: the batch is all or nothing
+                    os.ftruncate(fd, size_before)
+                    os.fsync(fd)
+                except OSError:
+                    pass  # the next append cuts the torn tail
+                self._unwritten(count, error, path)
+        finally:
+            os.close(fd)
+
+    def _unwritten(self, count: int, error: OSError, path: str) -> NoReturn:
+        try:
+            self._add_counts(unwritten_points=count)
         except OSError:
             pass  # the disk is full: the log line below still has the exact number
         raise StoreWriteError(
-            f"store {path or self.directory}: {len(points)} points not written ({error.strerror or error}); "
+            f"store {path or self.directory}: {count} points not written ({error.strerror or error}); "
             f"free space on its file system (or lower [store] max_bytes); the next run's points cover the gap"
         ) from None
 
@@ -249,13 +362,14 @@ class Store:
             _, path = segments[-1]
             self._cut_torn_tail(path)
             size = os.path.getsize(path)
-            if size == 0 or size + incoming <= self.segment_bytes:
+            # A segment of the old format is never appended to: records of one format per segment.
+            if path.endswith(SEGMENT_SUFFIX) and (size == 0 or size + incoming <= self.segment_bytes):
                 return path
             sequence = segments[-1][0] + 1
         else:
             # Never reuse a sequence number the cursor may still name.
             sequence = self.cursor().segment + 1
-        path = self._path(f"seg-{sequence:016d}.jsonl")
+        path = self._path(f"seg-{sequence:016d}{SEGMENT_SUFFIX}")
         os.close(open_in_directory(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         fsync_dir(self.directory)
         return path
@@ -288,8 +402,8 @@ class Store:
             size = os.path.getsize(path)
             start = cursor.offset if sequence == cursor.segment else 0
             if sequence >= cursor.segment:
-                for _, point in self._read_segment(path, start, warn=False):
-                    if point is None:
+                for _, record in self._read_segment(path, start, warn=False):
+                    if record is None:
                         bad += 1
                     else:
                         dropped += 1
@@ -305,16 +419,22 @@ class Store:
             )
             self._add_counts(dropped_points=dropped, torn_records=bad)
 
-    def _update_latest(self, points: Sequence[Point]) -> None:
-        """Keep latest.json (newest point per series) for `dnfsmon show`; best effort."""
-        latest = self.latest_index() or {}
-        for point in points:
-            key = json.dumps([point.measurement, point.tags])
-            if key not in latest or point.time_ns >= latest[key].time_ns:
-                latest[key] = point
-        document = {key: point.to_json() for key, point in latest.items()}
+    def _update_latest(self, lines: Sequence[str]) -> None:
+        """Keep latest.lp (newest line per series) for `dnfsmon show`; best effort.
+
+        Lines are merged by their series key and timestamp, never decoded to
+        points: at 1000 mounts an append brings 33 400 of them."""
+        latest = self._latest_by_series()
+        for line in lines:
+            key = series_key(line)
+            known = latest.get(key)
+            if known is None or _stamp(line) >= _stamp(known):
+                latest[key] = line
+        document = "".join([_latest_entry(line) for _, line in sorted(latest.items())])
         try:
-            write_atomically(self._path(LATEST_FILE), json.dumps(document, separators=(",", ":")).encode())
+            write_atomically(self._path(LATEST_FILE), document.encode())
+            if os.path.lexists(self._path(OLD_LATEST_FILE)):
+                os.unlink(self._path(OLD_LATEST_FILE))  # merged into latest.lp above
         except OSError as error:
             log.warning(
                 "store %s: could not update %s (%s); `dnfsmon show` reads the segments",
@@ -323,10 +443,32 @@ class Store:
                 error.strerror,
             )
 
-    def latest_index(self) -> Optional[dict[str, Point]]:
-        """latest.json as series key -> point; None when missing or unusable."""
+    def _latest_by_series(self) -> dict[str, str]:
+        """latest.lp as series key -> line; or latest.json of a store written before, as lines; or nothing."""
+        lines = self.latest_lines()
+        if lines is None:
+            lines = []
+            for point in (self.old_latest_index() or {}).values():
+                try:
+                    lines.append(to_line(point))
+                except ValueError:
+                    continue  # never shippable; the segments hold it for `dnfsmon show` until bounded away
+        return {series_key(line): line for line in lines}
+
+    def latest_lines(self) -> Optional[list[str]]:
+        """latest.lp: the newest point of every series as a line of line protocol; None when missing or unusable."""
         try:
             with open(self._path(LATEST_FILE), "rb") as f:
+                text = f.read().decode()
+            # See _latest_entry: a space, or J and a JSON string.
+            return [line[1:] if line[0] == " " else _json_string(line[1:]) for line in text.split("\n")[:-1]]
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def old_latest_index(self) -> Optional[dict[str, Point]]:
+        """latest.json of a store written before latest.lp, as series key -> point; None when missing or unusable."""
+        try:
+            with open(self._path(OLD_LATEST_FILE), "rb") as f:
                 document = json.load(f)
             return {key: Point.from_json(data) for key, data in document.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
@@ -336,12 +478,15 @@ class Store:
 
     def _read_segment(
         self, path: str, start: int = 0, warn: bool = True, newest: bool = False
-    ) -> Iterator[tuple[int, Optional[Point]]]:
-        """(offset just after the record, point or None when bad) of each record from `start`.
+    ) -> Iterator[tuple[int, Optional[Record]]]:
+        """(offset just after the record, record or None when bad) of each record from `start`.
 
+        A record is its line protocol (bytes) in a segment of line protocol
+        records, a Point in a segment of the old JSON format.
         The newest segment's last line without a newline is not yielded: it
         may be a write in progress; the next writer cuts it and counts it.
         """
+        decode = decode_json_record if path.endswith(OLD_SEGMENT_SUFFIX) else decode_line_record
         with open(path, "rb") as f:
             f.seek(start)
             offset = start
@@ -350,37 +495,69 @@ class Store:
                     return
                 offset += len(line)
                 try:
-                    point: Optional[Point] = decode_record(line)
+                    record: Optional[Record] = decode(line)
                 except ValueError as error:
-                    point = None
+                    record = None
                     if warn:
                         log.warning("store %s at byte %d: skipped a bad record (%s)", path, offset - len(line), error)
-                yield offset, point
+                yield offset, record
 
     def points(self) -> Iterator[Point]:
         """Every stored point, shipped or not, oldest first; bad records skipped with a warning."""
         segments = self.segments()
         for sequence, path in segments:
             try:
-                for _, point in self._read_segment(path, newest=sequence == segments[-1][0]):
-                    if point is not None:
-                        yield point
+                for offset, record in self._read_segment(path, newest=sequence == segments[-1][0]):
+                    if record is None:
+                        continue
+                    try:
+                        yield record if isinstance(record, Point) else from_line(record.decode())
+                    except ValueError as error:  # UnicodeDecodeError included
+                        log.warning("store %s before byte %d: skipped a bad record (%s)", path, offset, error)
             except FileNotFoundError:
                 continue  # deleted meanwhile by the bound or a ship
 
-    def unshipped(self) -> Iterator[tuple[Position, Point]]:
-        """Points after the ship cursor, oldest first, each with the position just after it."""
+    def unshipped(self) -> Iterator[tuple[Position, Record]]:
+        """Records after the ship cursor, oldest first, each with the position just after it.
+
+        Line protocol as bytes, ready to send; a Point from a segment of the old format."""
         segments = self.segments()
         cursor = self._valid_cursor(segments, warn=True)
         for sequence, path in segments:
             if sequence < cursor.segment:
                 continue
             start = cursor.offset if sequence == cursor.segment else 0
-            for offset, point in self._read_segment(path, start, newest=sequence == segments[-1][0]):
-                if point is None:
+            newest = sequence == segments[-1][0]
+            if path.endswith(SEGMENT_SUFFIX):
+                yield from self._unshipped_lines(sequence, path, start, newest)
+                continue
+            for offset, record in self._read_segment(path, start, newest=newest):
+                if record is None:
                     self._bad_seen.add(Position(sequence, offset))
                 else:
-                    yield Position(sequence, offset), point
+                    yield Position(sequence, offset), record
+
+    def _unshipped_lines(self, sequence: int, path: str, start: int, newest: bool) -> Iterator[tuple[Position, bytes]]:
+        """unshipped's reading of one segment of line protocol records: what _read_segment and
+        decode_line_record do, with the common record checked here (a ship reads 100 000 of them)."""
+        with open(path, "rb") as f:
+            f.seek(start)
+            offset = start
+            for line in f:
+                offset += len(line)
+                # The common record: a space after the checksum, a newline at the end, the checksum right.
+                if line[8:9] == b" " and line[-1:] == b"\n" and b"%08x" % zlib.crc32(line[9:-1]) == line[:8]:
+                    yield Position(sequence, offset), line[9:-1]
+                    continue
+                if newest and not line.endswith(b"\n"):
+                    return  # a write in progress, or a torn tail the next writer cuts and counts
+                try:
+                    record = decode_line_record(line)
+                except ValueError as error:
+                    log.warning("store %s at byte %d: skipped a bad record (%s)", path, offset - len(line), error)
+                    self._bad_seen.add(Position(sequence, offset))
+                    continue
+                yield Position(sequence, offset), record
 
     # --- shipping ---
 
@@ -432,7 +609,7 @@ class Store:
         """Everything up to `position` reached InfluxDB: move the cursor, delete shipped segments."""
         with self.locked():
             try:
-                write_atomically(self._path(CURSOR_FILE), json.dumps(position.__dict__).encode())
+                write_atomically(self._path(CURSOR_FILE), json.dumps(position._asdict()).encode())
             except OSError as error:
                 raise EnvironmentProblem(
                     f"store {self.directory}: cannot record what InfluxDB took ({error.strerror}); free space "
@@ -451,19 +628,24 @@ class Store:
 
     def quarantine(self, point: Point, reason: str) -> None:
         """Set aside a point InfluxDB will not take, with the reason; durable and bounded."""
-        path = self._path(QUARANTINE_FILE)
-        record = encode_record(point, {"quarantined_because": reason})
         with self.locked():
-            fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            try:
-                if os.fstat(fd).st_size + len(record) > self.quarantine_max_bytes:
-                    os.replace(path, path + ".1")
-                    os.close(fd)
-                    fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
-                write_all(fd, record)
-                os.fsync(fd)
-            finally:
+            self._quarantine_locked(point, reason)
+
+    def _quarantine_locked(self, point: Point, reason: str) -> None:
+        """quarantine, the store's lock held. The quarantine keeps JSON records: a point that cannot
+        be written as line protocol is quarantined too."""
+        path = self._path(QUARANTINE_FILE)
+        record = encode_json_record(point, {"quarantined_because": reason})
+        fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            if os.fstat(fd).st_size + len(record) > self.quarantine_max_bytes:
+                os.replace(path, path + ".1")
                 os.close(fd)
+                fd = open_in_directory(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
+            write_all(fd, record)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         log.error("quarantined a point of %s (%s) in %s: %s", point.measurement, dict(point.tags), path, reason)
 
     def quarantined(self) -> list[tuple[Point, str]]:
@@ -473,7 +655,7 @@ class Store:
                 with open(path, "rb") as f:
                     for line in f:
                         try:
-                            point = decode_record(line)
+                            point = decode_json_record(line)
                         except ValueError:
                             continue
                         found.append((point, json.loads(line[9:])["quarantined_because"]))
