@@ -88,7 +88,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, NoReturn, Optional, Union
 
 from .errors import EnvironmentProblem
-from .files import check_directory, fsync_dir, open_in_directory, remove_stale_temps, write_atomically
+from .files import check_directory, fsync_dir, open_in_directory, remove_stale_temps, write_all, write_atomically
 from .points import Point, from_line, series_key, to_line
 
 log = logging.getLogger(__name__)
@@ -191,16 +191,6 @@ def decode_json_record(line: bytes) -> Point:
         return Point.from_json(json.loads(text))
     except (KeyError, TypeError, AttributeError, RecursionError) as error:
         raise ValueError(f"not a point ({error.__class__.__name__})") from None
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """os.write until every byte is written: a short write (nearly full disk) is continued, an error raised."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:  # not expected from a regular file; never loop forever
-            raise OSError(errno.EIO, "write wrote nothing")
-        view = view[written:]
 
 
 def flock_within(fd: int, seconds: float) -> bool:
