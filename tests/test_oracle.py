@@ -162,6 +162,8 @@ class FakeConnection:
 
     def answer(self, sql):
         self.executed.append(sql)
+        if sql == oracle_db.SESSION_SQL:
+            return [], []  # ALTER SESSION returns no rows
         if "all_tab_columns" in sql:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
@@ -1048,29 +1050,14 @@ def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
 def test_a_session_is_set_to_the_gregorian_calendar_before_any_query(monkeypatch):
     """The database time is read as TO_CHAR text with Gregorian masks: the session's calendar is
     set right after connecting (and after any logon trigger), before discovery or a read."""
-    executed = []
-
-    class Cursor:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def execute(self, sql):
-            executed.append(sql)
-
-    class Connection:
-        call_timeout = 0
-
-        def cursor(self):
-            return Cursor()
-
-    fake = types.SimpleNamespace(connect=lambda **kwargs: Connection(), clientversion=lambda: (19, 0))
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    fake = types.SimpleNamespace(connect=lambda **kwargs: connection, clientversion=lambda: (19, 0))
     monkeypatch.setitem(sys.modules, "oracledb", fake)
     monkeypatch.setenv("DNFSMON_TEST_PW", "x")
-    connection = oracle_db.Database(settings())._connect()
-    assert executed == [oracle_db.SESSION_SQL] and connection.call_timeout > 0
+    database = oracle_db.Database(settings())
+    database.connect()
+    assert connection.executed[0] == oracle_db.SESSION_SQL and "all_tab_columns" in connection.executed[1]
+    assert connection.call_timeout > 0 and not database.missing
     assert "NLS_CALENDAR = 'GREGORIAN'" in oracle_db.SESSION_SQL
 
 
