@@ -527,3 +527,26 @@ def test_site_yml_names_the_python_package_when_the_targets_python_is_too_old(fl
     )
     assert rc != 0 and failed[DB_HOST] == 1
     assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output
+
+
+def test_the_readme_the_role_and_contrib_share_one_layout():
+    """One install layout: the command, the config and the secret files' names (review finding: two layouts)."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    service = dict(systemd_units.settings(open(os.path.join(ROOT, "contrib", "dnfsmon.service")).read()))
+    with open(os.path.join(ANSIBLE, "roles", "dnfsmon_agent", "vars", "main.yml"), encoding="utf-8") as f:
+        role = yaml.safe_load(f)
+    defaults = role_defaults("dnfsmon_agent")
+    command = "/opt/dnfsmon/bin/dnfsmon --config /etc/dnfsmon/dnfsmon.toml collect"
+    assert service["ExecStart"].startswith(command)
+    assert "$PREFIX/bin/dnfsmon --config $ETC/dnfsmon.toml collect" in readme
+    assert "PREFIX=${PREFIX:-/opt/dnfsmon}" in readme and "ETC=${ETC:-/etc/dnfsmon}" in readme
+    rendered = role["_dnfsmon_agent_collect"].replace(
+        "{{ dnfsmon_agent_install_dir }}", defaults["dnfsmon_agent_install_dir"]
+    )
+    rendered = rendered.replace("{{ dnfsmon_agent_config_dir }}", defaults["dnfsmon_agent_config_dir"])
+    assert rendered.startswith(command), rendered
+    for secret in ("oracle.password", "influxdb.token"):
+        assert f"/etc/dnfsmon/{secret}" in readme
+        assert any(secret in str(value) for value in role["_dnfsmon_agent_managed"].values())
+    troubleshooting = open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8").read()
+    assert "/opt/dnfsmon/bin/dnfsmon check" in troubleshooting and "venv/bin" not in troubleshooting
