@@ -133,6 +133,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument("--measurement", help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
+    p.add_argument(
+        "--wide", action="store_true", help="each unit beside its field, tables unsplit (wider than 120 columns)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="json: the latest point of every series, with its age and units (default: table)",
+    )
 
     p = command(
         "doctor",
@@ -162,10 +171,16 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p = command("metrics", "print the metric catalogue", "Print every measurement, tag and field.")
     p.add_argument("--markdown", action="store_true", help="as the Markdown of docs/metrics.md")
 
-    command(
+    p = command(
         "check",
         "check config, directories, secrets, database and InfluxDB",
         "Check everything a run needs and print one line per item with what to do (see docs/troubleshooting.md).",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: the items (status, what, detail, exit code) and the exit code, for scripts (default: text)",
     )
 
     p = command(
@@ -267,7 +282,30 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
     return "\n".join(lines)
 
 
-def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
+def show_json(store_dir: str, points: list[Point], now_ns: int) -> str:
+    """The latest point of every series for scripts: tags and fields by name, the time, the age, the units."""
+    from . import catalogue
+
+    entries = catalogue.load()
+    series = [
+        {
+            "measurement": p.measurement,
+            "tags": dict(p.tags),
+            "fields": dict(p.fields),
+            "units": {
+                f: entries[(p.measurement, "field", f)].unit for f in p.fields if (p.measurement, "field", f) in entries
+            },
+            "time_ns": p.time_ns,
+            "age_s": round((now_ns - p.time_ns) / 1e9, 3),
+        }
+        for p in points
+    ]
+    return json.dumps({"store": store_dir, "series": series}, indent=1, sort_keys=True)
+
+
+def cmd_show(
+    cfg: configuration.Config, measurement: Optional[str], everything: bool, wide: bool = False, output: str = "table"
+) -> int:
     """Read-only: creates, locks and writes nothing, so any user who can read the store can run it."""
     from . import catalogue, summary
 
@@ -280,6 +318,9 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
         )
         return EXIT_USAGE
     if not os.path.isdir(cfg.store_dir):
+        if output == "json":
+            print(show_json(cfg.store_dir, [], time.time_ns()))
+            return EXIT_OK
         print(
             f"The local store {cfg.store_dir} holds no points yet (it does not exist): run `dnfsmon collect` "
             f"(config: {cfg.path or 'built-in defaults'})."
@@ -295,6 +336,9 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     if measurement is not None:
         latest = latest.only(measurement)
     series = latest.count()
+    if output == "json":
+        print(show_json(cfg.store_dir, latest.all_points(), time.time_ns()))
+        return EXIT_OK
     if not series:
         print(
             f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
@@ -306,7 +350,7 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     if everything or measurement:
         print(format_points(latest.all_points(), now_ns=now_ns))
     else:
-        print(summary.render(latest, now_ns))
+        print(summary.render(latest, now_ns, wide))
     if measurement is None:
         seen = {m for m, entries in latest.by_measurement.items() if entries}
         absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
@@ -603,11 +647,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "check":
             from . import check
 
-            return check.run(lambda: load_config(getattr(args, "config", None)))
+            return check.run(lambda: load_config(getattr(args, "config", None)), output=args.format)
         cfg = load_config(getattr(args, "config", None))
         setup_logging(log_level(args, cfg.log_level))
         if args.command == "show":
-            return cmd_show(cfg, args.measurement, args.everything)
+            return cmd_show(cfg, args.measurement, args.everything, args.wide, args.format)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
         if args.command == "top":
