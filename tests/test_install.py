@@ -250,7 +250,7 @@ def case_root_owned_lock(installed, d):
 
 def case_state_dir_not_writable(installed, d):
     shutil.chown(os.path.join(d, "state"), "root", "root")
-    return ["collect"], 2, [f"{d}/state", "owned by uid 0", "chown"]
+    return ["collect"], 2, [f"{d}/state", "owned by root", f"As root: chown -R {installed.user} {d}/state"]
 
 
 def case_lock_is_a_directory(installed, d):

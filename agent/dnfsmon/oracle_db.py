@@ -31,6 +31,7 @@ import threading
 from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
+from .errors import EnvironmentProblem
 from .oracle_facts import VIEWS_READ, grant_name
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
@@ -87,7 +88,7 @@ def discovery_sql() -> str:
 
 def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
     """One clear line for an oracledb error: the code, the message, and what to do."""
-    if isinstance(error, Hung):
+    if isinstance(error, (Hung, EnvironmentProblem)):  # their message names the cause and the fix
         return str(error)
     detail = error.args[0] if error.args else error
     code = getattr(detail, "full_code", "") or error.__class__.__name__

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from .config import Config, OracleSettings, SimulatorSettings
-from .errors import EnvironmentProblem
+from .errors import EnvironmentProblem, reason
 from .rates import Sample
 from .sources import HOST_SOURCES, oracle
 from .sources.base import HostInputs, Raw
@@ -96,7 +96,7 @@ class HostTarget(Target):
             try:
                 reading.raws[name] = HOST_SOURCES[name].read(self.inputs)
             except Exception as error:  # one broken source must not stop the others
-                reading.failures[name] = f"{error.__class__.__name__}: {error}"
+                reading.failures[name] = reason(error)
         return reading
 
 
@@ -183,5 +183,4 @@ def read_or_fail(target: Target) -> Reading:
     except EnvironmentProblem:
         raise  # the user's environment: one line and exit 2
     except Exception as error:
-        reason = f"{error.__class__.__name__}: {error}"
-        return Reading(failures=dict.fromkeys(target.sources, reason))
+        return Reading(failures=dict.fromkeys(target.sources, reason(error)))
