@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import errno
 import gc
@@ -489,20 +490,55 @@ def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], 
         sampler.close()
 
 
-def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
+# cron and dnfsmon.timer start one collect a minute: a run is one slot of that schedule
+# (or as many whole minutes as its sampling spans), and ends SLOT_MARGIN_S before the next
+# run starts. docs/reliability.md ("Time") has the arithmetic.
+SCHEDULE_SLOT_S = 60.0
+# For the interpreter's exit after the ship (about a second on a loaded host).
+SLOT_MARGIN_S = 3.0
+
+
+def process_age_s() -> float:
+    """Seconds since this process started, imports included (a second on a loaded host): proc(5)
+    /proc/self/stat field 22, starttime, in clock ticks since boot, against CLOCK_BOOTTIME."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()  # field 3 (state) onwards: the name may hold spaces
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def run_slot_end(started: float, count: int, interval_s: float) -> float:
+    """The monotonic time by which a collect run started at `started` must have ended."""
+    minutes = int((count - 1) * interval_s // SCHEDULE_SLOT_S) + 1
+    return started + minutes * SCHEDULE_SLOT_S - SLOT_MARGIN_S
+
+
+def ship_stored(cfg: configuration.Config, after_collect: bool, until: Optional[float] = None) -> bool:
     """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept).
 
     Shipping holds the store's own ship.lock, not the run lock: a slow
     InfluxDB never delays the next run's samples. After a collect, a ship
-    already under way (an earlier run's) is left to finish its work.
+    already under way (an earlier run's) is left to finish its work, and
+    this one stops at `until` (the end of the run's slot), so that a
+    systemd timer, which skips a start while the last run is still active,
+    never loses a run's samples to a slow InfluxDB.
     """
     from .influx import ShipError, ship  # only when shipping: http.client, ssl and gzip are not a collect's to load
 
     assert cfg.influxdb is not None
+    settings = cfg.influxdb
+    if until is not None:
+        remaining = until - time.monotonic()
+        if remaining < 1.0:
+            log.info("no time left in this run's slot to ship: the points wait in %s for the next run", cfg.store_dir)
+            return True
+        settings = dataclasses.replace(settings, deadline_s=min(settings.deadline_s, remaining))
     store = Store(cfg.store_dir, cfg.store_max_bytes)
     try:
         with RunLock(cfg.store_dir, SHIP_LOCK):
-            report = ship(store, cfg.influxdb)
+            report = ship(store, settings)
     except LockHeld as error:
         if not after_collect:
             raise
@@ -660,7 +696,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log.error("[influxdb] enabled = true is needed to ship (config: %s)", cfg.path or "built-in defaults")
             return EXIT_USAGE
         any_failure = False
+        slot_end = None
         if args.command == "collect":
+            slot_end = run_slot_end(time.monotonic() - process_age_s(), args.count, args.interval)
             lock = RunLock(cfg.state_dir)
             try:
                 lock.acquire()
@@ -672,7 +710,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             finally:
                 lock.release()
         # Shipping after the run lock is released: sampling never waits on shipping.
-        if cfg.influxdb is not None and not ship_stored(cfg, after_collect=args.command == "collect"):
+        if cfg.influxdb is not None and not ship_stored(cfg, args.command == "collect", slot_end):
             return EXIT_SHIP_FAILED
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:
