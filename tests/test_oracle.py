@@ -571,7 +571,6 @@ def test_a_hung_listener_costs_one_bounded_wait_per_run_and_every_host_sample(tm
     import time
 
     from dnfsmon.store import Store
-
     from fake_tns import FakeListener
 
     listener = FakeListener(behaviour)
