@@ -349,7 +349,6 @@ def cases() -> list[Case]:
             ),
         ),
         Case("nothing-to-judge", sockets=[], mounts=[]),
-
         healthy,
         Case(
             "busy-but-healthy",
