@@ -241,7 +241,10 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             outcomes.append(outcome)
         # The ladder and the findings of this interval, from every target's points.
         interval_points = [p for o in outcomes for p in o.points]
-        finding_points = diagnosis.to_points(diagnosis.diagnose(interval_points, config.host), time.time_ns())
+        # The targets' samples carry the last inventory read into the intervals that skip it.
+        latest = (s for o in outcomes for s in o.samples.values())
+        found = diagnosis.diagnose(interval_points, config.host, latest, config.dnfs_expected)
+        finding_points = diagnosis.to_points(found, time.time_ns())
         store.append(finding_points)
         # The store's counters are totals: every agent point carries them (store.py).
         agent = agent_point(config, outcomes, store.counts(), time.monotonic() - started)
