@@ -198,6 +198,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
     ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
     ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
+    ("prometheus", "textfile"): ("", _string, True),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
     ("oracle", "dsn"): ("", _dsn, False),
@@ -309,6 +310,8 @@ class Config:
     nfs_ports: list[int]
     # None unless [influxdb] enabled = true.
     influxdb: Optional[InfluxSettings]
+    # The Prometheus textfile-collector file rewritten after every sample; "" for none.
+    prometheus_textfile: str
     # None unless [oracle] enabled = true.
     oracle: Optional[OracleSettings]
     # None unless [simulator] enabled = true.
@@ -398,6 +401,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         host_sources=list(get("host", "sources")),
         nfs_ports=list(get("host", "nfs_ports")),
         influxdb=influxdb,
+        prometheus_textfile=get("prometheus", "textfile"),
         oracle=oracle,
         simulator=simulator,
     )
