@@ -45,6 +45,9 @@ from .streams import Message
 MAX_OUTSTANDING = 262144  # calls awaiting a reply, per capture
 ANSWERED_MEMORY = 65536  # XIDs remembered after their reply, to recognise retransmissions
 MATCH_WINDOW = 262144  # unmatched transactions held per side while matching two captures
+# Matched RPCs needed before two captures are judged swapped: a handful can be
+# paired wrongly (an XID answered twice at the server after a reconnect).
+SWAP_EVIDENCE = 10
 
 DURATIONS = ("first_call_to_first_reply", "last_call_to_first_reply", "first_call_to_last_reply")
 
@@ -243,9 +246,9 @@ class MatchStats:
         ends when the reply leaves: the server's interval lies inside the
         client's, so the client's is never the shorter, whatever the clocks
         (durations are taken within one capture). A few RPCs may differ by the
-        capture timestamps' own jitter; most of them the other way round means
-        the captures were swapped."""
-        return self.client_shorter * 2 > self.matched() > 0
+        capture timestamps' own jitter; most of them the other way round, over
+        at least SWAP_EVIDENCE RPCs, means the captures were swapped."""
+        return self.client_shorter * 2 > self.matched() >= SWAP_EVIDENCE
 
 
 def match(client: Iterable[Transaction], server: Iterable[Transaction]) -> MatchStats:
