@@ -386,6 +386,18 @@ def readme_python_versions() -> list[str]:
     return re.search(r"for version in ([\d. ]+); do", recipe_block("wheelhouse")).group(1).split()
 
 
+def runtime_dependencies() -> list[str]:
+    """The names of the runtime dependencies in pyproject.toml."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.9/3.10
+        import tomli as tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        dependencies = tomllib.load(f)["project"]["dependencies"]
+    return [re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in dependencies]
+
+
 def test_the_wheelhouse_has_every_dependency_for_every_python_of_the_readme(wheelhouse):
     """Binary wheels only (a database host has no compiler): each Python's own build where there is one."""
     names = os.listdir(wheelhouse)
@@ -394,7 +406,8 @@ def test_the_wheelhouse_has_every_dependency_for_every_python_of_the_readme(whee
         tag = "cp" + version.replace(".", "")
         for package in ("oracledb", "cffi"):  # built per Python version
             assert any(n.startswith(f"{package}-") and f"-{tag}-" in n for n in names), (package, version, names)
-    for package in ("psutil", "cryptography", "pycparser", "tomli"):  # abi3 or pure: one wheel serves all
+    # Every runtime dependency pyproject.toml names, and python-oracledb's own (abi3 or pure: one wheel serves all).
+    for package in [*runtime_dependencies(), "cryptography", "pycparser"]:
         assert any(n.lower().startswith(f"{package}-") for n in names), (package, names)
 
 
@@ -425,17 +438,17 @@ def test_every_dependency_with_a_python_version_marker_is_downloaded_by_name():
 
 
 def test_the_recipe_stops_at_a_missing_wheel_before_writing_cron_or_logrotate(wheelhouse, tmp_path):
-    """A wheelhouse without psutil: pip fails (no index to fall back on), and nothing is scheduled."""
+    """A wheelhouse without python-oracledb: pip fails (no index to fall back on), and nothing is scheduled."""
     partial = tmp_path / "wheelhouse"
     partial.mkdir()
     for name in os.listdir(wheelhouse):
-        if not name.startswith("psutil-"):
+        if not name.startswith("oracledb-"):
             shutil.copy(os.path.join(wheelhouse, name), partial)
     installation = new_installation("dnfsmon-failed-install-", 1)
     try:
         result = run_install_recipe(installation, str(partial))
         assert result.returncode != 0, result.stdout + result.stderr
-        assert "psutil" in result.stderr, result.stderr
+        assert "oracledb" in result.stderr, result.stderr
         assert not os.path.exists(f"{installation.paths['CRON_D']}/dnfsmon")
         assert not os.path.exists(f"{installation.paths['LOGROTATE_D']}/dnfsmon")
         assert not os.path.exists(installation.paths["ETC"])
