@@ -737,3 +737,37 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(t
         assert server.lines() == [to_line(p) for p in points(6)]
     finally:
         server.stop()
+
+
+# --- Round 2 of the reliability review (docs/reliability.md names each finding's test) -------
+
+
+@pytest.mark.parametrize("text", ["\ufefftok-BOM-123\n", "tok-\u20ac-123\n"], ids=["bom", "euro-sign"])
+def test_r2_m3_a_token_no_http_header_can_carry_is_refused_in_one_line(tmp_path, fake, text):
+    server = fake("respond")
+    token = tmp_path / "token"
+    token.write_bytes(text.encode("utf-8"))
+    os.chmod(token, 0o600)
+    config = write_config(tmp_path, influxdb={"enabled": True, "url": server.url, "token_file": str(token)})
+    Store(str(tmp_path / "store"), 10**8).append(points(1))
+    result = run("--config", config, "ship")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "tok-" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert str(token) in result.stderr and ("byte order mark" in result.stderr or "ASCII" in result.stderr)
+    assert server.requests == []
+
+
+def test_r2_m3_an_oracle_password_may_hold_any_character_but_no_byte_order_mark(tmp_path):
+    # Oracle passwords may hold multibyte characters (Security Guide, "Password Complexity"); only the BOM is refused.
+    assert config.read_secret(str(_secret(tmp_path, "p\u20acss\n")), None, "Oracle password") == "p\u20acss"
+    with pytest.raises(EnvironmentProblem, match="byte order mark"):
+        config.read_secret(str(_secret(tmp_path, "\ufeffpass\n")), None, "Oracle password")
+
+
+def test_r2_l6_a_hardlinked_secret_file_is_refused(tmp_path):
+    elsewhere = _secret(tmp_path, "ROOT-ONLY-SECRET\n")
+    os.link(elsewhere, tmp_path / "linked-token")
+    with pytest.raises(EnvironmentProblem, match="2 hard links") as error:
+        config.read_secret(str(tmp_path / "linked-token"), None, "InfluxDB token")
+    assert "ROOT-ONLY" not in str(error.value)

@@ -10,8 +10,9 @@ Safety rules (docs/reliability.md, "What a run refuses"):
 - Every file in them is opened with O_NOFOLLOW (a symlink is refused, never
   followed) and checked with fstat to be a regular file owned by the running
   user; O_NONBLOCK keeps a planted FIFO from hanging the open.
-- Secret files: a regular file, not a symlink, owned by the running user or
-  root, mode 0600 or 0400 (no group or other bits), at most 64 KiB.
+- Secret files: a regular file, not a symlink, with one name (no other hard
+  link), owned by the running user or root, mode 0600 or 0400 (no group or
+  other bits), at most 64 KiB.
 """
 
 from __future__ import annotations
@@ -135,6 +136,13 @@ def read_secret_file(path: str, what: str) -> str:
             raise EnvironmentProblem(
                 f"{what} file {path} has mode {info.st_mode & 0o777:04o}; "
                 "it must be readable by its owner only (chmod 600)"
+            )
+        if info.st_nlink > 1:
+            # Another name for the same file may be a link planted to a secret root keeps elsewhere
+            # (possible where fs.protected_hardlinks is 0): the owner and mode checks pass for it.
+            raise EnvironmentProblem(
+                f"{what} file {path} has {info.st_nlink} hard links; a secret file must have one name: "
+                f"replace it with a copy (cp --preserve=mode)"
             )
         if info.st_size > SECRET_MAX_BYTES:
             raise EnvironmentProblem(f"{what} file {path} is {info.st_size} bytes; a secret is at most 64 KiB")
