@@ -21,6 +21,7 @@ import errno
 import os
 import stat
 import tempfile
+from typing import BinaryIO
 
 from .errors import EnvironmentProblem
 
@@ -72,11 +73,13 @@ def check_directory(path: str, create: bool = True) -> None:
         )
 
 
-def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
+def open_in_directory(path: str, flags: int, mode: int = 0o640, any_owner: bool = False) -> int:
     """os.open of a file inside a checked directory: no symlink, regular, ours.
 
     Raises FileNotFoundError when it does not exist (and O_CREAT is not given);
-    EnvironmentProblem for anything planted or foreign.
+    EnvironmentProblem for anything planted or foreign. `any_owner`: a reader
+    that writes nothing (`dnfsmon show`, run by a member of the agent's group)
+    takes a file of another owner, still never a link, FIFO or device.
     """
     try:
         fd = os.open(path, flags | SAFE_FLAGS, mode)
@@ -101,7 +104,7 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise EnvironmentProblem(f"{path} is not a regular file; remove it (dnfsmon recreates it)")
-        if info.st_uid != os.geteuid():
+        if info.st_uid != os.geteuid() and not any_owner:
             raise EnvironmentProblem(
                 f"{path} is owned by uid {info.st_uid}, not by this user: {_fix_for_owner(path, info.st_uid)}"
             )
@@ -111,6 +114,27 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_in_directory(path: str, limit: int, any_owner: bool = False) -> bytes:
+    """The bytes of a file inside a checked directory, opened as open_in_directory does.
+
+    FileNotFoundError when absent; EnvironmentProblem when planted, foreign or
+    larger than `limit` bytes (what the agent writes there never is: a bigger
+    file was not written by it, and reading it whole could exhaust memory).
+    """
+    with open_for_reading(path, any_owner) as f:
+        # The size first; a file that grows while read is cut at limit + 1 bytes anyway.
+        too_big = os.fstat(f.fileno()).st_size > limit
+        data = b"" if too_big else f.read(limit + 1)
+    if too_big or len(data) > limit:
+        raise EnvironmentProblem(f"{path} is over {limit} bytes, more than dnfsmon ever writes there: remove it")
+    return data
+
+
+def open_for_reading(path: str, any_owner: bool = False) -> BinaryIO:
+    """A buffered binary reader of a file inside a checked directory (a segment read line by line)."""
+    return os.fdopen(open_in_directory(path, os.O_RDONLY, any_owner=any_owner), "rb")
 
 
 def read_secret_file(path: str, what: str) -> str:

@@ -58,7 +58,7 @@ from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from .errors import EnvironmentProblem
-from .files import check_directory, fsync_dir, open_in_directory, write_all, write_atomically
+from .files import check_directory, fsync_dir, open_in_directory, read_in_directory, write_all, write_atomically
 from .rates import Sample
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,9 @@ LOCK_NAME = "collect.lock"
 # or JOURNAL_TO_SNAPSHOT times the snapshot's size: a load replays at most that.
 MAX_JOURNAL_RECORDS = 32
 JOURNAL_TO_SNAPSHOT = 2
+# A state file is read whole: at 1000 NFS mounts a snapshot is some 17 MB (its journal at most
+# twice that); one far larger was not written by dnfsmon and is set aside unread.
+STATE_MAX_BYTES = 512 * 1024 * 1024
 
 
 def state_file_name(target_id: str) -> str:
@@ -117,7 +120,9 @@ def runs(values: list) -> list[list]:
     return found
 
 
-def _unrun(encoded: object) -> list[Optional[float]]:
+def _unrun(encoded: object, measurement: str, keys: int) -> list[Optional[float]]:
+    """The starts of a record's runs, for a measurement of `keys` keys: more is not this state's
+    record (and a crafted run of 10^10 keys must not be expanded to find that out)."""
     if not isinstance(encoded, list):
         raise BadRecord("started is not a list of runs")
     values: list[Optional[float]] = []
@@ -125,6 +130,8 @@ def _unrun(encoded: object) -> list[Optional[float]]:
         count, value = item
         if type(count) is not int or count < 1:
             raise BadRecord(f"run of {count!r} keys")
+        if len(values) + count > keys:
+            raise BadRecord(f"{measurement}: more starts for {keys} keys than it has")
         values.extend([None if value is None else float(value)] * count)
     return values
 
@@ -234,11 +241,17 @@ class Replay:
         try:
             removed = set(record["removed"])
             groups = {
-                str(m): (float(g["time"]), float(g["wall_time"]), _unrun(g["started"]), g["counters"], g["gauges"])
+                str(m): (
+                    float(g["time"]),
+                    float(g["wall_time"]),
+                    _unrun(g["started"], str(m), len(self.keys_of.get(str(m), ()))),
+                    g["counters"],
+                    g["gauges"],
+                )
                 for m, g in record["groups"].items()
             }
             written = {s.state_key: s for s in (Sample.from_json(item) for item in record["samples"])}
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError, RecursionError) as error:
             raise BadRecord(f"malformed ({error.__class__.__name__}: {str(error)[:200]})") from None
         refreshed: dict[str, list[str]] = {}
         for measurement, (_, _, starts, counters, gauges) in groups.items():
@@ -317,15 +330,12 @@ class StateFile:
     def _read(self, path: str) -> Optional[bytes]:
         """A file's bytes; None when absent or unusable (then set aside)."""
         try:
-            fd = open_in_directory(path, os.O_RDONLY)
+            return read_in_directory(path, STATE_MAX_BYTES)
         except FileNotFoundError:
             return None
         except EnvironmentProblem as problem:
             self._set_aside(path, f"unusable ({problem})")
             return None
-        try:
-            with os.fdopen(fd, "rb") as f:
-                return f.read()
         except OSError as error:
             self._set_aside(path, f"unreadable ({error.strerror})")
             return None
@@ -348,7 +358,8 @@ class StateFile:
             else:
                 samples = [Sample.from_json(item) for item in data["samples"]]
                 generation = str(data.get("generation", ""))
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        # OverflowError: a counter of Infinity (int() of it); bit rot never writes one, an edit can.
+        except (ValueError, KeyError, TypeError, OverflowError, AttributeError, RecursionError) as error:
             problem = f"unreadable ({error.__class__.__name__}: {str(error)[:200]})"
         if problem is not None:
             self._set_aside(self.path, problem)
