@@ -771,3 +771,132 @@ def test_r2_l6_a_hardlinked_secret_file_is_refused(tmp_path):
     with pytest.raises(EnvironmentProblem, match="2 hard links") as error:
         config.read_secret(str(tmp_path / "linked-token"), None, "InfluxDB token")
     assert "ROOT-ONLY" not in str(error.value)
+
+
+def _mount_tmpfs(directory, size):
+    """A small tmpfs at `directory` (root mounts it): a real file system that really fills up."""
+    directory.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0750", "tmpfs", str(directory)], check=True)
+
+
+def _fill(directory):
+    """Fill the file system of `directory` to its last byte; the filler's path."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _unwritten_in_log(stderr):
+    return sum(
+        int(line.split(" points not written")[0].split()[-1])
+        for line in stderr.splitlines()
+        if "points not written" in line
+    )
+
+
+@pytest.mark.system
+def test_r2_m2_points_not_written_on_a_really_full_disk_are_counted_and_published(tmp_path):
+    """A 1 MiB tmpfs holds state and store; filled to the last byte, every point a run could not
+    write is in counts.json (no new block needed to record it) and in the next published agent point."""
+    if os.geteuid() != 0:
+        raise RuntimeError("this test mounts a tmpfs: run the tests as root (make test does, in CI)")
+    fs = tmp_path / "fs"
+    _mount_tmpfs(fs, "1m")
+    try:
+        config = write_config(
+            tmp_path,
+            agent={"state_dir": str(fs / "state")},
+            store={"dir": str(fs / "store")},
+            host={"sources": ["nic", "tcp"]},
+        )
+        assert run("--config", config, "collect").returncode == 0
+        filler = _fill(fs)
+        logged = 0
+        codes = []
+        for _ in range(4):
+            result = run("--config", config, "collect", "--count", "2", "--interval", "0.1")
+            codes.append(result.returncode)
+            assert "Traceback" not in result.stderr
+            logged += _unwritten_in_log(result.stderr)
+        assert 2 in codes and logged > 0, codes
+        # Read while the disk is still full: the count is on disk already.
+        assert Store(str(fs / "store"), 10**8).counts().unwritten_points == logged
+        filler.unlink()
+        assert run("--config", config, "collect").returncode == 0
+        agent = [p for p in Store(str(fs / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
+        assert agent.fields["store_unwritten_points"] == logged
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], check=False)
+
+
+def _run_bounded(*args, timeout=30):
+    """A run that must not hang: a FIFO it waited on would reach the timeout (subprocess.TimeoutExpired)."""
+    return subprocess.run([*DNFSMON, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", ["cursor.json", "counts.json", "latest.lp"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_r2_l1_a_fifo_or_link_planted_in_the_store_never_hangs_nor_feeds_a_run(tmp_path, fake, name, kind):
+    server = fake("respond")
+    assert _run_bounded("--config", write_config(tmp_path, host={"sources": ["tcp", "nic"]}), "collect").returncode == 0
+    config = write_config(tmp_path, host={"sources": ["tcp", "nic"]}, influxdb={"enabled": True, "url": server.url})
+    ((sequence, segment),) = Store(str(tmp_path / "store"), 10**8).segments()
+    planted = tmp_path / "store" / name
+    planted.unlink(missing_ok=True)
+    # What a link could feed: a cursor past every stored point (a ship would send nothing), counts to publish.
+    victim = tmp_path / "victim"
+    victim.write_text(json.dumps({"segment": sequence, "offset": os.path.getsize(segment), "dropped_points": 123456}))
+    if kind == "fifo":
+        os.mkfifo(planted, 0o600)
+    else:
+        os.symlink(victim, planted)
+    for command in ("ship", "collect", "show"):
+        result = _run_bounded("--config", config, command)
+        assert result.returncode == 0, (command, result.stderr)
+        assert "Traceback" not in result.stderr
+        if command == "ship":
+            assert server.requests, "the stored points were not sent"
+    assert json.loads(victim.read_text())["dropped_points"] == 123456
+    store = Store(str(tmp_path / "store"), 10**8)
+    assert store.counts().dropped_points == 0 and list(store.unshipped()) == []
+
+
+def test_r2_l3_a_cursor_of_infinity_or_a_17_digit_segment_is_ignored_with_one_warning(tmp_path, caplog):
+    store = Store(str(tmp_path), 10**8)
+    for text in (
+        '{"segment": Infinity, "offset": 0}',
+        '{"segment": 9999999999999999, "offset": 0}',
+        '{"segment": 1, "offset": -5}',
+    ):
+        (tmp_path / "cursor.json").write_text(text)
+        caplog.clear()
+        assert store.cursor() == Position(0, 0)
+        assert caplog.text.count("store cursor unreadable") == 1
+    # With an empty store the next segment is named after the cursor's: it must stay one that is listed.
+    (tmp_path / "cursor.json").write_text('{"segment": 9999999999999999, "offset": 0}')
+    store.append(points(3))
+    assert [p.fields["i"] for p in store.points()] == [0, 1, 2]
+    assert [offset for offset, _ in store.unshipped()] != []
+
+
+@pytest.mark.parametrize(
+    "text", ['{"dropped_points": Infinity}', '{"dropped_points": -7}', '{"torn_records": 1.5}', "[" * 100]
+)
+def test_r2_l3_counts_that_no_store_writes_are_never_published(tmp_path, caplog, text):
+    (tmp_path / "store").mkdir(mode=0o750)
+    (tmp_path / "store" / "counts.json").write_text(text)
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    result = run("--config", config, "collect")
+    assert result.returncode == 0, result.stderr
+    assert "counts.json holds no usable counts" in result.stderr
+    agent = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
+    assert all(agent.fields[name] == 0 for name in agent.fields if name.startswith("store_"))

@@ -142,6 +142,7 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
         "store_unwritten_points": counts.unwritten_points,
+        "store_quarantined_points": counts.quarantined_points,
     }
     return Point("dnfsmon_agent", (("host", config.host),), values, time.time_ns())
 
