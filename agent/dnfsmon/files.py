@@ -21,6 +21,7 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from typing import BinaryIO
 
 from .errors import EnvironmentProblem
@@ -177,6 +178,19 @@ def read_secret_file(path: str, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise EnvironmentProblem(f"{what} file {path} is not UTF-8 text") from None
+
+
+def move_aside(path: str, problem: str) -> str:
+    """Rename an unusable file to <path>.bad-<unix time>, keeping it for a post-mortem; the new name.
+
+    os.replace renames a planted link, FIFO or directory itself, never its target.
+    EnvironmentProblem (naming `problem`) when it cannot be moved."""
+    aside = f"{path}.bad-{int(time.time())}"
+    try:
+        os.replace(path, aside)
+    except OSError as error:
+        raise EnvironmentProblem(f"{problem}, and it cannot be moved aside ({error.strerror}): remove it") from None
+    return aside
 
 
 def fsync_dir(path: str) -> None:

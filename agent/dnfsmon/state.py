@@ -51,14 +51,21 @@ import logging
 import os
 import re
 import secrets
-import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from .errors import EnvironmentProblem
-from .files import check_directory, fsync_dir, open_in_directory, read_in_directory, write_all, write_atomically
+from .files import (
+    check_directory,
+    fsync_dir,
+    move_aside,
+    open_in_directory,
+    read_in_directory,
+    write_all,
+    write_atomically,
+)
 from .rates import Sample
 
 log = logging.getLogger(__name__)
@@ -403,13 +410,7 @@ class StateFile:
         return True
 
     def _set_aside(self, path: str, problem: str) -> None:
-        aside = f"{path}.bad-{int(time.time())}"
-        try:
-            os.replace(path, aside)  # renames a symlink or directory itself, never its target
-        except OSError as error:
-            raise EnvironmentProblem(
-                f"state file {path} {problem}, and it cannot be moved aside ({error.strerror}); remove it"
-            ) from None
+        aside = move_aside(path, f"state file {path} {problem}")
         log.warning("state file %s %s: moved to %s; this run re-baselines", path, problem, aside)
 
     def load_json(self) -> dict:

@@ -91,6 +91,7 @@ from .errors import EnvironmentProblem
 from .files import (
     check_directory,
     fsync_dir,
+    move_aside,
     open_for_reading,
     open_in_directory,
     read_in_directory,
@@ -619,13 +620,7 @@ class Store:
             if self.read_only:
                 log.warning("store %s: %s; ignored", self.directory, problem)
                 return None
-            aside = f"{path}.bad-{int(time.time())}"
-            try:
-                os.replace(path, aside)  # renames a link or FIFO itself, never its target
-            except OSError as error:
-                raise EnvironmentProblem(
-                    f"{problem}; and it cannot be moved aside ({error.strerror}): remove it"
-                ) from None
+            aside = move_aside(path, str(problem))
             log.warning("store %s: %s: moved to %s; the store goes on without it", self.directory, problem, aside)
             return None
 
