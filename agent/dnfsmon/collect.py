@@ -11,9 +11,11 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Optional
 
-from . import capture, diagnosis, rates
+from . import capture, diagnosis, prometheus, rates
 from .config import Config
+from .errors import EnvironmentProblem
 from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
@@ -169,6 +171,10 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
     previous = {target.id: states[target.id].load() for target in targets}
     for target in targets:
         target.starting(previous[target.id])
+    textfile = prometheus.Textfile(config.prometheus_textfile) if config.prometheus_textfile else None
+    if textfile is not None:
+        textfile.remove_stale_temps()
+    textfile_problem: Optional[EnvironmentProblem] = None
     any_failure = False
     run_points = run_baselines = 0
     for number in range(1, count + 1):
@@ -191,9 +197,22 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             outcomes.append(outcome)
         # The ladder and the findings of this interval, from every target's points.
         interval_points = [p for o in outcomes for p in o.points]
-        store.append(diagnosis.to_points(diagnosis.diagnose(interval_points, config.host), time.time_ns()))
+        # The targets' samples carry the last inventory read into the intervals that skip it.
+        latest = (s for o in outcomes for s in o.samples.values())
+        found = diagnosis.diagnose(interval_points, config.host, latest, config.dnfs_expected)
+        finding_points = diagnosis.to_points(found, time.time_ns())
+        store.append(finding_points)
         # The store's counters are totals: every agent point carries them (store.py).
-        store.append([agent_point(config, outcomes, store.counts(), time.monotonic() - started)])
+        agent = agent_point(config, outcomes, store.counts(), time.monotonic() - started)
+        store.append([agent])
+        if textfile is not None:
+            # After the store: a textfile that cannot be written costs no stored point, and the
+            # run goes on sampling; it ends with the problem (exit 2) once every sample is stored.
+            try:
+                textfile.write([*interval_points, *finding_points, agent])
+            except EnvironmentProblem as problem:
+                log.error("%s", problem)
+                textfile_problem = problem
         failed = sum(len(o.failures) for o in outcomes)
         any_failure = any_failure or bool(failed)
         run_points += sum(len(o.points) for o in outcomes)
@@ -217,4 +236,6 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         f", {run_baselines} series baselined (rates from the next sample)" if run_baselines else "",
         "; a source failed (logged above)" if any_failure else "",
     )
+    if textfile_problem is not None:
+        raise textfile_problem
     return any_failure

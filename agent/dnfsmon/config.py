@@ -198,6 +198,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
     ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
     ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
+    ("prometheus", "textfile"): ("", _string, True),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
     ("oracle", "dsn"): ("", _dsn, False),
@@ -226,7 +227,14 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("simulator", "path_imbalance"): (0.0, _fraction, False),
     ("simulator", "latency_us"): (500.0, _number_between(0.001, 1e7), False),
     ("simulator", "client_slots"): (0, _int_between(0, 65536), False),
+    ("simulator", "dnfs_enabled"): (True, _bool, False),
+    ("simulator", "fallback_datafiles"): (0, _int_between(0, 20), False),
+    ("doctor", "dnfs_expected"): ("auto", _choice("auto", "yes", "no"), False),
 }
+
+
+# [doctor] dnfs_expected as the doctor takes it.
+DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": False}
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
@@ -293,6 +301,8 @@ class SimulatorSettings:
     path_imbalance: float
     latency_us: float
     client_slots: int
+    dnfs_enabled: bool
+    fallback_datafiles: int
 
 
 @dataclass(frozen=True)
@@ -309,10 +319,14 @@ class Config:
     nfs_ports: list[int]
     # None unless [influxdb] enabled = true.
     influxdb: Optional[InfluxSettings]
+    # The Prometheus textfile-collector file rewritten after every sample; "" for none.
+    prometheus_textfile: str
     # None unless [oracle] enabled = true.
     oracle: Optional[OracleSettings]
     # None unless [simulator] enabled = true.
     simulator: Optional[SimulatorSettings]
+    # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
+    dnfs_expected: Optional[bool] = None
 
 
 def _unchanged(value: Any) -> Any:
@@ -398,8 +412,10 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         host_sources=list(get("host", "sources")),
         nfs_ports=list(get("host", "nfs_ports")),
         influxdb=influxdb,
+        prometheus_textfile=get("prometheus", "textfile"),
         oracle=oracle,
         simulator=simulator,
+        dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
     )
 
 

@@ -212,7 +212,7 @@ def remove_stale_temps(directory: str) -> None:
                 pass
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o640) -> None:
+def write_atomically(path: str, data: bytes, mode: int = 0o640, prefix: str = TEMP_PREFIX) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a mix.
 
     Temp file in the same directory (rename is atomic only within one file
@@ -221,7 +221,7 @@ def write_atomically(path: str, data: bytes, mode: int = 0o640) -> None:
     planted symlink itself, never its target.
     """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+    fd, temp = tempfile.mkstemp(prefix=prefix, dir=directory)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:

@@ -111,15 +111,23 @@ class OracleTarget(Target):
         self.database: Database = Database(settings)
         # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
+        self.known_name = ""
 
     def starting(self, previous: Mapping[str, Sample]) -> None:
         self.inventory = oracle.InventoryCadence(self.inventory.interval_s, previous.values())
+        # The name the database last answered with: a sample that cannot reach it is tagged
+        # with it, not with the configured target (one database, one name on the dashboards).
+        self.known_name = oracle.last_known_name(previous.values())
 
-    def read(self) -> Reading:
+    def read_raw(self) -> Raw:
         from .oracle_db import read_once
 
-        raw = read_once(self.database, time.time(), self.inventory.due(time.time()))
+        return read_once(self.database, time.time(), self.inventory.due(time.time()))
+
+    def read(self) -> Reading:
+        raw = self.read_raw()
         self.inventory.read(raw)
+        self.known_name = oracle.name_down_reading(raw, self.known_name)
         return Reading(raws={oracle.NAME: raw})
 
     def close(self) -> None:
