@@ -900,3 +900,41 @@ def test_r2_l3_counts_that_no_store_writes_are_never_published(tmp_path, caplog,
     assert "counts.json holds no usable counts" in result.stderr
     agent = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
     assert all(agent.fields[name] == 0 for name in agent.fields if name.startswith("store_"))
+
+
+def test_r2_m1_a_root_run_never_writes_through_a_directory_link_another_user_can_replace(tmp_path):
+    """The README's layout: the service user owns VAR and replaces state and store with links to
+    directories root owns. Before: a root collect exited 0, wrote its lock, state and segments there
+    and deleted the .tmp-* and latest.json files it found."""
+    var = tmp_path / "var"
+    var.mkdir(mode=0o755)
+    rooted = {}
+    for name in ("state", "store"):
+        rooted[name] = tmp_path / f"root-{name}"
+        rooted[name].mkdir(mode=0o750)
+        (rooted[name] / ".tmp-precious").write_text("keep")
+        (rooted[name] / "latest.json").write_text("keep")
+        os.symlink(rooted[name], var / name)
+    if os.geteuid() == 0:
+        os.chown(var, 65534, 65534)  # the service user's directory, root running
+        changer = "uid 65534"
+    else:
+        os.chmod(var, 0o777)  # the same hole without root: anyone may replace the links
+        changer = "mode 0777"
+    config = write_config(
+        tmp_path, agent={"state_dir": str(var / "state")}, store={"dir": str(var / "store")}, host={"sources": ["tcp"]}
+    )
+    result = run("--config", config, "collect")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert f"{var / 'state'} is a symbolic link in {var}" in result.stderr and changer in result.stderr
+    for name in ("state", "store"):
+        assert sorted(os.listdir(rooted[name])) == [".tmp-precious", "latest.json"]
+
+
+def test_r2_m1_a_directory_link_only_root_or_this_user_can_change_is_followed(tmp_path):
+    (tmp_path / "real-store").mkdir(mode=0o750)
+    os.symlink(tmp_path / "real-store", tmp_path / "store")  # in tmp_path, this user's own 0700 directory
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    assert run("--config", config, "collect").returncode == 0
+    assert any(name.startswith("seg-") for name in os.listdir(tmp_path / "real-store"))

@@ -54,8 +54,10 @@ def check_directory(path: str, create: bool = True) -> None:
         info = os.lstat(path)
     except OSError as error:
         raise EnvironmentProblem(f"directory {path}: {error.strerror}") from None
+    _check_parent(path, info)
     if stat.S_ISLNK(info.st_mode):
-        # A symlinked directory chosen by the admin is fine if its target passes the checks.
+        # A symlinked directory chosen by the admin is fine if its target passes the checks
+        # (and no other user can replace the link: _check_parent).
         try:
             info = os.stat(path)
         except OSError as error:
@@ -72,6 +74,36 @@ def check_directory(path: str, create: bool = True) -> None:
             f"directory {path} has mode {info.st_mode & 0o777:04o}: group or others could plant files there; "
             f"chmod 750 {path}"
         )
+
+
+def _check_parent(path: str, info: os.stat_result) -> None:
+    """Refuse a directory (or a link to one) that another user could replace.
+
+    Whoever can write the directory that holds `path` can rename it and put a
+    symlink in its place, pointing at any directory: a run would then check
+    and write there (a root run into a root-owned directory of the attacker's
+    choosing). So that parent must be owned by this user or root and not
+    writable by group or others - or sticky (like /tmp), where only the
+    owner of an entry may rename it, and the entry is this user's or root's.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        above = os.stat(parent)
+    except OSError as error:
+        raise EnvironmentProblem(f"directory {parent}: {error.strerror}") from None
+    trusted = (os.geteuid(), 0)
+    what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a directory"
+    if above.st_uid not in trusted:
+        changer = f"uid {above.st_uid} (its owner)"
+    elif above.st_mode & 0o022 and not (above.st_mode & stat.S_ISVTX and info.st_uid in trusted):
+        changer = f"its group or others (mode {above.st_mode & 0o777:04o})"
+    else:
+        return
+    raise EnvironmentProblem(
+        f"{path} is {what} in {parent}, which {changer} can change: they could replace it with a link to any "
+        f"directory for this run to write in; use a directory whose parent only this user or root can write "
+        f"(install -d -m 750 -o {os.geteuid()} <dir> under a root-owned directory) and set it in the config"
+    )
 
 
 def open_in_directory(path: str, flags: int, mode: int = 0o640, any_owner: bool = False) -> int:
