@@ -830,6 +830,18 @@ def test_r2_m2_points_not_written_on_a_really_full_disk_are_counted_and_publishe
         assert 2 in codes and logged > 0, codes
         # Read while the disk is still full: the count is on disk already.
         assert Store(str(fs / "store"), 10**8).counts().unwritten_points == logged
+        # L5: a ship on the full disk names the file it could not write, and the fix.
+        (tmp_path / "shipping").mkdir()
+        shipping = write_config(
+            tmp_path / "shipping",
+            agent={"state_dir": str(fs / "state")},
+            store={"dir": str(fs / "store")},
+            influxdb={"enabled": True, "url": "http://127.0.0.1:9"},
+        )
+        result = run("--config", shipping, "ship")
+        assert result.returncode == 2, result.stderr
+        assert f"{fs / 'store'}" in result.stderr and "free space" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
         filler.unlink()
         assert run("--config", config, "collect").returncode == 0
         agent = [p for p in Store(str(fs / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
@@ -938,3 +950,44 @@ def test_r2_m1_a_directory_link_only_root_or_this_user_can_change_is_followed(tm
     config = write_config(tmp_path, host={"sources": ["tcp"]})
     assert run("--config", config, "collect").returncode == 0
     assert any(name.startswith("seg-") for name in os.listdir(tmp_path / "real-store"))
+
+
+def _hold_run_lock(directory, seconds):
+    """Another run holding collect.lock for `seconds` (a child process: flocks are per open file)."""
+    code = (
+        "import sys, time; from dnfsmon.state import RunLock; "
+        f"lock = RunLock({str(directory)!r}); lock.acquire(); print('held', flush=True); time.sleep({seconds})"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_r2_l7_a_run_waits_for_the_lock_of_a_run_about_to_finish_instead_of_losing_its_slot(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    (tmp_path / "state").mkdir(mode=0o750)
+    holder = _hold_run_lock(tmp_path / "state", 1.0)
+    try:
+        result = run("--config", config, "collect", "--count", "3", "--interval", "1.5")
+    finally:
+        holder.wait()
+    assert result.returncode == 0, result.stderr
+    # The lock came within the first interval: every sample of the slot is still due.
+    agents = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"]
+    assert len(agents) == 3
+
+
+def test_r2_l7_a_run_stuck_past_the_slot_still_gives_exit_75_within_the_slot(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    (tmp_path / "state").mkdir(mode=0o750)
+    holder = _hold_run_lock(tmp_path / "state", 60)
+    try:
+        started = time.monotonic()
+        result = run("--config", config, "collect", "--count", "2", "--interval", "0.5")
+        elapsed = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 75, result.stderr
+    assert 1.0 <= elapsed < 30
+    assert not (tmp_path / "store").exists() or not Store(str(tmp_path / "store"), 10**8).segments()

@@ -18,6 +18,7 @@ Safety rules (docs/reliability.md, "What a run refuses"):
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import tempfile
@@ -223,6 +224,21 @@ def move_aside(path: str, problem: str) -> str:
     except OSError as error:
         raise EnvironmentProblem(f"{problem}, and it cannot be moved aside ({error.strerror}): remove it") from None
     return aside
+
+
+def flock_within(fd: int, seconds: float) -> bool:
+    """Take an exclusive flock, waiting at most `seconds`; False when still held by another process."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as error:
+            if error.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def fsync_dir(path: str) -> None:

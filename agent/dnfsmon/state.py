@@ -43,8 +43,6 @@ symlinks (files.open_in_directory).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import logging
@@ -59,6 +57,7 @@ from typing import Optional
 from .errors import EnvironmentProblem
 from .files import (
     check_directory,
+    flock_within,
     fsync_dir,
     move_aside,
     open_in_directory,
@@ -536,19 +535,31 @@ class RunLock:
         self.path = os.path.join(directory, name)
         self.fd: Optional[int] = None
 
-    def acquire(self) -> None:
+    def acquire(self, wait_s: float = 0.0) -> None:
+        """Take the lock, waiting up to `wait_s` seconds for the run that holds it; LockHeld after that."""
         check_directory(self.directory)
         fd = open_in_directory(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = flock_within(fd, wait_s)
         except OSError as error:
+            os.close(fd)
+            raise EnvironmentProblem(f"cannot lock {self.path}: {error.strerror}") from None
+        if not taken:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            if error.errno in (errno.EWOULDBLOCK, errno.EACCES):
-                raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}") from None
-            raise EnvironmentProblem(f"cannot lock {self.path}: {error.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            waited = f" (waited {wait_s:g} s)" if wait_s else ""
+            raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}{waited}")
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as error:
+            # The pid is for people only (the flock is the lock), but a file system that cannot
+            # take 8 bytes cannot take this run's points or cursor either: say where.
+            os.close(fd)
+            raise EnvironmentProblem(
+                f"cannot write {self.path} ({error.strerror}): free space on its file system "
+                "(or make it writable by the agent's user); this run wrote nothing more"
+            ) from None
         self.fd = fd
 
     def release(self) -> None:

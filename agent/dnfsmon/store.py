@@ -76,12 +76,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
 import re
-import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -90,6 +88,7 @@ from typing import NamedTuple, NoReturn, Optional, Union
 from .errors import EnvironmentProblem
 from .files import (
     check_directory,
+    flock_within,
     fsync_dir,
     move_aside,
     open_for_reading,
@@ -211,21 +210,6 @@ def decode_json_record(line: bytes) -> Point:
         return Point.from_json(json.loads(text))
     except (KeyError, TypeError, AttributeError, RecursionError) as error:
         raise ValueError(f"not a point ({error.__class__.__name__})") from None
-
-
-def flock_within(fd: int, seconds: float) -> bool:
-    """Take an exclusive flock, waiting at most `seconds`; False when still held by another process."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError as error:
-            if error.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-                raise
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
 
 
 def _stamp(line: str) -> int:
