@@ -991,3 +991,17 @@ def test_r2_l7_a_run_stuck_past_the_slot_still_gives_exit_75_within_the_slot(tmp
     assert result.returncode == 75, result.stderr
     assert 1.0 <= elapsed < 30
     assert not (tmp_path / "store").exists() or not Store(str(tmp_path / "store"), 10**8).segments()
+
+
+def test_r2_l4_after_the_clock_steps_back_show_gives_the_newest_point_and_no_negative_age(tmp_path):
+    config = write_config(tmp_path)
+    store = Store(str(tmp_path / "store"), 10**8)
+    now = time.time_ns()
+    ten_years = 10 * 365 * 86400 * 10**9
+    step = Point("dnfsmon_agent", (("host", "h"),), {"sources_ok": 1}, now + ten_years)  # stored before the step
+    store.append([step])
+    store.append([Point("dnfsmon_agent", (("host", "h"),), {"sources_ok": 2}, now)])  # the clock stepped back
+    result = run("--config", config, "show", "--measurement", "dnfsmon_agent")
+    assert result.returncode == 0, result.stderr
+    assert "-3649d" not in result.stdout and " ago)" in result.stdout and "ahead" not in result.stdout
+    assert "sources_ok               2" in result.stdout

@@ -266,7 +266,9 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
     for point in points:
         tags = " ".join(f"{k}={v}" for k, v in point.tags)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time_ns / 1e9))
-        age = f" ({summary.age(now_ns - point.time_ns)} ago)" if now_ns is not None else ""
+        age = ""
+        if now_ns is not None:
+            age = f" ({summary.age(now_ns - point.time_ns)}{' ago' if now_ns >= point.time_ns else ' of this clock'})"
         lines.append(f"{point.measurement} {tags}  @ {stamp}{age}")
         for name, value in sorted(point.fields.items()):
             entry = entries.get((point.measurement, "field", name))

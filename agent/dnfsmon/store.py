@@ -80,6 +80,7 @@ import json
 import logging
 import os
 import re
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -432,10 +433,14 @@ class Store:
         Lines are merged by their series key and timestamp, never decoded to
         points: at 1000 mounts an append brings 33 400 of them."""
         latest = self._latest_by_series()
+        # A point held with a time after now was stored before the wall clock stepped back:
+        # the new point replaces it, or `show` would give it as the latest (with an age
+        # "ahead") until the clock caught up - ten years after a step from the future.
+        now_ns = time.time_ns()
         for line in lines:
             key = series_key(line)
             known = latest.get(key)
-            if known is None or _stamp(line) >= _stamp(known):
+            if known is None or _stamp(line) >= _stamp(known) or _stamp(known) > now_ns:
                 latest[key] = line
         document = "".join([_latest_entry(line) for _, line in sorted(latest.items())])
         try:
