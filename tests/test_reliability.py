@@ -7,7 +7,9 @@ code before the fix and failed there.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import json
 import os
 import resource
@@ -17,6 +19,9 @@ import sys
 import time
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as fuzz_settings
+from hypothesis import strategies as st
 
 from configs import write_config
 from dnfsmon import capture, config
@@ -1005,3 +1010,120 @@ def test_r2_l4_after_the_clock_steps_back_show_gives_the_newest_point_and_no_neg
     assert result.returncode == 0, result.stderr
     assert "-3649d" not in result.stdout and " ago)" in result.stdout and "ahead" not in result.stdout
     assert "sources_ok               2" in result.stdout
+
+
+# --- L2: dnfsmon diff on hostile captures ---------------------------------------------------
+
+DIFF_CASE = os.path.join(os.path.dirname(__file__), "cases", "diff", "basic")
+
+
+def _hostile_pair(tmp_path, change_manifest=None):
+    """A copy of a real capture pair (tests/cases/diff/basic) whose new manifest `change_manifest` edits."""
+    import shutil
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(os.path.join(DIFF_CASE, "old"), old)
+    shutil.copytree(os.path.join(DIFF_CASE, "new"), new)
+    if change_manifest is not None:
+        manifest = json.loads((new / "capture.json").read_text())
+        change_manifest(manifest)
+        (new / "capture.json").write_text(json.dumps(manifest))
+    return old, new
+
+
+def _diff_exit(old, new, *extra):
+    from dnfsmon import cli
+
+    return cli.main(["diff", str(old), str(new), *extra])
+
+
+def _set_all_sources(key, value):
+    def change(manifest):
+        for entry in manifest["sources"].values():
+            if "failed" not in entry:
+                entry[key] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["nested", "fifo", "host-newline", "host-backslash", "wall-inf", "wall-1e300", "time-nan"],
+)
+def test_r2_l2_a_hostile_capture_is_one_line_and_exit_2(tmp_path, capsys, hostile):
+    changes = {
+        "host-newline": lambda m: m.update(host="db1\nevil,tag=x"),
+        "host-backslash": lambda m: m.update(host="db1\\"),
+        "wall-inf": _set_all_sources("wall_time", float("inf")),
+        "wall-1e300": _set_all_sources("wall_time", 1e300),
+        "time-nan": _set_all_sources("time", float("nan")),
+    }
+    old, new = _hostile_pair(tmp_path, changes.get(hostile))
+    if hostile == "nested":
+        (new / "capture.json").write_text("[" * 100_000 + "]" * 100_000)
+    elif hostile == "fifo":
+        (new / "capture.json").unlink()
+        os.mkfifo(new / "capture.json")  # nobody writes it: an open() without O_NONBLOCK waits forever
+    def hung(*_):
+        raise AssertionError("dnfsmon diff hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)  # a hang fails the test instead of holding the run
+    try:
+        code = _diff_exit(old, new, "--format", "lp")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and str(new / "capture.json") in err
+
+
+def test_r2_l2_a_huge_capture_writes_a_bounded_number_of_warnings(tmp_path, capsys):
+    """A /proc/net/snmp of a million malformed lines: the log names the first problems and counts the rest."""
+    old, new = _hostile_pair(tmp_path)
+    junk = "".join(f"Junk{i}: not a number\n" for i in range(200_000))
+    for directory in (old, new):
+        path = directory / "proc" / "net" / "dev"
+        path.write_text(path.read_text() + junk)
+    code = _diff_exit(old, new)
+    err = capsys.readouterr().err
+    assert code in (0, 3), err
+    assert len(err) < 20_000, f"{len(err)} bytes of warnings"
+    assert "more malformed inputs (not listed)" in err
+
+
+def _mutate(data: bytes, draw) -> bytes:
+    """One of the mutations the review used: flip, cut, repeat or splice bytes."""
+    kind = draw(st.sampled_from(["flip", "cut", "repeat", "insert"]))
+    if not data:
+        return draw(st.binary(max_size=64))
+    at = draw(st.integers(0, len(data) - 1))
+    if kind == "flip":
+        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
+    if kind == "cut":
+        return data[:at]
+    if kind == "repeat":
+        return data[:at] + data[at:] * draw(st.integers(2, 4))
+    return (
+        data[:at]
+        + draw(st.sampled_from([b"inf", b"1e400", b"-", b"\n", b"[", b"{", b"99999999999999999999999", b"\0"]))
+        + data[at:]
+    )
+
+
+@pytest.mark.slow
+@fuzz_settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_r2_l2_random_mutations_of_a_capture_exit_0_2_or_3_never_1(tmp_path_factory, data):
+    tmp_path = tmp_path_factory.mktemp("fuzz")
+    old, new = _hostile_pair(tmp_path)
+    files = sorted(p for p in new.rglob("*") if p.is_file())
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(files))
+        path.write_bytes(_mutate(path.read_bytes(), data.draw))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = _diff_exit(old, new, "--format", "lp")
+    assert code in (0, 2, 3), err.getvalue()[-3000:]
+    assert "Traceback" not in err.getvalue()
