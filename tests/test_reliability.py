@@ -1064,6 +1064,7 @@ def test_r2_l2_a_hostile_capture_is_one_line_and_exit_2(tmp_path, capsys, hostil
     elif hostile == "fifo":
         (new / "capture.json").unlink()
         os.mkfifo(new / "capture.json")  # nobody writes it: an open() without O_NONBLOCK waits forever
+
     def hung(*_):
         raise AssertionError("dnfsmon diff hung")
 
@@ -1127,3 +1128,74 @@ def test_r2_l2_random_mutations_of_a_capture_exit_0_2_or_3_never_1(tmp_path_fact
         code = _diff_exit(old, new, "--format", "lp")
     assert code in (0, 2, 3), err.getvalue()[-3000:]
     assert "Traceback" not in err.getvalue()
+
+
+# --- L1: every open of the agent's files goes through files.py ------------------------------
+
+AGENT = os.path.join(os.path.dirname(__file__), "..", "agent", "dnfsmon")
+# Opens outside files.py that never touch the agent's directories, each with why it is safe.
+OPENS_ALLOWED = {
+    ("capture.py", "write"): "writes a capture into the directory the user names on the command line",
+    ("catalogue.py", "load"): "the package's own catalogue.csv",
+    ("cli.py", "example_config"): "the package's own example.toml",
+    ("cli.py", "load_config"): "the config file the admin names with -c (or the default path)",
+    ("config.py", "load"): "the config file the admin names with -c (or the default path)",
+    ("cli.py", "main"): "/dev/null in place of a closed stdout",
+    ("top.py", "run_batch"): "/dev/null in place of a closed stdout",
+    ("sources/base.py", "read"): "kernel files under /proc and /sys, where no user can plant a file",
+    ("wire/__init__.py", "transactions"): "packet captures the user names on the command line",
+}
+OPEN_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
+
+
+def _opens_outside_files_py():
+    """(module, enclosing function, call) of every file open in the agent outside files.py."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(AGENT)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "files.py":
+            continue
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if name not in OPEN_CALLS:
+                continue
+            text = ast.unparse(node)
+            if text.startswith("os.open(") and "O_NOFOLLOW" in text:
+                continue  # the flags themselves refuse a link; fstat follows in the same function
+            scope = parents.get(node)
+            while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scope = parents.get(scope)
+            found.append((path.relative_to(root).as_posix(), scope.name if scope else "<module>", text))
+    return found
+
+
+def test_r2_l1_no_file_of_the_agent_is_opened_outside_files_py():
+    """store, state, collect, ship read and write only through files.py (O_NOFOLLOW | O_NONBLOCK, fstat
+    S_ISREG and owner, a bound on bytes read); any other open must be listed above with why it is safe."""
+    found = _opens_outside_files_py()
+    unsafe = [(module, scope, call) for module, scope, call in found if (module, scope) not in OPENS_ALLOWED]
+    assert unsafe == [], "open through files.py, or list it in OPENS_ALLOWED with the reason"
+    assert {(module, scope) for module, scope, _ in found} == set(OPENS_ALLOWED), "a listed open is gone: unlist it"
+
+
+def test_r2_l1_the_docs_list_every_file_the_agent_keeps():
+    from dnfsmon import state, store
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "reliability.md"), encoding="utf-8") as f:
+        section = f.read().split("### Every file in the agent's directories")[1].split("\n## ")[0]
+    names = {
+        value
+        for module in (store, state)
+        for key, value in vars(module).items()
+        if isinstance(value, str) and (key.endswith("_FILE") or key.endswith("_LOCK") or key == "LOCK_NAME")
+    }
+    names |= {"seg-<sequence>.lp", ".state.json", ".state.journal", "quarantine.jsonl.1", ".bad-<time>"}
+    missing = sorted(name for name in names if f"`{name}" not in section and name not in section)
+    assert missing == []
