@@ -1045,27 +1045,6 @@ def test_split_converts_column_by_column_as_value_by_value():
     assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
 
 
-def test_the_garbage_collector_is_paused_only_for_the_block_and_left_as_it_was():
-    import gc
-
-    from dnfsmon.sources.base import collector_paused
-
-    assert gc.isenabled()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()  # a caller that had paused it keeps it paused
-    finally:
-        gc.enable()
-    with pytest.raises(ValueError), collector_paused():
-        raise ValueError
-    assert gc.isenabled()
-
-
 # --- logon refusals and the run's time budget: a fake listener the real thin client talks to ---
 
 

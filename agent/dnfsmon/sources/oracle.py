@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Callable, Optional, cast
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
-from .base import Parsed, ParseError, Raw, Source, collector_paused
+from .base import Parsed, ParseError, Raw, Source
 
 if TYPE_CHECKING:
     from ..config import Config, OracleSettings
@@ -348,8 +348,7 @@ def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dic
     processes brings some 650 000 values, and one call per value cost about
     twice all the source's own work (bench/README.md).
     """
-    with collector_paused():
-        return _split(combined, rows)
+    return _split(combined, rows)
 
 
 def _split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
@@ -1351,15 +1350,13 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
 def parse(raw: Raw, host: str) -> Parsed:
     """The contract's parse step (dnfsmon.sources.base): the samples, their problems
     and what could not be read this time (the status sample carries it)."""
-    with collector_paused():
-        found, problems = samples(raw, host)
+    found, problems = samples(raw, host)
     return Parsed(found, problems, failure(found))
 
 
 def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-    """The contract's publish step: aggregate(), with the garbage collector paused (collector_paused)."""
-    with collector_paused():
-        return aggregate(result, current)
+    """The contract's publish step: aggregate()."""
+    return aggregate(result, current)
 
 
 class OracleSource(Source):
