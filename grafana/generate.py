@@ -39,6 +39,14 @@ ANY_HOST = '"host" =~ /.+/'  # the fleet: every host
 FILER = ' AND "server" =~ /^$server$/'  # dNFS channels: the filer's name (SVRNAME)
 FILER_ADDRESS = ' AND "server" =~ /^$filer_address$/'  # TCP connections: the filer's address
 INTERFACE = ' AND "interface" =~ /^$interface$/'
+# "Current": the last two minutes before the end of the dashboard's range (Grafana's global
+# variable ${__to}, the range's end in ms since the epoch), so a range in the past shows what
+# was current at its end. The agent stores a sample every 10 s and ships them once a minute
+# (cron), so the newest point of a live agent is at most about 70 s old.
+CURRENT = "time > ${__to}ms - 2m AND time <= ${__to}ms"
+# A live agent's newest sample is at most one run (60 s) plus shipping old; silent for three
+# more samples (30 s), it has none in this window.
+SILENT_AFTER = "100s"
 
 
 # Grafana unit ids for the catalogue's units (Grafana: "Standard options > Unit";
@@ -97,6 +105,24 @@ def target(query: str, ref: str = "A", alias: str = "", table: bool = False, uni
     return t
 
 
+def summed(measurement: str, field: str, where: str, group: Sequence[str], alias: str = "") -> dict:
+    """The sum over series of each series' mean per $__interval, one sum per tag in `group`.
+
+    A measurement with one series per instance (and PDB) is a rate per series: the total
+    is the sum of the series' rates. sum() over the raw points would add every sample that
+    falls in an interval too (two instances at 1,000/s showed 12,000 at a 1 min interval),
+    so each series is averaged over the interval first (`GROUP BY *`: every tag), then added.
+    """
+    by = "".join(f', "{tag}"' for tag in group)
+    inner = (
+        f'SELECT mean("{field}") AS "{field}" FROM "{measurement}" WHERE {where} AND $timeFilter '
+        "GROUP BY time($__interval), * fill(none)"
+    )
+    query = f'SELECT sum("{field}") FROM ({inner}) WHERE $timeFilter GROUP BY time($__interval){by} fill(null)'
+    alias = alias or " ".join(f"$tag_{tag}" for tag in group)
+    return target(query, alias=alias, unit=catalogue_unit(measurement, field))
+
+
 def series(
     measurement: str,
     fields: Sequence[tuple[str, str]],
@@ -140,6 +166,10 @@ def panel(
     links: Optional[list[dict]] = None,
     thresholds: Optional[list[tuple[Optional[float], str]]] = None,
     unit: str = "",
+    transformations: Sequence[dict] = (),
+    no_value: str = "",
+    mappings: Sequence[dict] = (),
+    overrides: Sequence[dict] = (),
 ) -> dict:
     """A panel whose unit is its targets' catalogue unit (all must agree), or `unit` for what the catalogue has none of."""
     units = {t.pop("_unit") for t in targets}
@@ -152,18 +182,25 @@ def panel(
         defaults["links"] = links
     if thresholds:
         defaults["thresholds"] = {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in thresholds]}
+    if no_value:
+        defaults["noValue"] = no_value
+    if mappings:
+        defaults["mappings"] = list(mappings)
     if kind == "stat":
         options = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}, **(options or {})}
-    return {
+    built = {
         "type": kind,
         "title": title,
         "description": description,
         "datasource": DATASOURCE,
-        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "fieldConfig": {"defaults": defaults, "overrides": list(overrides)},
         "options": options or {},
         "targets": targets,
         "gridPos": {"w": width, "h": height},
     }
+    if transformations:
+        built["transformations"] = list(transformations)
+    return built
 
 
 def row(title: str, panels: list[dict], collapsed: bool = False) -> list[dict]:
@@ -259,66 +296,92 @@ def dashboard(
     }
 
 
+def finding_columns(where: str) -> str:
+    """Each finding's last summary and remedy over `where`: one row per finding id (a finding
+    is written with every sample it holds in, so the raw points repeat it six times a minute)."""
+    return (
+        'SELECT last("summary") AS "summary", last("remedy") AS "remedy" FROM "dnfsmon_finding" '
+        f'WHERE {HOST} AND {where} GROUP BY "severity", "layer", "id"'
+    )
+
+
+# Severity order for sorting: the tag's values sort alphabetically in the order of their
+# weight ("critical" before "warning"); a test checks every severity the rules emit.
+SEVERITIES = ("critical", "warning")
+
+
+def agent_samples(where: str, group: Sequence[str]) -> str:
+    """Samples each agent stored in the last SILENT_AFTER before the range's end, 0 for an
+    agent seen in the range but silent since: the recent count and a zero per agent seen,
+    added (InfluxQL has no outer join; a subquery list is a union)."""
+    by = ", ".join(f'"{tag}"' for tag in group)
+    recent = (
+        f'SELECT count("sample_seconds") AS "samples" FROM "dnfsmon_agent" '
+        f"WHERE {where}time > ${{__to}}ms - {SILENT_AFTER} AND time <= ${{__to}}ms GROUP BY {by}"
+    )
+    seen = f'SELECT last("sample_seconds") * 0 AS "samples" FROM "dnfsmon_agent" WHERE {where}$timeFilter GROUP BY {by}'
+    return f'SELECT sum("samples") AS "samples" FROM ({recent}), ({seen}) GROUP BY {by}'
+
+
+SILENT_MAPPING = {"type": "value", "options": {"0": {"text": "silent", "color": "red", "index": 0}}}
+
+
 def health_row() -> list[dict]:
-    """Single numbers with thresholds: is something wrong, and in which layer."""
+    """The verdict first, then single numbers with thresholds: is something wrong, and in which layer."""
 
-    def stat(title: str, description: str, targets: list[dict], thresholds: list, unit: str = "") -> dict:
-        return panel(title, description, targets, kind="stat", width=3, height=4, thresholds=thresholds, unit=unit)
+    def stat(
+        title: str, description: str, targets: list[dict], thresholds: list, unit: str = "", width: int = 4, **more
+    ) -> dict:
+        return panel(
+            title, description, targets, kind="stat", width=width, height=4, thresholds=thresholds, unit=unit, **more
+        )
 
+    verdict = panel(
+        "Verdict: the worst current finding",
+        "The most severe finding of dnfsmon doctor's rules in the last 2 minutes before the end of the range: what is wrong, "
+        "the layer it blames (client, network, filer or host) and what to do (docs/doctor.md). Empty when no rule fired; "
+        "all current findings are in the table of the Host pressure and findings row.",
+        [target(finding_columns(CURRENT), table=True)],
+        kind="table",
+        width=12,
+        height=4,
+        unit="short",
+        no_value="No finding in the last 2 minutes",
+        transformations=[
+            {"id": "sortBy", "options": {"sort": [{"field": "severity", "desc": False}]}},
+            {"id": "limit", "options": {"limitField": 1}},
+            {"id": "organize", "options": {"excludeByName": {"Time": True, "id": True}, "indexByName": {}}},
+        ],
+        options={"showHeader": True, "cellHeight": "sm"},
+    )
     return row(
         "Health",
         [
+            verdict,
             stat(
-                "Single-block read",
-                "Average 'db file sequential read' wait of the worst instance, latest interval. Above 10 ms a dNFS read is slow for NAS on flash; above 20 ms users notice.",
-                series(
-                    "dnfsmon_oracle_event", [("avg_latency_us", "")], DB + READ_EVENT, [], aggregate="max", to_unit="ms"
-                ),
-                [(None, "green"), (10, "orange"), (20, "red")],
+                "Agent: samples in the last 100 s",
+                "Samples this host's agent stored in the 100 s before the end of the range. The agent samples every 10 s and "
+                "ships once a minute, so a live agent always has some; none (red, 'silent') means it stopped for more than "
+                "three samples: every other number on this dashboard is then old.",
+                [target(agent_samples(HOST + " AND ", ["host"]), unit="")],
+                [(None, "red"), (1, "green")],
+                unit="short",
+                no_value="silent",
+                mappings=[SILENT_MAPPING],
             ),
             stat(
-                "dNFS NFS ops/s",
-                "NFS READ + WRITE operations per second through Direct NFS, all instances (V$DNFS_STATS; one database block read can be one or more NFS READs).",
-                series("dnfsmon_dnfs_io", [("total_iops", "")], DB, [], aggregate="sum"),
-                [(None, "blue")],
-            ),
-            stat(
-                "Filer TCP RTT",
-                "Largest smoothed TCP round-trip time of the connections to the filers, latest interval.",
-                series("dnfsmon_filer_tcp", [("srtt_max_ms", "")], HOST, [], aggregate="max"),
-                [(None, "green"), (2, "orange"), (10, "red")],
-            ),
-            stat(
-                "TCP retransmits",
-                "Host-wide retransmitted segments as a share of segments sent, latest interval.",
-                series("dnfsmon_tcp", [("retrans_pct", "")], HOST, [], aggregate="max"),
-                [(None, "green"), (0.5, "orange"), (2, "red")],
-            ),
-            stat(
-                "Busiest NIC",
-                "Highest nicstat %Util of any interface, latest interval.",
-                series("dnfsmon_nic", [("util_pct", "")], HOST, [], aggregate="max"),
-                [(None, "green"), (70, "orange"), (90, "red")],
-            ),
-            stat(
-                "Kernel NFS backlog",
-                "Mean RPCs waiting for a transport slot per RPC sent, worst kernel NFS mount. Above 0: the sunrpc slot table is full (dNFS does not use it).",
-                series("dnfsmon_nfs_mount", [("avg_backlog", "")], HOST, [], aggregate="max"),
-                [(None, "green"), (0.01, "orange"), (1, "red")],
-            ),
-            stat(
-                "Sources failed",
-                "Sources the agent could not read in its latest sample (each is logged with its reason).",
-                series("dnfsmon_agent", [("sources_failed", "")], HOST, [], aggregate="max"),
-                [(None, "green"), (1, "red")],
-            ),
-            stat(
-                "Doctor findings",
-                "Findings of dnfsmon doctor's rules in the latest interval (collect stores them; docs/doctor.md lists the ids); "
-                "the table in the Host pressure row names them.",
-                series("dnfsmon_finding", [("summary", "")], HOST, [], aggregate="count"),
+                "Current findings",
+                "Distinct findings of dnfsmon doctor's rules (one per rule id) in the last 2 minutes before the end of the range; "
+                "the verdict names the worst.",
+                [
+                    target(
+                        f'SELECT count("summary") FROM ({finding_columns(CURRENT)}) GROUP BY "host"',
+                        unit="",
+                    )
+                ],
                 [(None, "green"), (1, "red")],
                 unit="short",
+                no_value="0",
             ),
             stat(
                 "Database reachable",
@@ -331,6 +394,55 @@ def health_row() -> list[dict]:
                     )
                 ],
                 [(None, "red"), (1, "green")],
+            ),
+            stat(
+                "Single-block read",
+                "Average 'db file sequential read' wait of the worst instance, latest interval. Above 10 ms a dNFS read is slow for NAS on flash; above 20 ms users notice.",
+                series(
+                    "dnfsmon_oracle_event", [("avg_latency_us", "")], DB + READ_EVENT, [], aggregate="max", to_unit="ms"
+                ),
+                [(None, "green"), (10, "orange"), (20, "red")],
+            ),
+            stat(
+                "dNFS NFS ops/s",
+                "NFS READ + WRITE operations per second through Direct NFS, all selected instances together, latest interval "
+                "(V$DNFS_STATS; one database block read can be one or more NFS READs).",
+                [summed("dnfsmon_dnfs_io", "total_iops", DB, [])],
+                [(None, "blue")],
+            ),
+            stat(
+                "Filer TCP RTT",
+                "Largest smoothed TCP round-trip time of the connections to the filers, latest interval.",
+                series("dnfsmon_filer_tcp", [("srtt_max_ms", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (2, "orange"), (10, "red")],
+                width=3,
+            ),
+            stat(
+                "TCP retransmits",
+                "Host-wide retransmitted segments as a share of segments sent, latest interval.",
+                series("dnfsmon_tcp", [("retrans_pct", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (0.5, "orange"), (2, "red")],
+                width=3,
+            ),
+            stat(
+                "Busiest NIC",
+                "Highest nicstat %Util of any interface, latest interval.",
+                series("dnfsmon_nic", [("util_pct", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (70, "orange"), (90, "red")],
+                width=3,
+            ),
+            stat(
+                "Kernel NFS backlog",
+                "Mean RPCs waiting for a transport slot per RPC sent, worst kernel NFS mount. Above 0: the sunrpc slot table is full (dNFS does not use it).",
+                series("dnfsmon_nfs_mount", [("avg_backlog", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (0.01, "orange"), (1, "red")],
+            ),
+            stat(
+                "Sources failed",
+                "Sources the agent could not read in its latest sample (each is logged with its reason).",
+                series("dnfsmon_agent", [("sources_failed", "")], HOST, [], aggregate="max"),
+                [(None, "green"), (1, "red")],
+                width=3,
             ),
         ],
     )
@@ -391,7 +503,13 @@ def database_row() -> list[dict]:
             panel(
                 "dNFS NFS operations",
                 "NFS READ and WRITE operations per second through Direct NFS, per instance (V$DNFS_STATS diffed per process). These are NFS RPCs, not database I/O calls.",
-                series("dnfsmon_dnfs_io", [("read_iops", "reads"), ("write_iops", "writes")], DB, ["instance"]),
+                [
+                    summed("dnfsmon_dnfs_io", "read_iops", DB, ["instance"], alias="reads $tag_instance"),
+                    {
+                        **summed("dnfsmon_dnfs_io", "write_iops", DB, ["instance"], alias="writes $tag_instance"),
+                        "refId": "B",
+                    },
+                ],
                 width=9,
             ),
             panel(
@@ -402,9 +520,10 @@ def database_row() -> list[dict]:
             ),
             panel(
                 "I/O wait latency",
-                "Average wait per event in microseconds (ΔTIME_WAITED_MICRO / ΔTOTAL_WAITS). 'db file sequential read' is single-block read latency; "
+                "Average wait per event in milliseconds (ΔTIME_WAITED_MICRO / ΔTOTAL_WAITS / 1000), the unit of the latency ladder above. "
+                "'db file sequential read' is single-block read latency; "
                 "asynchronous and direct-path events measure waits for batches, not the latency of one I/O.",
-                series("dnfsmon_oracle_event", [("avg_latency_us", "")], DB, ["instance", "event"]),
+                series("dnfsmon_oracle_event", [("avg_latency_us", "")], DB, ["instance", "event"], to_unit="ms"),
             ),
             panel(
                 "Single-block read latency histogram",
@@ -576,17 +695,16 @@ def host_pressure_row() -> list[dict]:
                 width=8,
             ),
             panel(
-                "Doctor findings",
-                "Every finding over the time range: the rule that fired, the layer it blames, and what to do (docs/doctor.md).",
-                [
-                    target(
-                        f'SELECT "summary", "remedy" FROM "dnfsmon_finding" WHERE {HOST} AND $timeFilter GROUP BY "id", "layer", "severity"',
-                        table=True,
-                    )
-                ],
+                "Findings over the range, last occurrence of each",
+                "One row per finding of dnfsmon doctor's rules seen in the time range, most severe first: when it was last seen, "
+                "the layer it blames, what is wrong and what to do (docs/doctor.md).",
+                [target(finding_columns("$timeFilter"), table=True)],
                 kind="table",
                 width=24,
                 unit="short",
+                no_value="No finding in the range",
+                transformations=[{"id": "sortBy", "options": {"sort": [{"field": "severity", "desc": False}]}}],
+                options={"showHeader": True},
             ),
         ],
         collapsed=True,
@@ -610,9 +728,10 @@ def agent_row() -> list[dict]:
                 width=8,
             ),
             panel(
-                "Points dropped by the local store",
-                "Points the local store dropped (oldest first) to stay within store.max_bytes: InfluxDB was unreachable for too long.",
-                series("dnfsmon_agent", [("store_dropped_points", "")], HOST, [], aggregate="sum"),
+                "Points dropped by the local store (total)",
+                "Points the local store has dropped (oldest first) to stay within store.max_bytes since it was created: a rise means "
+                "InfluxDB was unreachable for too long and that many points are lost. A counter: the panel shows its value, not a sum.",
+                series("dnfsmon_agent", [("store_dropped_points", "")], HOST, [], aggregate="max"),
                 width=8,
             ),
         ],
@@ -710,28 +829,53 @@ def fleet_table(
     aggregate: str,
     group: Sequence[str],
     thresholds: list[tuple[Optional[float], str]],
+    column: str,
     where: str = "",
     to_unit: str = "",
     sort_desc: bool = True,
+    keep: str = "",
 ) -> dict:
-    """Worst hosts first: one row per host (and database or interface) with `aggregate` of the field over the range."""
+    """Worst hosts first: one row per host (and database or interface) with `aggregate` of the field over
+    the range, in a column named for what it holds; `keep` (e.g. "< 100") lists only the rows whose value
+    passes it, so that a table titled for a problem lists only where it is."""
     unit = catalogue_unit(measurement, field)
     scale = CONVERSIONS[(unit, to_unit)] if to_unit else ""
     by = ", ".join(f'"{tag}"' for tag in group)
-    query = (
-        f'SELECT {aggregate}("{field}"){scale} AS "value" FROM "{measurement}" WHERE {where}$timeFilter GROUP BY {by}'
+    query = f'SELECT {aggregate}("{field}"){scale} AS "{column}" FROM "{measurement}" WHERE {where}$timeFilter GROUP BY {by}'
+    if keep:
+        query = f'SELECT "{column}" FROM ({query}) WHERE "{column}" {keep} GROUP BY {by}'
+    return table_of_hosts(
+        title, description, query, group, column, grafana_unit(to_unit or unit), thresholds, sort_desc
     )
+
+
+def table_of_hosts(
+    title: str,
+    description: str,
+    query: str,
+    group: Sequence[str],
+    column: str,
+    unit: str,
+    thresholds: list[tuple[Optional[float], str]],
+    sort_desc: bool,
+    **more,
+) -> dict:
+    """A fleet table of `query` (one row per host, or host and database...), its values in the Grafana `unit`,
+    every row a link to its host dashboard."""
     carried = [tag for tag in group if tag in ("host", "database")]
     return panel(
         title,
         description,
-        [target(query, table=True, unit=to_unit or unit)],
+        [target(query, table=True)],
+        unit=unit,
         kind="table",
         width=12,
         height=8,
         links=[{"title": "Open the host dashboard", "url": host_link(carried)}],
         thresholds=thresholds,
-        options={"sortBy": [{"displayName": "value", "desc": sort_desc}], "showHeader": True},
+        options={"sortBy": [{"displayName": column, "desc": sort_desc}], "showHeader": True},
+        transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True}, "indexByName": {}}}],
+        **more,
     )
 
 
@@ -800,6 +944,7 @@ def fleet_dashboard() -> dict:
                 "max",
                 ["host", "database"],
                 latency,
+                "worst ms",
                 where=read_event,
                 to_unit="ms",
             ),
@@ -811,17 +956,21 @@ def fleet_dashboard() -> dict:
                 "max",
                 ["host", "database", "instance"],
                 [(None, "blue")],
+                "highest ops/s",
             ),
             fleet_table(
-                "Hosts with a dNFS fallback",
-                "Lowest share of data files on DNFS_LIB per host: below 100 % is a silent fallback to kernel NFS (or files on local disk or ASM).",
+                "Databases with a dNFS fallback",
+                "Databases and instances whose share of data files on DNFS_LIB fell below 100 % in the range (lowest share): a silent "
+                "fallback to kernel NFS (or files on local disk or ASM). Only those are listed.",
                 "dnfsmon_dnfs_coverage",
                 "dnfs_pct",
                 "min",
                 ["host", "database", "instance"],
                 [(None, "red"), (99.99, "green")],
+                "lowest dNFS %",
                 where="\"file_type\" = 'Data File' AND ",
                 sort_desc=False,
+                keep="< 100",
             ),
             fleet_table(
                 "TCP retransmissions",
@@ -831,32 +980,44 @@ def fleet_dashboard() -> dict:
                 "max",
                 ["host"],
                 [(None, "green"), (0.5, "orange"), (2, "red")],
+                "highest retransmit %",
             ),
             fleet_table(
-                "Saturated NICs",
-                "Highest nicstat %Util per host and interface.",
+                "Busiest NICs",
+                "Highest nicstat %Util per host and interface over the range, busiest first.",
                 "dnfsmon_nic",
                 "util_pct",
                 "max",
                 ["host", "interface"],
                 [(None, "green"), (70, "orange"), (90, "red")],
+                "highest %Util",
             ),
-            panel(
-                "Databases not reachable",
-                "Lowest reachability per host and database over the range: No means the agent could not read it at least once.",
-                [
-                    target(
-                        'SELECT min("reachable") AS "value" FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
-                        table=True,
-                        unit=catalogue_unit("dnfsmon_oracle_status", "reachable"),
-                    )
-                ],
-                kind="table",
-                width=12,
-                height=8,
-                links=[{"title": "Open the host dashboard", "url": host_link(["host", "database"])}],
-                thresholds=[(None, "red"), (1, "green")],
-                options={"sortBy": [{"displayName": "value", "desc": False}], "showHeader": True},
+            table_of_hosts(
+                "Databases not reachable in the range",
+                "Databases the agent could not read at least once in the range, with the number of samples that failed "
+                "(the reason is in dnfsmon_oracle_status.error and the agent's log). Only those are listed.",
+                'SELECT "samples down" FROM (SELECT count("reachable") - sum("reachable") AS "samples down" '
+                'FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database") '
+                'WHERE "samples down" > 0 GROUP BY "host", "database"',
+                ["host", "database"],
+                "samples down",
+                "short",
+                [(None, "red")],
+                True,
+                no_value="Every database answered every sample",
+            ),
+            table_of_hosts(
+                "Agents: samples in the last 100 s",
+                "Every agent seen in the range with the samples it stored in the 100 s before the end of the range. A live agent "
+                "samples every 10 s and ships once a minute, so it always has some; 0 (red, 'silent') means it stopped for more "
+                "than three samples and its host's figures are old.",
+                agent_samples("", ["host"]),
+                ["host"],
+                "samples",
+                "short",
+                [(None, "red"), (1, "green")],
+                False,
+                mappings=[SILENT_MAPPING],
             ),
         ],
     )

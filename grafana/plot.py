@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import time
 import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
@@ -35,6 +36,7 @@ def concrete(query: str) -> str:
     """A panel query as Grafana runs it for a viewer choosing "All" over the last hour."""
     for name in VARIABLES:
         query = query.replace(f"${name}", ".*")
+    query = query.replace("${__to}", str(int(time.time() * 1000)))
     return query.replace("$timeFilter", "time > now() - 1h").replace("$__interval", "10s")
 
 

@@ -41,14 +41,18 @@ def stored(tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(os.listdir(CASES)))
-def test_diff_golden_cases(case):
+def test_diff_golden_cases(case, update_golden):
     directory = os.path.join(CASES, case)
     rc_file = os.path.join(directory, "expected.rc")  # a case whose source fails says so
     expected_rc = int(open(rc_file).read()) if os.path.exists(rc_file) else 0
     result = run(
         "diff", os.path.join(directory, "old"), os.path.join(directory, "new"), "--format", "lp", check_rc=expected_rc
     )
-    with open(os.path.join(directory, "expected.lp"), encoding="utf-8") as f:
+    expected = os.path.join(directory, "expected.lp")
+    if update_golden:  # pytest --update-golden: the case's README must still describe what it now holds
+        with open(expected, "w", encoding="utf-8") as f:
+            f.write(result.stdout)
+    with open(expected, encoding="utf-8") as f:
         assert result.stdout == f.read()
 
 
@@ -128,11 +132,13 @@ def test_live_capture_then_diff(tmp_path):
 def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
-    first = stored(tmp_path)
-    assert [p.measurement for p in first] == ["dnfsmon_agent"]  # baseline only: no rate, no zero
+    # Baseline only: no rate, no zero; the agent's own points say each source ran.
+    first = [p for p in stored(tmp_path) if p.measurement != "dnfsmon_source"]
+    assert [p.measurement for p in first] == ["dnfsmon_agent"]
     assert first[0].fields["intervals"] == 0 and first[0].fields["skipped"] > 0
+    seen = len(stored(tmp_path))
     run("--config", config, "collect", check_rc=0)
-    second = stored(tmp_path)[1:]
+    second = stored(tmp_path)[seen:]
     nic_points = [p for p in second if p.measurement == "dnfsmon_nic"]
     assert {dict(p.tags)["interface"] for p in nic_points} >= {"lo"}
     assert all(dict(p.tags)["host"] == "testhost" for p in second)
@@ -190,11 +196,61 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
     measurements = {p.measurement for p in stored(tmp_path)}
-    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}  # the fake proc has no mountstats: no NFS mounts
+    # The fake proc has no mountstats: no NFS mounts.
+    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent", "dnfsmon_source"}
     agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
     # nic (bad header), mountstats, routes (no proc/net/route) and pressure (no proc/stat) failed;
     # tcp, filer_tcp and rpc (no NFS client: nothing to read) ran.
     assert agent.fields["sources_failed"] == 4 and agent.fields["sources_ok"] == 3
+    health = {dict(p.tags)["source"]: p.fields for p in stored(tmp_path)[-9:] if p.measurement == "dnfsmon_source"}
+    assert {name for name, fields in health.items() if not fields["ok"]} == {"nic", "mountstats", "routes", "pressure"}
+    assert set(health) == set(HOST_SOURCES)
+    assert all(fields["read_seconds"] >= 0 and fields["compute_seconds"] >= 0 for fields in health.values())
+
+
+def test_a_capture_with_a_renamed_oracle_column_fails_that_source_in_one_line(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["tcp"]}, simulator={"enabled": True})
+    old, new = tmp_path / "old", tmp_path / "new"
+    run("--config", config, "capture", old, check_rc=0)
+    run("--config", config, "capture", new, check_rc=0)
+    results = new / "oracle" / "results.json"
+    document = json.loads(results.read_text())
+    columns = document["results"]["dnfs_stats"]["columns"]
+    columns[columns.index("PNUM")] = "RENAMED"
+    results.write_text(json.dumps(document))
+    result = run("diff", old, new, "--format", "lp", check_rc=3)
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "oracle" in line]
+    assert "source oracle failed: KeyError" in line and "PNUM" in line
+    assert "dnfsmon_tcp," in result.stdout  # the capture's other source still published
+    # A developer gets the traceback with -v.
+    assert "Traceback" in run("-v", "diff", old, new, "--format", "lp", check_rc=3).stderr
+
+
+def test_a_source_that_raises_in_publish_fails_alone_and_keeps_its_previous_samples():
+    from dnfsmon import collect
+    from dnfsmon.sources import base, build_all
+
+    sources = build_all(["tcp", "nic"])
+    tcp = sources["tcp"]
+
+    class Broken(base.Source):
+        name, measurements = tcp.name, tcp.measurements
+
+        def parse(self, raw, host):
+            return tcp.parse(raw, host)
+
+        def publish(self, result, current):
+            raise ZeroDivisionError("division by zero")
+
+    raws = {name: source.read(base.HostInputs()) for name, source in sources.items()}  # type: ignore[attr-defined]
+    first = collect.compute(raws, {}, "h", {}, sources)
+    raws = {name: source.read(base.HostInputs()) for name, source in sources.items()}  # type: ignore[attr-defined]
+    second = collect.compute(raws, {}, "h", first.samples, {**sources, "tcp": Broken()})
+    assert set(second.failures) == {"tcp"} and second.failures["tcp"].startswith("ZeroDivisionError: division by zero")
+    assert second.sources_ok == 1 and {p.measurement for p in second.points} == {"dnfsmon_nic"}
+    tcp_keys = {k for k, s in first.samples.items() if s.measurement == "dnfsmon_tcp"}
+    assert all(second.samples[k] is first.samples[k] for k in tcp_keys)  # the next reading diffs against these
 
 
 def test_a_run_saves_a_snapshot_then_journal_records_that_the_next_run_loads(tmp_path):

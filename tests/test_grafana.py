@@ -117,8 +117,13 @@ def test_host_dashboard_is_rows_by_layer_with_health_on_top():
     # Nothing stands outside a row, and the health row is single numbers with thresholds.
     assert host["panels"][0]["type"] == "row"
     health = host["panels"][1 : host["panels"].index(rows[1])]
-    assert len(health) >= 7 and all(p["type"] == "stat" for p in health)
-    steps = [len(p["fieldConfig"]["defaults"]["thresholds"]["steps"]) for p in health]
+    # The verdict first (the worst current finding, its layer and remedy), top left; then single numbers.
+    verdict, stats = health[0], health[1:]
+    assert verdict["type"] == "table" and verdict["gridPos"]["x"] == 0 and "Verdict" in verdict["title"]
+    assert len(stats) >= 7 and all(p["type"] == "stat" for p in stats)
+    # The first screen holds it all: the verdict and the stats fit in two lines of the grid.
+    assert max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in health) <= 1 + 2 * 4
+    steps = [len(p["fieldConfig"]["defaults"]["thresholds"]["steps"]) for p in stats]
     assert sum(n >= 2 for n in steps) >= 6, steps  # all but a plain rate turn amber or red
 
 
@@ -154,7 +159,9 @@ def test_every_panel_unit_is_the_catalogue_unit_of_what_it_plots():
                 for factor, mapping in SCALED.items():
                     if f'("{field}"){factor}' in t["query"]:
                         expected = mapping[expected]
-                if entry.type == "boolean":
+                if f'count("{field}")' in t["query"]:
+                    assert unit == "short", p["title"]  # a count of samples or findings, not the field's unit
+                elif entry.type == "boolean":
                     assert unit == "bool_yes_no", p["title"]
                 else:
                     assert unit == generator.grafana_unit(expected), (p["title"], field, unit, expected)
@@ -217,9 +224,12 @@ QUERY = re.compile(r'FROM "(?P<m>\w+)"')
 def queried(query):
     """(measurement, fields, tags) a panel query names."""
     measurement = QUERY.search(query).group("m")
-    fields = set(re.findall(r'(?:mean|max|min|last|sum|count)\("(\w+)"\)', query)) | set(
-        re.findall(r'SELECT "(\w+)", "(\w+)"', query)[0] if re.match(r'SELECT "', query) else ()
-    )
+    # Names a subquery gives its columns (AS "..."): an outer query selects those, not fields.
+    aliases = set(re.findall(r'AS "([^"]+)"', query))
+    fields = set(re.findall(r'(?:mean|max|min|last|sum|count)\("(\w+)"\)', query)) - aliases
+    raw_select = re.match(r'SELECT "(\w+)", "(\w+)" FROM "', query)
+    if raw_select:
+        fields |= set(raw_select.groups())
     tags = (
         set(re.findall(r'"(\w+)" (?:=~|=|!=) ', query))
         | set(re.findall(r', "(\w+)"', query.split("GROUP BY")[-1]))
@@ -292,6 +302,13 @@ def filled(influx_server, tmp_path_factory):
     doctor = [p for p in outcome.points if p.measurement == "dnfsmon_host_pressure"]
     doctor += diagnosis.to_points(diagnosis.diagnose(outcome.points, "dbhost1"), newest)
     store.append(shifted(doctor, time.time_ns() - 60 * 10**9))
+    # One sample that could not read the database: the fleet lists only databases not reachable.
+    down = {"up": False, "reachable": 0, "instances": 0, "failed_queries": 0, "error": "DPY-6005: cannot connect"}
+    store.append([Point("dnfsmon_oracle_status", (("host", "dbhost1"), ("database", "SIMDB")), down, time.time_ns())])
+    # Data files on the kernel NFS client: the fleet's fallback table lists only such databases.
+    coverage = (("host", "dbhost1"), ("database", "SIMDB"), ("instance", "SIMDB1"), ("file_type", "Data File"))
+    fallback = {"files": 20, "dnfs_files": 18, "dnfs_pct": 90.0}
+    store.append([Point("dnfsmon_dnfs_coverage", coverage, fallback, time.time_ns())])
     settings = parse(
         {"influxdb": {"enabled": True, "url": influx_server.url, "bucket": db, "token_env": "DNFSMON_TEST_NO_TOKEN"}},
         None,
@@ -304,6 +321,7 @@ def concrete(query):
     """A panel query with Grafana's variables filled as a user choosing "All" over the last hour would."""
     for name in ("host", "database", "instance", "server", "filer_address", "interface"):
         query = query.replace(f"${name}", ".*")
+    query = query.replace("${__to}", str(time.time_ns() // 10**6))
     return query.replace("$timeFilter", "time > now() - 1h").replace("$__interval", "10s")
 
 
@@ -441,12 +459,13 @@ def test_dashboards_type_check_against_grafanas_published_schema(tsc):
 @pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
 def test_the_schema_check_catches_an_unknown_key_and_a_wrong_type(tsc):
     board = dashboards()["dnfsmon-host.json"]
+    stat = next(i for i, p in enumerate(board["panels"]) if p["type"] == "stat")
     bad_key = json.loads(json.dumps(board))
-    bad_key["panels"][1]["fieldConfig"]["defaults"]["unitt"] = "ms"
+    bad_key["panels"][stat]["fieldConfig"]["defaults"]["unitt"] = "ms"
     bad_type = json.loads(json.dumps(board))
-    bad_type["panels"][1]["gridPos"]["w"] = "wide"
+    bad_type["panels"][stat]["gridPos"]["w"] = "wide"
     bad_option = json.loads(json.dumps(board))
-    bad_option["panels"][1]["options"]["graphMode"] = "sparkle"
+    bad_option["panels"][stat]["options"]["graphMode"] = "sparkle"
     for broken, needle in ((bad_key, "unitt"), (bad_type, "not assignable to type 'number'"), (bad_option, "sparkle")):
         result = run_tsc(tsc, {"broken.ts": typescript_for(broken)})
         assert result.returncode != 0 and needle in result.stdout, result.stdout

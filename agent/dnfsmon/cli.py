@@ -37,6 +37,7 @@ EXIT_SHIP_FAILED = 4  # points stored, but InfluxDB could not take them now (a l
 EXIT_LOCKED = 75  # another run holds the lock (EX_TEMPFAIL): nothing was touched
 EXIT_FINDINGS_WARNING = 10  # dnfsmon doctor: warnings only
 EXIT_FINDINGS_CRITICAL = 11  # dnfsmon doctor: at least one critical finding
+EXIT_NOTHING_TO_JUDGE = 12  # dnfsmon doctor and top: no layer was measured, so no verdict
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_ERROR: "unexpected error (a bug; the traceback is logged)",
@@ -46,6 +47,7 @@ EXIT_CODES = {
     EXIT_LOCKED: "another dnfsmon run holds the lock; nothing was touched",
     EXIT_FINDINGS_WARNING: "dnfsmon doctor: warning findings, none critical (docs/doctor.md)",
     EXIT_FINDINGS_CRITICAL: "dnfsmon doctor: at least one critical finding (docs/doctor.md)",
+    EXIT_NOTHING_TO_JUDGE: "dnfsmon doctor, top --batch: nothing to judge: no database figures and no NFS or dNFS traffic",
 }
 
 log = logging.getLogger("dnfsmon")
@@ -146,6 +148,19 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "--interval", type=_positive_float, default=10.0, help="seconds between the two live samples (default: 10)"
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="what happened since WHEN, from the local store (no sampling): HH:MM, YYYY-MM-DD HH:MM, "
+        "yesterday HH:MM, -2h ... in local time; prints each finding's start, end and worst value, and "
+        "the latency ladder of the worst interval",
+    )
+    p.add_argument("--until", metavar="WHEN", help="with --since: the end of the window (default: now)")
+    p.add_argument(
+        "--dnfs-expected",
+        choices=tuple(configuration.DNFS_EXPECTED),
+        help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
+    )
 
     p = command(
         "top",
@@ -320,8 +335,10 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
 # Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
 # 1000-mount diff makes as many objects again, and the collector's passes free none of them.
 @collector_paused()
-def cmd_diff(old: str, new: str, output: str) -> int:
-    baseline, outcome = diff_captures(old, new)
+def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
+    # The sources' filters of the config named with -c; the built-in defaults without one.
+    cfg = configuration.load(config_path) if config_path else None
+    baseline, outcome = diff_captures(old, new, cfg)
     report(baseline)
     report(outcome)
     if output == "json":
@@ -334,13 +351,44 @@ def cmd_diff(old: str, new: str, output: str) -> int:
     return EXIT_SOURCE_FAILED if outcome.failures else EXIT_OK
 
 
-def doctor_exit_code(found: diagnosis.Diagnosis, failures: Iterable[str]) -> int:
-    severities = {f.severity for f in found.findings}
+def doctor_exit_code(found: Optional[diagnosis.Diagnosis], failures: Iterable[str]) -> int:
+    """Findings first (critical 11, warning 10), then a failed source (3: the verdict may be
+    incomplete, and may be why nothing was measured), then nothing to judge (12), else 0."""
+    severities = {f.severity for f in found.findings} if found else set()
     if diagnosis.CRITICAL in severities:
         return EXIT_FINDINGS_CRITICAL
     if severities:
         return EXIT_FINDINGS_WARNING
-    return EXIT_SOURCE_FAILED if list(failures) else EXIT_OK
+    if list(failures):
+        return EXIT_SOURCE_FAILED
+    if found is None or found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        return EXIT_NOTHING_TO_JUDGE
+    return EXIT_OK
+
+
+def verdict_lines(found: diagnosis.Diagnosis) -> list[str]:
+    """The verdict as the doctor prints it: the likely cause first, then each finding."""
+    if found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        return [f"Verdict: nothing to judge: {found.nothing_measured}."]
+    if found.verdict == diagnosis.HEALTHY:
+        return ["Verdict: healthy, no rule fired."]
+    lines = [f"Verdict: {len(found.findings)} finding(s), likely causes first, then by severity:"]
+    for cause in found.likely_causes():
+        explained = ", ".join(found.explained_by(cause))
+        lines.append(f"  Likely cause: {cause.id} [{cause.layer}], which explains {explained}")
+    for f in found.findings:
+        simulated = " (simulated database)" if f.simulated else ""
+        role = " LIKELY CAUSE" if f.explains and not f.explained_by else ""
+        role += f" (explained by {f.explained_by})" if f.explained_by else ""
+        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{role}{simulated}: {f.summary}")
+        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
+        for effect, why in f.explains:
+            lines.append(f"      explains {effect}: {why}")
+        if f.explained_by:
+            lines.append(f"      remedy: fix {f.explained_by} first; then, if it remains: {f.remedy}")
+        else:
+            lines.append(f"      remedy: {f.remedy}")
+    return lines
 
 
 def format_diagnosis(found: diagnosis.Diagnosis) -> str:
@@ -373,32 +421,39 @@ def format_diagnosis(found: diagnosis.Diagnosis) -> str:
         )
     if not found.paths:
         lines.append("    none seen")
-    if not found.findings:
-        lines.append("Verdict: healthy, no rule fired.")
-    else:
-        lines.append(f"Verdict: {len(found.findings)} finding(s):")
-    for f in found.findings:
-        simulated = " (simulated database)" if f.simulated else ""
-        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{simulated}: {f.summary}")
-        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
-        lines.append(f"      remedy: {f.remedy}")
+    if found.inventory_age_s is not None:
+        lines.append(
+            f"Inventory (filers, data file coverage) from the database's last read, {found.inventory_age_s:.0f} s "
+            "before this interval's end ([oracle] inventory_interval_s)"
+        )
+    lines.extend(verdict_lines(found))
     return "\n".join(lines)
 
 
-def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: float, output: str) -> int:
+def cmd_doctor(
+    config_path: Optional[str], captures: list[str], interval_s: float, output: str, dnfs_expected: Optional[str]
+) -> int:
     if len(captures) not in (0, 2):
         print("dnfsmon: doctor takes two capture directories (OLD NEW) or none (live)", file=sys.stderr)
         return EXIT_USAGE
+    # --dnfs-expected, else the config's [doctor] dnfs_expected (offline: only a config named with -c).
+    expected = None if dnfs_expected is None else configuration.DNFS_EXPECTED[dnfs_expected]
+    sources = None  # the sources' defaults for captures; the config's for a live reading
     if captures:
         setup_logging("warning")
+        if dnfs_expected is None and config_path is not None:
+            expected = load_config(config_path).dnfs_expected
         _, old_raws, old_failures = capture.read(captures[0])
         host, raws, failures = capture.read(captures[1])
     else:
         cfg = load_config(config_path)
         setup_logging("warning")
         host = cfg.host
+        if dnfs_expected is None:
+            expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
+        sources = {name: source for target in targets for name, source in target.sources.items()}
         try:
             old = read_targets(targets)
             time.sleep(interval_s)
@@ -407,15 +462,66 @@ def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: floa
             for target in targets:
                 target.close()
         old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
-    baseline = compute(old_raws, old_failures, host, {})
-    outcome = compute(raws, failures, host, baseline.samples)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    outcome = compute(raws, failures, host, baseline.samples, sources)
     report(outcome)
-    found = diagnosis.diagnose(outcome.points, host)
+    found = diagnosis.diagnose(outcome.points, host, outcome.samples.values(), expected)
     if output == "json":
         print(json.dumps(found.to_json(), indent=1, sort_keys=True))
     else:
         print(format_diagnosis(found))
     return doctor_exit_code(found, outcome.failures)
+
+
+def cmd_doctor_history(
+    config_path: Optional[str], captures: list[str], since: Optional[str], until: Optional[str], output: str
+) -> int:
+    """dnfsmon doctor --since WHEN [--until WHEN]: the stored findings as a timeline (read only)."""
+    from . import catalogue
+    from .diagnosis import timeline
+
+    if captures or since is None:
+        print(
+            "dnfsmon: doctor --since reads the local store: give --since WHEN (and --until), no captures",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        start, end = timeline.window(since, until, datetime.datetime.now().astimezone())
+    except timeline.BadTime as error:
+        print(f"dnfsmon: doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = load_config(config_path)
+    setup_logging("warning")
+    if not os.path.isdir(cfg.store_dir):
+        raise EnvironmentProblem(
+            f"the local store {cfg.store_dir} does not exist (config: {cfg.path or 'built-in defaults'}): "
+            "collect has not run on this host, or -c names another config"
+        )
+    store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
+    wanted = (diagnosis.LADDER_MEASUREMENT, diagnosis.FINDING_MEASUREMENT)
+    try:
+        found = timeline.build(store.points(wanted), int(start.timestamp() * 1e9), int(end.timestamp() * 1e9))
+    except PermissionError as error:
+        raise EnvironmentProblem(
+            f"cannot read the store {cfg.store_dir} ({error.strerror}): run as the agent's user or a member of its group"
+        ) from None
+    if output == "json":
+        print(json.dumps(timeline.to_json(found), indent=1, sort_keys=True))
+    else:
+        entries = catalogue.load()
+        units = {
+            name: entry.unit
+            for name in diagnosis.ladder.RUNGS
+            if (entry := entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))) is not None
+        }
+        print(timeline.render(found, cfg.store_dir, diagnosis.ladder.RUNGS, units))
+    severities = {e.severity for e in found.episodes}
+    if diagnosis.CRITICAL in severities:
+        return EXIT_FINDINGS_CRITICAL
+    if severities:
+        return EXIT_FINDINGS_WARNING
+    return EXIT_OK if found.intervals else EXIT_NOTHING_TO_JUDGE
 
 
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
@@ -439,7 +545,8 @@ def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], 
     sampler = top.Sampler(cfg, record_dir)
     try:
         if batch is not None:
-            return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
+            failures, last = top.run_batch(sampler, interval_s, batch)
+            return doctor_exit_code(last, failures)
         return top.run_screen(sampler, interval_s)
     finally:
         sampler.close()
@@ -597,9 +704,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             return run(args.captures, args.format, args.operations)
         if args.command == "diff":
-            return cmd_diff(args.old, args.new, args.format)
+            return cmd_diff(args.old, args.new, args.format, getattr(args, "config", None))
         if args.command == "doctor":
-            return cmd_doctor(getattr(args, "config", None), args.captures, args.interval, args.format)
+            if args.since is not None or args.until is not None:
+                return cmd_doctor_history(
+                    getattr(args, "config", None), args.captures, args.since, args.until, args.format
+                )
+            return cmd_doctor(
+                getattr(args, "config", None), args.captures, args.interval, args.format, args.dnfs_expected
+            )
         if args.command == "check":
             from . import check
 

@@ -18,21 +18,28 @@ I/O (a silent dNFS fallback, or a non-dNFS process).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from itertools import chain
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import rates
-from ..rates import Sample
+from ..points import Point
+from ..rates import DiffResult, Sample
 from .base import (
     HostInputs,
+    HostSource,
+    Parsed,
     ParseError,
     Raw,
     boot_identity,
     is_unsigned,
-    per_key_host_source,
     read_host_files,
 )
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "mountstats"
 MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
@@ -43,7 +50,9 @@ MOUNTSTATS = "proc/self/mountstats"
 NFS_FSTYPES = ("nfs", "nfs4")
 
 # "events:" counters in the order of enum nfs_stat_eventcounters
-# (include/linux/nfs_iostat.h). Older kernels print fewer: those are absent.
+# (include/linux/nfs_iostat.h). nfs_show_stats() (fs/nfs/super.c) prints all of the
+# enum: 27 since pnfsread/pnfswrite were added, 25 before; a kernel with more prints
+# them after these (ignored). Any other count is a truncated line.
 EVENT_COUNTERS = (
     "inoderevalidate",
     "dentryrevalidate",
@@ -73,7 +82,9 @@ EVENT_COUNTERS = (
     "pnfsread",
     "pnfswrite",
 )
-# "bytes:" counters in the order of enum nfs_stat_bytecounters.
+EVENT_COUNTS = (25, 27)
+# "bytes:" counters in the order of enum nfs_stat_bytecounters: nfs_show_stats()
+# prints all 8 (__NFSIOS_BYTESMAX), on every kernel that has the line.
 BYTE_COUNTERS = (
     "normalread",
     "normalwrite",
@@ -173,6 +184,8 @@ class Mount:
     statvers: str
     line_no: int
     options: dict[str, str] = field(default_factory=dict)  # flag options map to ""
+    # False when the block had no opts: line: the options are then unknown, not the defaults.
+    options_read: bool = False
     age: Optional[int] = None  # seconds since mount
     events: dict[str, int] = field(default_factory=dict)
     bytes: dict[str, int] = field(default_factory=dict)
@@ -205,17 +218,18 @@ def _version_ok(text: str) -> bool:
 
 
 def _parse_block(
-    first: int, lines: list[str], path: str, problems: list[ParseError], ops_read: dict[str, dict[str, dict[str, int]]]
+    first: int, lines: list[str], path: str, problems: list[ParseError], cache: OpsCache, wanted: MountFilter
 ) -> Optional[Mount]:
-    """One device block; None for non-NFS mounts. Raises ParseError for a malformed NFS block.
+    """One device block; None for non-NFS mounts and mounts the filter leaves out. Raises
+    ParseError for a malformed NFS block.
 
-    The text of its per-op lines and what they parse to are added to `ops_read` (see _last_ops).
+    The text of its per-op lines and what they parse to are kept in `cache` for the next reading.
     """
     header = DEVICE_RE.match(lines[0])
     if not header:
         raise ParseError(path, "expected 'device D mounted on M with fstype T'", first, lines[0])
     device, mountpoint, fstype, statvers = header.groups()
-    if fstype not in NFS_FSTYPES:
+    if fstype not in NFS_FSTYPES or not wanted(unescape(mountpoint)):
         return None
     if statvers is None or not _version_ok(statvers):
         raise ParseError(path, f"NFS mount needs statvers >= 1.0, found {statvers!r}", first, lines[0])
@@ -229,6 +243,7 @@ def _parse_block(
             continue
         tag = words[0]
         if tag == "opts:":
+            mount.options_read = True
             # Some kernels (and the Telegraf capture) have spaces after commas.
             for option in "".join(words[1:]).split(","):
                 key, _, value = option.partition("=")
@@ -239,9 +254,22 @@ def _parse_block(
                 raise ParseError(path, "age: needs one unsigned integer", number, line)
             mount.age = int(words[1])
         elif tag == "events:":
-            mount.events = dict(zip(EVENT_COUNTERS, _ints(words[1:], path, number, line)))
+            values = _ints(words[1:], path, number, line)
+            if len(values) not in EVENT_COUNTS and len(values) < len(EVENT_COUNTERS):
+                raise ParseError(
+                    path, f"events: has {len(values)} counters, the kernel prints 25 or 27 (a cut line?)", number, line
+                )
+            mount.events = dict(zip(EVENT_COUNTERS, values))
         elif tag == "bytes:":
-            mount.bytes = dict(zip(BYTE_COUNTERS, _ints(words[1:], path, number, line)))
+            values = _ints(words[1:], path, number, line)
+            if len(values) < len(BYTE_COUNTERS):
+                raise ParseError(
+                    path,
+                    f"bytes: has {len(values)} counters, the kernel prints {len(BYTE_COUNTERS)} (a cut line?)",
+                    number,
+                    line,
+                )
+            mount.bytes = dict(zip(BYTE_COUNTERS, values))
         elif tag == "RPC":
             rpc = RPC_RE.match(line.strip())
             if not rpc or not _version_ok(rpc.group(1)):
@@ -269,10 +297,10 @@ def _parse_block(
     op_lines = lines[ops_from:]
     # Without the blank lines that end a block, which the parse skips: the kernel prints one.
     op_text = "\n".join(op_lines).rstrip()
-    ops = _last_ops.get(op_text)
+    ops = cache.last.get(op_text)
     if ops is None:
         ops = _parse_ops(first + ops_from, op_lines, path)
-    ops_read[op_text] = ops
+    cache.read[op_text] = ops
     mount.ops = ops
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
@@ -319,24 +347,47 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str
     return ops
 
 
-# The per-op lines of each NFS block of the last mountstats text parsed, by their text, and
-# what they parsed to. A mount whose ops did nothing since (most of a database host's mounts
-# at any moment) prints the same per-op lines again, which are then not parsed again: in a
-# process that reads mountstats several times (`collect --count 6` from cron, `top`, `dnfsmon
-# diff`), most blocks of a reading after the first. Only the last reading's are kept. The
-# parsed counters are then shared by the Mounts and samples of both readings: nothing changes
-# them once parsed (a sample's counters are what was read, rates.Sample).
-_last_ops: dict[str, dict[str, dict[str, int]]] = {}
+class OpsCache:
+    """The per-op lines of each NFS block of the last mountstats text a source parsed, by
+    their text, and what they parsed to.
+
+    A mount whose ops did nothing since (most of a database host's mounts at any
+    moment) prints the same per-op lines again, which are then not parsed again:
+    in a run that reads mountstats several times (`collect --count 6` from cron,
+    `top`), most blocks of a reading after the first. Only the last reading's are
+    kept. The parsed counters are then shared by the samples of both readings:
+    nothing changes them once parsed (a sample's counters are what was read,
+    rates.Sample). One cache per MountstatsSource: a new source parses every block
+    in full.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[str, dict[str, dict[str, int]]] = {}
+        self.read: dict[str, dict[str, dict[str, int]]] = {}
+
+    def start(self) -> None:
+        self.read = {}
+
+    def finish(self) -> None:
+        self.last, self.read = self.read, {}
 
 
-def forget_last_reading() -> None:
-    """The next reading is parsed as a process's first, every block in full (the bench's cold parse)."""
-    _last_ops.clear()
+MountFilter = Callable[[str], bool]
 
 
-def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], list[ParseError]]:
-    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others."""
-    global _last_ops
+def every_mount(mountpoint: str) -> bool:
+    return True
+
+
+def parse_mountstats(
+    text: str, path: str = MOUNTSTATS, cache: Optional[OpsCache] = None, wanted: MountFilter = every_mount
+) -> tuple[list[Mount], list[ParseError]]:
+    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others.
+
+    `wanted(mountpoint)` False: the block is skipped before its lines are read.
+    """
+    cache = OpsCache() if cache is None else cache
+    cache.start()
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
     problems: list[ParseError] = [
@@ -345,10 +396,9 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], li
         if line.strip()
     ]
     mounts: dict[str, Mount] = {}
-    ops_read: dict[str, dict[str, dict[str, int]]] = {}
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
-            mount = _parse_block(start + 1, lines[start:end], path, problems, ops_read)
+            mount = _parse_block(start + 1, lines[start:end], path, problems, cache, wanted)
         except ParseError as error:
             problems.append(error)
             continue
@@ -356,7 +406,7 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], li
             # A mount point mounted over keeps the last block, the visible one
             # (as nfs-utils' mountstats does).
             mounts[mount.mountpoint] = mount
-    _last_ops = ops_read
+    cache.finish()
     return list(mounts.values()), problems
 
 
@@ -370,7 +420,12 @@ def _int_option(options: dict[str, str], name: str) -> Optional[int]:
 
 
 def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
-    """Mount options and transport facts published with every mount point."""
+    """Mount options and transport facts published with every mount point.
+
+    hard, noac and nconnect are read from what the kernel leaves out as much as
+    from what it prints (nfs_show_mount_options prints "soft" but never "hard",
+    nconnect only above 1): without an opts: line they are unknown, not published.
+    """
     o = mount.options
     gauges: dict[str, Optional[rates.Gauge]] = {
         "age_s": mount.age,
@@ -378,23 +433,31 @@ def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
         "wsize_bytes": _int_option(o, "wsize"),
         "timeo_ds": _int_option(o, "timeo"),
         "retrans_option": _int_option(o, "retrans"),
-        "nconnect": _int_option(o, "nconnect") or 1,
-        "hard": "soft" not in o and "softerr" not in o,
-        # The kernel prints the noac flag; actimeo=0 shows as the ac* options at 0.
-        "noac": "noac" in o,
         "acregmin_s": _int_option(o, "acregmin"),
         "acregmax_s": _int_option(o, "acregmax"),
         "acdirmin_s": _int_option(o, "acdirmin"),
         "acdirmax_s": _int_option(o, "acdirmax"),
         "transports": len(mount.transports),
     }
+    if mount.options_read:
+        gauges["nconnect"] = _int_option(o, "nconnect") or 1
+        gauges["hard"] = "soft" not in o and "softerr" not in o
+        # The kernel prints the noac flag; actimeo=0 shows as the ac* options at 0.
+        gauges["noac"] = "noac" in o
     if mount.transports and all("max_slots" in t for _, t in mount.transports):
         gauges["max_slots"] = sum(t["max_slots"] for _, t in mount.transports)
     return {k: v for k, v in gauges.items() if v is not None}
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
-    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS))
+def samples(
+    raw: Raw,
+    host: str,
+    cache: Optional[OpsCache] = None,
+    wanted: MountFilter = every_mount,
+    operations: Optional[frozenset[str]] = None,
+) -> tuple[list[Sample], list[ParseError]]:
+    """A sample per mount and one per operation of it (those in `operations`; None: every one)."""
+    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, cache, wanted)
     identity = boot_identity(raw)
     result: list[Sample] = []
     op_tags: dict[str, tuple[str, str]] = {}
@@ -433,8 +496,10 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         )
         op_prefix = f"{OP_MEASUREMENT},{tags},op="
         # Each op's counters are the parsed dict itself (the last reading's too when its lines did not
-        # change, _last_ops): nothing changes it.
+        # change, OpsCache): nothing changes it.
         for op, values in mount.ops.items():
+            if operations is not None and op not in operations:
+                continue
             if op not in op_tags:
                 op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
             result.append(
@@ -453,24 +518,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     return result, problems
 
 
-# op_fields of an idle op (every delta 0), by the names of its deltas: the
-# figures are then constants (0.0 per second, no average over zero ops), so
-# they are computed once by op_fields itself and copied for the other idle ops.
-_IDLE_OP_FIELDS: dict[tuple[str, ...], dict[str, rates.Gauge]] = {}
-
-
 def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
-    d = interval.deltas
-    if not any(d.values()):
-        names = tuple(d)
-        if names not in _IDLE_OP_FIELDS:
-            _IDLE_OP_FIELDS[names] = _op_fields(interval)
-        return dict(_IDLE_OP_FIELDS[names])
-    return _op_fields(interval)
-
-
-def _op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     ops = d.get("ops")
     if ops is None:
@@ -529,4 +578,36 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return mount_fields(interval)
 
 
-SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+class MountstatsSource(HostSource):
+    """/proc/self/mountstats with the [mountstats] filters; its OpsCache lives as long as it does."""
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def __init__(self, include_mounts: Sequence[str], exclude_mounts: Sequence[str], operations: Sequence[str]):
+        self.include_mounts = tuple(include_mounts)
+        self.exclude_mounts = tuple(exclude_mounts)
+        # ["all"]: every operation the kernel prints.
+        self.operations: Optional[frozenset[str]] = None if list(operations) == ["all"] else frozenset(operations)
+        self.cache = OpsCache()
+
+    def wanted(self, mountpoint: str) -> bool:
+        """Shell-style globs (fnmatch) on the mount point: included and not excluded."""
+        return any(fnmatchcase(mountpoint, g) for g in self.include_mounts) and not any(
+            fnmatchcase(mountpoint, g) for g in self.exclude_mounts
+        )
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return read(inputs)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        found, problems = samples(raw, host, self.cache, self.wanted, self.operations)
+        return Parsed(found, problems)
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        return rates.per_key_points(result, fields)
+
+
+def build(config: Config) -> MountstatsSource:
+    """The source as [mountstats] configures it (the options and their defaults: dnfsmon.config)."""
+    return MountstatsSource(**config.sources[NAME])

@@ -44,12 +44,15 @@ import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, cast
+from typing import TYPE_CHECKING, Callable, Optional, cast
 
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
 from .base import Parsed, ParseError, Raw, Source, collector_paused
+
+if TYPE_CHECKING:
+    from ..config import Config, OracleSettings
 
 NAME = "oracle"
 RESULTS = "oracle/results.json"
@@ -1052,6 +1055,27 @@ PARSERS = (_io, _channels, _servers, _filer_files, _events, _functions, _histogr
 INVENTORY_QUERIES = ("instances", "dnfs_servers", "dnfs_files", "iostat_file")
 
 
+def last_known_name(previous: Iterable[Sample]) -> str:
+    """The database tag of the newest status sample that read the database: its DB_UNIQUE_NAME."""
+    answered = [s for s in previous if s.measurement == STATUS_MEASUREMENT and s.gauges.get("up")]
+    if not answered:
+        return ""
+    return dict(max(answered, key=lambda s: s.time).key).get("database", "")
+
+
+def name_down_reading(raw: Raw, known_name: str) -> str:
+    """Give a reading that could not ask the database the name it last answered with; the name to keep."""
+    document = raw.documents.get(RESULTS)
+    if not isinstance(document, dict):
+        return known_name
+    database = document.get("database") or {}
+    if document.get("down") or not database:
+        if known_name:
+            document["known_name"] = known_name
+        return known_name
+    return str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or known_name)
+
+
 def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
     """The samples of one read: each query's rows through its own parser.
 
@@ -1060,9 +1084,17 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
     """
     document = load(raw)
     database = document.get("database") or {}
-    # The configured target names the database when it could not be asked:
-    # the status point always has a `database` tag (the dashboards select on it).
-    db_name = str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or document.get("target") or "")
+    # When the database could not be asked, the name it last answered with (kept in the
+    # target's state, see name_down_reading) or else the configured target names it: the
+    # status point always has a `database` tag, the same one as when it is up (the
+    # dashboards and alert rules select on it; a second name would hide the outage).
+    db_name = str(
+        database.get("DB_UNIQUE_NAME")
+        or database.get("NAME")
+        or document.get("known_name")
+        or document.get("target")
+        or ""
+    )
     database_tags: rates.Key = (("database", db_name),)
     if document.get("kind") == "simulated":
         database_tags += (("simulated", "true"),)
@@ -1327,4 +1359,31 @@ def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         return aggregate(result, current)
 
 
-SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish)
+class OracleSource(Source):
+    """The database's source, configured by [oracle].
+
+    settings is None for the simulator's target and for a replayed capture: the
+    options' defaults then apply. (top_processes still travels in the results
+    document for now; it can be read from self.settings instead.)
+    """
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def __init__(self, settings: Optional[OracleSettings] = None):
+        self.settings = settings
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        return parse(raw, host)
+
+    def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+        return publish(result, current)
+
+
+# The source with the defaults (tests, the bench, a capture replayed without a config).
+SOURCE = OracleSource()
+
+
+def build(config: Config) -> OracleSource:
+    """The source as [oracle] configures it (None settings: the simulator, or no [oracle])."""
+    return OracleSource(config.oracle)
