@@ -13,7 +13,8 @@ path), and a capture stores its JSON text as "oracle/results.json":
      "database": {"DBID": 1, "NAME": "ORCL", "DB_UNIQUE_NAME": "ORCL", "CDB": "NO"},
      "results": {"<query>": {"columns": ["INST_ID", ...], "rows": [[1, ...], ...]}},
      "errors": {"<query>": "ORA-00942: ... (grant SELECT ON SYS.GV_$X TO USER)"},
-     "down": null | "ORA-01017: invalid username/password; logon denied"}
+     "down": null | "ORA-01017: invalid username/password; logon denied",
+     "warning": null | "ORA-28002: the password will expire within 7 days (...)"}
 
 DB_TIME (every query reads SYS_EXTRACT_UTC(SYSTIMESTAMP) in the same round
 trip as its counters) is seconds since the Unix epoch; STARTUP_TIME is an
@@ -754,6 +755,8 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
     reason = reason_of(document)
     if reason:
         gauges["error"] = reason
+    if document.get("warning"):
+        gauges["warning"] = str(document["warning"])
     key = (("host", agent_host), *context.database_tags)
     return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
