@@ -136,12 +136,14 @@ def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item
     except Exception as error:  # oracledb.Error and anything the driver raises: one line via describe()
         return [*found, Item(FAIL, what, describe(error, user=settings.user.upper()), EXIT_DATABASE)]
     try:
+        if database.container:
+            found.append(Item(FAIL, f"{what} container", database.container, EXIT_DATABASE))
         if database.missing:
             return found + [
                 Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
             ]
         connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible"
-        return [*found, Item(OK, what, connected)]
+        return found if database.container else [*found, Item(OK, what, connected)]
     finally:
         database.close()
 

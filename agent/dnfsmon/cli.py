@@ -23,7 +23,6 @@ from . import config as configuration
 from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
 from .points import Point, to_line
-from .sources.base import collector_paused
 from .state import LockHeld, RunLock
 from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
@@ -332,9 +331,6 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     return EXIT_OK
 
 
-# Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
-# 1000-mount diff makes as many objects again, and the collector's passes free none of them.
-@collector_paused()
 def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
     # The sources' filters of the config named with -c; the built-in defaults without one.
     cfg = configuration.load(config_path) if config_path else None
@@ -675,11 +671,14 @@ GC_FIRST_THRESHOLD = 50_000
 
 
 def tune_gc() -> None:
-    """A run is short and keeps nearly everything it makes (samples, points) to
-    its end: the collector's passes over them every 700 allocations free
-    nothing and cost 10 to 20 % of a run at 1000 NFS mounts (bench/RESULTS.md).
-    It runs less often; the few cycles a run makes are still collected.
-    (gc.freeze() after the imports was measured too, and saved nothing more.)"""
+    """The agent's one garbage-collector policy, set once for the whole process.
+
+    A run is short and keeps nearly everything it makes (samples, intervals,
+    points, none in a cycle) to its end: the collector's passes over them every
+    700 allocations free nothing and cost 10 to 20 % of a run at 1000 NFS mounts
+    (bench/RESULTS.md). It runs less often; the few cycles a run makes are still
+    collected. (A pause around compute on top of this, and gc.freeze() after the
+    imports, were measured too: within the noise of the bench, so neither stays.)"""
     _, second, third = gc.get_threshold()
     gc.set_threshold(max(GC_FIRST_THRESHOLD, gc.get_threshold()[0]), second, third)
 

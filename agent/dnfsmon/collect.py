@@ -20,7 +20,7 @@ from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import build_all
-from .sources.base import ParseError, Raw, Source, collector_paused
+from .sources.base import ParseError, Raw, Source
 from .state import StateFile
 from .store import Store, StoreCounts
 from .targets import Reading, Target, read_or_fail, targets_from
@@ -42,10 +42,6 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-# Paused for the whole computation (sources.base.collector_paused): at 1000 NFS mounts it makes
-# some 100 000 samples, intervals and points, none in a cycle, and the cyclic garbage
-# collector's passes their allocations start free nothing and cost about a quarter of it.
-@collector_paused()
 def compute(
     raws: Mapping[str, Raw],
     failures: Mapping[str, str],
