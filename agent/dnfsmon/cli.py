@@ -24,7 +24,6 @@ from . import config as configuration
 from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
 from .points import Point, to_line
-from .sources.base import collector_paused
 from .state import LockHeld, RunLock
 from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
@@ -159,6 +158,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="what happened since WHEN, from the local store (no sampling): HH:MM, YYYY-MM-DD HH:MM, "
+        "yesterday HH:MM, -2h ... in local time; prints each finding's start, end and worst value, and "
+        "the latency ladder of the worst interval",
+    )
+    p.add_argument("--until", metavar="WHEN", help="with --since: the end of the window (default: now)")
+    p.add_argument(
         "--dnfs-expected",
         choices=tuple(configuration.DNFS_EXPECTED),
         help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
@@ -282,7 +289,9 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
     for point in points:
         tags = " ".join(f"{k}={v}" for k, v in point.tags)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time_ns / 1e9))
-        age = f" ({summary.age(now_ns - point.time_ns)} ago)" if now_ns is not None else ""
+        age = ""
+        if now_ns is not None:
+            age = f" ({summary.age(now_ns - point.time_ns)}{' ago' if now_ns >= point.time_ns else ' of this clock'})"
         lines.append(f"{point.measurement} {tags}  @ {stamp}{age}")
         for name, value in sorted(point.fields.items()):
             entry = entries.get((point.measurement, "field", name))
@@ -369,11 +378,10 @@ def cmd_show(
     return EXIT_OK
 
 
-# Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
-# 1000-mount diff makes as many objects again, and the collector's passes free none of them.
-@collector_paused()
-def cmd_diff(old: str, new: str, output: str) -> int:
-    baseline, outcome = diff_captures(old, new)
+def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
+    # The sources' filters of the config named with -c; the built-in defaults without one.
+    cfg = configuration.load(config_path) if config_path else None
+    baseline, outcome = diff_captures(old, new, cfg)
     report(baseline)
     report(outcome)
     if output == "json":
@@ -473,6 +481,7 @@ def cmd_doctor(
         return EXIT_USAGE
     # --dnfs-expected, else the config's [doctor] dnfs_expected (offline: only a config named with -c).
     expected = None if dnfs_expected is None else configuration.DNFS_EXPECTED[dnfs_expected]
+    sources = None  # the sources' defaults for captures; the config's for a live reading
     if captures:
         setup_logging("warning")
         if dnfs_expected is None and config_path is not None:
@@ -487,6 +496,7 @@ def cmd_doctor(
             expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
+        sources = {name: source for target in targets for name, source in target.sources.items()}
         try:
             old = read_targets(targets)
             time.sleep(interval_s)
@@ -495,8 +505,8 @@ def cmd_doctor(
             for target in targets:
                 target.close()
         old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
-    baseline = compute(old_raws, old_failures, host, {})
-    outcome = compute(raws, failures, host, baseline.samples)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    outcome = compute(raws, failures, host, baseline.samples, sources)
     report(outcome)
     found = diagnosis.diagnose(outcome.points, host, outcome.samples.values(), expected)
     if output == "json":
@@ -504,6 +514,57 @@ def cmd_doctor(
     else:
         print(format_diagnosis(found))
     return doctor_exit_code(found, outcome.failures)
+
+
+def cmd_doctor_history(
+    config_path: Optional[str], captures: list[str], since: Optional[str], until: Optional[str], output: str
+) -> int:
+    """dnfsmon doctor --since WHEN [--until WHEN]: the stored findings as a timeline (read only)."""
+    from . import catalogue
+    from .diagnosis import timeline
+
+    if captures or since is None:
+        print(
+            "dnfsmon: doctor --since reads the local store: give --since WHEN (and --until), no captures",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        start, end = timeline.window(since, until, datetime.datetime.now().astimezone())
+    except timeline.BadTime as error:
+        print(f"dnfsmon: doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = load_config(config_path)
+    setup_logging("warning")
+    if not os.path.isdir(cfg.store_dir):
+        raise EnvironmentProblem(
+            f"the local store {cfg.store_dir} does not exist (config: {cfg.path or 'built-in defaults'}): "
+            "collect has not run on this host, or -c names another config"
+        )
+    store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
+    wanted = (diagnosis.LADDER_MEASUREMENT, diagnosis.FINDING_MEASUREMENT)
+    try:
+        found = timeline.build(store.points(wanted), int(start.timestamp() * 1e9), int(end.timestamp() * 1e9))
+    except PermissionError as error:
+        raise EnvironmentProblem(
+            f"cannot read the store {cfg.store_dir} ({error.strerror}): run as the agent's user or a member of its group"
+        ) from None
+    if output == "json":
+        print(json.dumps(timeline.to_json(found), indent=1, sort_keys=True))
+    else:
+        entries = catalogue.load()
+        units = {
+            name: entry.unit
+            for name in diagnosis.ladder.RUNGS
+            if (entry := entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))) is not None
+        }
+        print(timeline.render(found, cfg.store_dir, diagnosis.ladder.RUNGS, units))
+    severities = {e.severity for e in found.episodes}
+    if diagnosis.CRITICAL in severities:
+        return EXIT_FINDINGS_CRITICAL
+    if severities:
+        return EXIT_FINDINGS_WARNING
+    return EXIT_OK if found.intervals else EXIT_NOTHING_TO_JUDGE
 
 
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
@@ -601,6 +662,37 @@ def ship_stored(cfg: configuration.Config, after_collect: bool, until: Optional[
     return True
 
 
+def take_run_lock(lock: RunLock, count: int, interval_s: float) -> int:
+    """Take the run lock within this run's slot (count x interval); the samples still due in it.
+
+    The run before may overrun its slot by a moment (a slow read): waiting for it
+    costs the samples whose time has passed, not the whole run, as exiting 75 at
+    once did. A run that holds the lock past this slot too (stuck) still gives
+    LockHeld, so runs never pile up behind it. Samples are due every interval
+    from this run's start: after waiting w seconds, floor(w / interval) are past.
+    """
+    started = time.monotonic()
+    try:
+        lock.acquire(wait_s=count * interval_s)
+    except OSError as error:  # flock on a FIFO or the like names no file: name the lock
+        error.filename = error.filename or lock.path
+        raise
+    waited = time.monotonic() - started
+    due = count - int(waited // interval_s)
+    if due < count:
+        log.warning(
+            "waited %.1f s for the run before to release %s: %d of %d samples left in this run's slot",
+            waited,
+            lock.path,
+            due,
+            count,
+        )
+    if due < 1:
+        lock.release()
+        raise LockHeld(f"{lock.path} was held for this run's whole slot")
+    return due
+
+
 class CronFormatter(logging.Formatter):
     """One format for every message: ISO 8601 local time with its zone, so lines appended
     to a log file by cron can be matched with an incident (2026-01-31T03:00:01+01:00)."""
@@ -692,11 +784,14 @@ GC_FIRST_THRESHOLD = 50_000
 
 
 def tune_gc() -> None:
-    """A run is short and keeps nearly everything it makes (samples, points) to
-    its end: the collector's passes over them every 700 allocations free
-    nothing and cost 10 to 20 % of a run at 1000 NFS mounts (bench/RESULTS.md).
-    It runs less often; the few cycles a run makes are still collected.
-    (gc.freeze() after the imports was measured too, and saved nothing more.)"""
+    """The agent's one garbage-collector policy, set once for the whole process.
+
+    A run is short and keeps nearly everything it makes (samples, intervals,
+    points, none in a cycle) to its end: the collector's passes over them every
+    700 allocations free nothing and cost 10 to 20 % of a run at 1000 NFS mounts
+    (bench/RESULTS.md). It runs less often; the few cycles a run makes are still
+    collected. (A pause around compute on top of this, and gc.freeze() after the
+    imports, were measured too: within the noise of the bench, so neither stays.)"""
     _, second, third = gc.get_threshold()
     gc.set_threshold(max(GC_FIRST_THRESHOLD, gc.get_threshold()[0]), second, third)
 
@@ -721,8 +816,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             return run(args.captures, args.format, args.operations)
         if args.command == "diff":
-            return cmd_diff(args.old, args.new, args.format)
+            return cmd_diff(args.old, args.new, args.format, getattr(args, "config", None))
         if args.command == "doctor":
+            if args.since is not None or args.until is not None:
+                return cmd_doctor_history(
+                    getattr(args, "config", None), args.captures, args.since, args.until, args.format
+                )
             return cmd_doctor(
                 getattr(args, "config", None), args.captures, args.interval, args.format, args.dnfs_expected
             )
@@ -746,13 +845,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "collect":
             slot_end = run_slot_end(time.monotonic() - process_age_s(), args.count, args.interval)
             lock = RunLock(cfg.state_dir)
+            count = take_run_lock(lock, args.count, args.interval)
             try:
-                lock.acquire()
-            except OSError as error:  # flock on a FIFO or the like names no file: name the lock
-                error.filename = error.filename or lock.path
-                raise
-            try:
-                any_failure = collect(cfg, args.count, args.interval)
+                any_failure = collect(cfg, count, args.interval)
             finally:
                 lock.release()
         # Shipping after the run lock is released: sampling never waits on shipping.

@@ -19,8 +19,8 @@ from .errors import EnvironmentProblem
 from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
-from .sources import ALL_SOURCES
-from .sources.base import ParseError, Raw, Source, collector_paused
+from .sources import build_all
+from .sources.base import ParseError, Raw, Source
 from .state import StateFile
 from .store import Store, StoreCounts
 from .targets import Reading, Target, read_or_fail, targets_from
@@ -42,12 +42,20 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-# Paused for the whole computation (sources.base.collector_paused): at 1000 NFS mounts it makes
-# some 100 000 samples, intervals and points, none in a cycle, and the cyclic garbage
-# collector's passes their allocations start free nothing and cost about a quarter of it.
-@collector_paused()
-def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, previous: Mapping[str, Sample]) -> Outcome:
-    """Points from one reading of every source, given the previous samples."""
+def compute(
+    raws: Mapping[str, Raw],
+    failures: Mapping[str, str],
+    host: str,
+    previous: Mapping[str, Sample],
+    sources: Optional[Mapping[str, Source]] = None,
+) -> Outcome:
+    """Points from one reading of every source, given the previous samples.
+
+    `sources`: the configured sources that read `raws` (a target's); None builds
+    each with the built-in defaults (a capture replayed without a config).
+    """
+    if sources is None:
+        sources = build_all(raws)
     outcome = Outcome(samples=dict(previous), failures=dict(failures))
     # The previous keys of each measurement, found in one pass (not one per source).
     keys_of: dict[str, list[str]] = {}
@@ -56,7 +64,7 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
     for name, raw in raws.items():
         started = time.perf_counter()
         try:
-            _compute_source(ALL_SOURCES[name], raw, host, previous, keys_of, outcome)
+            _compute_source(sources[name], raw, host, previous, keys_of, outcome)
         except ParseError as error:
             outcome.failures[name] = str(error)
         except Exception as error:  # a bug or an input no check foresaw: this source fails, not the run
@@ -120,13 +128,17 @@ def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
     return points
 
 
-def diff_captures(old_dir: str, new_dir: str) -> tuple[Outcome, Outcome]:
+def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -> tuple[Outcome, Outcome]:
     """(baseline, outcome) of two captures: what collection would have published
-    at the second, had the first been its previous sample."""
+    at the second, had the first been its previous sample.
+
+    The sources are configured by `config` (its filters), the built-in defaults when None.
+    """
     _, old_raws, old_failures = capture.read(old_dir)
     host, new_raws, new_failures = capture.read(new_dir)
-    baseline = compute(old_raws, old_failures, host, {})
-    return baseline, compute(new_raws, new_failures, host, baseline.samples)
+    sources = build_all(sorted({*old_raws, *new_raws}), config)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    return baseline, compute(new_raws, new_failures, host, baseline.samples, sources)
 
 
 def read_targets(targets: Iterable[Target]) -> Reading:
@@ -139,12 +151,20 @@ def read_targets(targets: Iterable[Target]) -> Reading:
     return union
 
 
+# The malformed inputs of one sample logged one by one; the rest are counted in one line.
+PROBLEMS_LOGGED = 20
+
+
 def report(outcome: Outcome) -> None:
     """Log what a sample could not do; each reason once, with the input named."""
     for name, reason in sorted(outcome.failures.items()):
         log.error("source %s failed: %s", name, reason)
-    for problem in outcome.problems:
+    # A hostile or broken input can hold a million malformed lines: the first ones say what
+    # is wrong, a count says how much (a 60 MB capture once wrote 91 MB of warnings).
+    for problem in outcome.problems[:PROBLEMS_LOGGED]:
         log.warning("skipped malformed input: %s", problem)
+    if len(outcome.problems) > PROBLEMS_LOGGED:
+        log.warning("skipped %d more malformed inputs (not listed)", len(outcome.problems) - PROBLEMS_LOGGED)
     # A first run at 1000 NFS mounts has some 35 000 baselines: their lines (and
     # state keys) are made only when debug is on, as the log would drop them.
     debug = log.isEnabledFor(logging.DEBUG)
@@ -185,6 +205,7 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
         "store_unwritten_points": counts.unwritten_points,
+        "store_quarantined_points": counts.quarantined_points,
     }
     return Point("dnfsmon_agent", (("host", config.host),), values, time.time_ns())
 
@@ -225,7 +246,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         # next is read, so a slow or failing target never costs another's points.
         for target in targets:
             reading = read_or_fail(target)
-            outcome = compute(reading.raws, reading.failures, config.host, previous[target.id])
+            outcome = compute(reading.raws, reading.failures, config.host, previous[target.id], target.sources)
             report(outcome)
             store.append(outcome.points)
             target_health = source_points(config.host, reading, outcome, time.time_ns())

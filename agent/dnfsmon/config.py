@@ -14,7 +14,7 @@ import re
 import socket
 import sys
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 if sys.version_info >= (3, 11):
@@ -108,6 +108,19 @@ def _host_sources(value: Any) -> Optional[str]:
     return None
 
 
+def _names(what: str, allow_empty: bool) -> Callable[[Any], Optional[str]]:
+    """A list of non-empty strings (globs or names); empty only where that means "none"."""
+
+    def check(value: Any) -> Optional[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            return f"must be a list of {what}"
+        if not value and not allow_empty:
+            return f'must name at least one of {what} ("*" or "all" for every one)'
+        return None
+
+    return check
+
+
 def _bool(value: Any) -> Optional[str]:
     return None if isinstance(value, bool) else "must be true or false"
 
@@ -184,6 +197,20 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("host", "sys_root"): ("/sys", _path, True),
     ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
     ("host", "nfs_ports"): ([2049], _ports, False),
+    # Filters of the host sources (docs/configuration.md, "Filters"): shell-style globs (fnmatch).
+    ("mountstats", "include_mounts"): (["*"], _names("mount point globs", False), False),
+    ("mountstats", "exclude_mounts"): ([], _names("mount point globs", True), False),
+    # READ and WRITE, which the dashboards and the doctor read by name (grafana/generate.py,
+    # dnfsmon/diagnosis), and the four an Oracle mount sends most of its other RPCs as: COMMIT
+    # after unstable WRITEs; GETATTR, ACCESS and LOOKUP, which actimeo=0 (what RAC needs) sends
+    # on every open and stat. ["all"]: every operation the kernel prints.
+    ("mountstats", "operations"): (
+        ["READ", "WRITE", "COMMIT", "GETATTR", "ACCESS", "LOOKUP"],
+        _names("NFS operation names", False),
+        False,
+    ),
+    ("nic", "include_interfaces"): (["*"], _names("interface globs", False), False),
+    ("nic", "exclude_interfaces"): ([], _names("interface globs", True), False),
     ("influxdb", "enabled"): (False, _bool, False),
     ("influxdb", "url"): ("http://localhost:8086", _url, False),
     ("influxdb", "org"): ("-", _string, False),
@@ -198,6 +225,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
     ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
     ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
+    ("influxdb", "naming"): ("influxdb", _choice("influxdb", "prometheus"), False),
     ("prometheus", "textfile"): ("", _string, True),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
@@ -237,6 +265,10 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
 DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": False}
 
 
+# The sections that configure one source each (Config.sources).
+SOURCE_SECTIONS = ("mountstats", "nic")
+
+
 # Keys whose rejected value is not echoed in the error (it may hold a password).
 MAY_HOLD_A_PASSWORD = {("influxdb", "url"), ("oracle", "dsn")}
 
@@ -259,6 +291,9 @@ class InfluxSettings:
     retry_backoff_s: float
     # Wall-clock bound of one ship (every request, retry and wait included).
     deadline_s: float
+    # "influxdb": the catalogue's names; "prometheus": prometheus.py's names, units and labels,
+    # for a server that names a series <measurement>_<field> (VictoriaMetrics).
+    naming: str
 
 
 @dataclass(frozen=True)
@@ -327,6 +362,9 @@ class Config:
     simulator: Optional[SimulatorSettings]
     # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
     dnfs_expected: Optional[bool] = None
+    # Options of the sources' own sections ([mountstats], [nic]), defaults included, by section:
+    # each source is built from its section (dnfsmon.sources.build).
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _unchanged(value: Any) -> Any:
@@ -416,6 +454,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         oracle=oracle,
         simulator=simulator,
         dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
+        sources={name: options_of(name) for name in SOURCE_SECTIONS},
     )
 
 
@@ -442,7 +481,7 @@ def load(path: Optional[str]) -> Config:
     return parse(data, path)
 
 
-def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
+def read_secret(path: Optional[str], env_var: Optional[str], what: str, http_header: bool = False) -> str:
     """A secret from an owner-only file, else from an environment variable.
 
     Secrets never come from argv (visible in ps) and are never logged. The
@@ -450,20 +489,34 @@ def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
     by this user or root, mode 0600/0400). Surrounding whitespace is stripped;
     a control character left inside (a second line) is refused without
     echoing the secret: it would otherwise reach an HTTP header and the text
-    of the error that header raises.
+    of the error that header raises. So is a UTF-8 byte order mark (Windows
+    Notepad writes one), and, for a secret sent in an HTTP header, any
+    character outside Latin-1, which http.client cannot encode there.
     """
     if path:
-        secret = _clean_secret(read_secret_file(path, what), f"{what} file {path}")
+        secret = _clean_secret(read_secret_file(path, what), f"{what} file {path}", http_header)
         if not secret:
             raise ConfigError(f"{what} file {path} is empty")
         return secret
     if env_var and os.environ.get(env_var, "").strip():
-        return _clean_secret(os.environ[env_var], f"{what} in the environment variable {env_var}")
+        return _clean_secret(os.environ[env_var], f"{what} in the environment variable {env_var}", http_header)
     raise ConfigError(f"no {what}: set a file readable by its owner only, or the environment variable {env_var}")
 
 
-def _clean_secret(text: str, where: str) -> str:
+def _clean_secret(text: str, where: str, http_header: bool = False) -> str:
+    if text.startswith("\ufeff"):
+        raise EnvironmentProblem(
+            f"{where} starts with a UTF-8 byte order mark (as Windows Notepad saves): save it as plain text without one"
+        )
     secret = text.strip()
+    if http_header:
+        # http.client encodes header values as Latin-1 (RFC 9110 5.5 allows no more); a token is ASCII.
+        beyond = [i for i, c in enumerate(secret) if ord(c) > 255]
+        if beyond:
+            raise EnvironmentProblem(
+                f"{where} holds a character an HTTP header cannot carry (at character {beyond[0] + 1}); "
+                "an InfluxDB token is ASCII: copy it again from InfluxDB"
+            )
     bad = [i for i, c in enumerate(secret) if ord(c) < 32 or ord(c) == 127]
     if bad:
         raise EnvironmentProblem(
