@@ -267,6 +267,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
     assert "cannot be written as line protocol" in quarantined[0][1]
     assert "InfluxDB rejected it: HTTP 400" in quarantined[1][1] and "field type conflict" in quarantined[1][1]
     assert list(store.unshipped()) == []
+    assert store.counts().quarantined_points == 2  # published as dnfsmon_agent.store_quarantined_points
 
 
 def test_a_store_of_the_old_format_ships_after_the_upgrade(influx, tmp_path):
