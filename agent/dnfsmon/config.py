@@ -211,6 +211,8 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ),
     ("nic", "include_interfaces"): (["*"], _names("interface globs", False), False),
     ("nic", "exclude_interfaces"): ([], _names("interface globs", True), False),
+    ("filer_tcp", "include_filers"): (["*"], _names("filer address globs", False), False),
+    ("filer_tcp", "exclude_filers"): ([], _names("filer address globs", True), False),
     ("influxdb", "enabled"): (False, _bool, False),
     ("influxdb", "url"): ("http://localhost:8086", _url, False),
     ("influxdb", "org"): ("-", _string, False),
@@ -266,7 +268,7 @@ DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": Fal
 
 
 # The sections that configure one source each (Config.sources).
-SOURCE_SECTIONS = ("mountstats", "nic")
+SOURCE_SECTIONS = ("mountstats", "nic", "filer_tcp")
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
