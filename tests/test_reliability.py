@@ -1149,6 +1149,7 @@ OPENS_ALLOWED = {
     ("cli.py", "main"): "/dev/null in place of a closed stdout",
     ("top.py", "run_batch"): "/dev/null in place of a closed stdout",
     ("sources/base.py", "read"): "kernel files under /proc and /sys, where no user can plant a file",
+    ("cli.py", "process_age_s"): "/proc/self/stat, the kernel's own file for this process",
     ("wire/__init__.py", "transactions"): "packet captures the user names on the command line",
 }
 OPEN_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
