@@ -226,6 +226,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
     ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
     ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
+    ("influxdb", "naming"): ("influxdb", _choice("influxdb", "prometheus"), False),
     ("prometheus", "textfile"): ("", _string, True),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
@@ -291,6 +292,9 @@ class InfluxSettings:
     retry_backoff_s: float
     # Wall-clock bound of one ship (every request, retry and wait included).
     deadline_s: float
+    # "influxdb": the catalogue's names; "prometheus": prometheus.py's names, units and labels,
+    # for a server that names a series <measurement>_<field> (VictoriaMetrics).
+    naming: str
 
 
 @dataclass(frozen=True)
