@@ -22,6 +22,7 @@ import dataclasses
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -199,12 +200,26 @@ def _build(server: GoServer, timeout_s: float) -> None:
         try:
             for step in commands:
                 left = timeout_s - (time.monotonic() - started)
-                subprocess.run(step, check=True, env=env, cwd=cwd, stdout=log, stderr=log, timeout=max(left, 1))
+                _run_bounded(step, env, cwd, log, max(left, 1))
         except subprocess.CalledProcessError as e:
             tail = open(log_path, errors="replace").read()[-3000:]
             raise RuntimeError(f"building {name} {server.version} failed ({e.returncode}); {log_path}:\n{tail}") from e
         except subprocess.TimeoutExpired as e:
             raise RuntimeError(f"building {name} {server.version} took over {timeout_s:.0f} s; see {log_path}") from e
+
+
+def _run_bounded(command: list[str], env: dict, cwd: str, log, timeout_s: float) -> None:
+    """Run one build step in a process group of its own, so a step past its time ends with every
+    compiler and cargo it started (subprocess.run's timeout kills only the go command itself)."""
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=log, start_new_session=True)
+    try:
+        returncode = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    if returncode != 0:
+        raise subprocess.CalledProcessError(returncode, command)
 
 
 def main(names: Optional[list[str]] = None) -> int:

@@ -20,6 +20,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from typing import Optional
 
 import go_servers
 
@@ -37,7 +38,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class InfluxServer:
+class Stoppable:
+    """A server process a test stops (SIGTERM, then SIGKILL after `stop_timeout_s`) or kills."""
+
+    process: Optional[subprocess.Popen] = None
+    stop_timeout_s = 20.0
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class InfluxServer(Stoppable):
     def __init__(self, directory: str, version: str = VERSIONS[0]):
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
@@ -79,19 +100,6 @@ bind-address = "127.0.0.1:{free_port()}"
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError("influxd did not answer /ping within 60 s")
-
-    def kill(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     def query(self, q: str, db: str = "") -> dict:
         params = urllib.parse.urlencode({"q": q, "db": db, "epoch": "ns"})

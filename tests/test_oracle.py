@@ -21,9 +21,8 @@ from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
+from runner import DNFSMON
 from sqlcheck import violations
-
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def facts_available(release):

@@ -98,7 +98,7 @@ def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
         if info.st_uid != os.geteuid():
             return Item(FAIL, label, f"owned by {user_name(info.st_uid)}: chown {user_name(os.geteuid())} {path}")
         try:
-            read_secret(path, None, what)
+            read_secret(path, None, what, http_header=what == "InfluxDB token")
         except (ConfigError, EnvironmentProblem) as error:
             return Item(FAIL, label, str(error).replace(f"{label} ", ""))
         return Item(OK, label, f"mode {info.st_mode & 0o777:04o}, owned by {user_name(info.st_uid)}")

@@ -159,7 +159,7 @@ class HTTPStatusError(Exception):
 def token_of(settings: InfluxSettings) -> str:
     """The token from its file or environment variable; empty for 1.8 without auth."""
     try:
-        return read_secret(settings.token_file or None, settings.token_env or None, "InfluxDB token")
+        return read_secret(settings.token_file or None, settings.token_env or None, "InfluxDB token", http_header=True)
     except ConfigError:
         if settings.token_file:
             raise
