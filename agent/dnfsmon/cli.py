@@ -349,8 +349,10 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
 # Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
 # 1000-mount diff makes as many objects again, and the collector's passes free none of them.
 @collector_paused()
-def cmd_diff(old: str, new: str, output: str) -> int:
-    baseline, outcome = diff_captures(old, new)
+def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
+    # The sources' filters of the config named with -c; the built-in defaults without one.
+    cfg = configuration.load(config_path) if config_path else None
+    baseline, outcome = diff_captures(old, new, cfg)
     report(baseline)
     report(outcome)
     if output == "json":
@@ -450,6 +452,7 @@ def cmd_doctor(
         return EXIT_USAGE
     # --dnfs-expected, else the config's [doctor] dnfs_expected (offline: only a config named with -c).
     expected = None if dnfs_expected is None else configuration.DNFS_EXPECTED[dnfs_expected]
+    sources = None  # the sources' defaults for captures; the config's for a live reading
     if captures:
         setup_logging("warning")
         if dnfs_expected is None and config_path is not None:
@@ -464,6 +467,7 @@ def cmd_doctor(
             expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
+        sources = {name: source for target in targets for name, source in target.sources.items()}
         try:
             old = read_targets(targets)
             time.sleep(interval_s)
@@ -472,8 +476,8 @@ def cmd_doctor(
             for target in targets:
                 target.close()
         old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
-    baseline = compute(old_raws, old_failures, host, {})
-    outcome = compute(raws, failures, host, baseline.samples)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    outcome = compute(raws, failures, host, baseline.samples, sources)
     report(outcome)
     found = diagnosis.diagnose(outcome.points, host, outcome.samples.values(), expected)
     if output == "json":
@@ -714,7 +718,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             return run(args.captures, args.format, args.operations)
         if args.command == "diff":
-            return cmd_diff(args.old, args.new, args.format)
+            return cmd_diff(args.old, args.new, args.format, getattr(args, "config", None))
         if args.command == "doctor":
             if args.since is not None or args.until is not None:
                 return cmd_doctor_history(
