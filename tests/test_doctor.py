@@ -23,12 +23,12 @@ from dnfsmon import capture, catalogue, diagnosis, rates
 from dnfsmon.collect import compute
 from dnfsmon.diagnosis import rules
 from dnfsmon.store import Store
+from runner import DNFSMON
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases", "doctor")
 NAMES = sorted(n for n in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, n)) and n != "__pycache__")
 DOCS = os.path.join(HERE, "..", "docs", "doctor.md")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def doctor(*args: str) -> subprocess.CompletedProcess:
