@@ -119,13 +119,10 @@ class OracleTarget(Target):
         # with it, not with the configured target (one database, one name on the dashboards).
         self.known_name = oracle.last_known_name(previous.values())
 
-    def read_raw(self) -> Raw:
+    def read(self) -> Reading:
         from .oracle_db import read_once
 
-        return read_once(self.database, time.time(), self.inventory.due(time.time()))
-
-    def read(self) -> Reading:
-        raw = self.read_raw()
+        raw = read_once(self.database, time.time(), self.inventory.due(time.time()))
         self.inventory.read(raw)
         self.known_name = oracle.name_down_reading(raw, self.known_name)
         return Reading(raws={oracle.NAME: raw})
