@@ -128,11 +128,13 @@ def test_live_capture_then_diff(tmp_path):
 def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
-    first = stored(tmp_path)
-    assert [p.measurement for p in first] == ["dnfsmon_agent"]  # baseline only: no rate, no zero
+    # Baseline only: no rate, no zero; the agent's own points say each source ran.
+    first = [p for p in stored(tmp_path) if p.measurement != "dnfsmon_source"]
+    assert [p.measurement for p in first] == ["dnfsmon_agent"]
     assert first[0].fields["intervals"] == 0 and first[0].fields["skipped"] > 0
+    seen = len(stored(tmp_path))
     run("--config", config, "collect", check_rc=0)
-    second = stored(tmp_path)[1:]
+    second = stored(tmp_path)[seen:]
     nic_points = [p for p in second if p.measurement == "dnfsmon_nic"]
     assert {dict(p.tags)["interface"] for p in nic_points} >= {"lo"}
     assert all(dict(p.tags)["host"] == "testhost" for p in second)
@@ -190,11 +192,60 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     result = run("--config", config, "collect", "--count", 2, "--interval", 0.2, check_rc=3)
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
     measurements = {p.measurement for p in stored(tmp_path)}
-    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent"}  # the fake proc has no mountstats: no NFS mounts
+    # The fake proc has no mountstats: no NFS mounts.
+    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent", "dnfsmon_source"}
     agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
     # nic (bad header), mountstats, routes (no proc/net/route) and pressure (no proc/stat) failed;
     # tcp, filer_tcp and rpc (no NFS client: nothing to read) ran.
     assert agent.fields["sources_failed"] == 4 and agent.fields["sources_ok"] == 3
+    health = {dict(p.tags)["source"]: p.fields for p in stored(tmp_path)[-9:] if p.measurement == "dnfsmon_source"}
+    assert {name for name, fields in health.items() if not fields["ok"]} == {"nic", "mountstats", "routes", "pressure"}
+    assert set(health) == set(HOST_SOURCES)
+    assert all(fields["read_seconds"] >= 0 and fields["compute_seconds"] >= 0 for fields in health.values())
+
+
+def test_a_capture_with_a_renamed_oracle_column_fails_that_source_in_one_line(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["tcp"]}, simulator={"enabled": True})
+    old, new = tmp_path / "old", tmp_path / "new"
+    run("--config", config, "capture", old, check_rc=0)
+    run("--config", config, "capture", new, check_rc=0)
+    results = new / "oracle" / "results.json"
+    document = json.loads(results.read_text())
+    columns = document["results"]["dnfs_stats"]["columns"]
+    columns[columns.index("PNUM")] = "RENAMED"
+    results.write_text(json.dumps(document))
+    result = run("diff", old, new, "--format", "lp", check_rc=3)
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "oracle" in line]
+    assert "source oracle failed: KeyError" in line and "PNUM" in line
+    assert "dnfsmon_tcp," in result.stdout  # the capture's other source still published
+    # A developer gets the traceback with -v.
+    assert "Traceback" in run("-v", "diff", old, new, "--format", "lp", check_rc=3).stderr
+
+
+def test_a_source_that_raises_in_publish_fails_alone_and_keeps_its_previous_samples(monkeypatch):
+    from dnfsmon import collect
+    from dnfsmon.sources import ALL_SOURCES, base
+
+    def publish(result, current):
+        raise ZeroDivisionError("division by zero")
+
+    broken = base.HostSource(
+        name="tcp",
+        measurements=ALL_SOURCES["tcp"].measurements,
+        parse=ALL_SOURCES["tcp"].parse,
+        publish=publish,
+        read=HOST_SOURCES["tcp"].read,
+    )
+    raws = {name: HOST_SOURCES[name].read(base.HostInputs()) for name in ("tcp", "nic")}
+    first = collect.compute(raws, {}, "h", {})
+    monkeypatch.setitem(ALL_SOURCES, "tcp", broken)
+    raws = {name: HOST_SOURCES[name].read(base.HostInputs()) for name in ("tcp", "nic")}
+    second = collect.compute(raws, {}, "h", first.samples)
+    assert set(second.failures) == {"tcp"} and second.failures["tcp"].startswith("ZeroDivisionError: division by zero")
+    assert second.sources_ok == 1 and {p.measurement for p in second.points} == {"dnfsmon_nic"}
+    tcp_keys = {k for k, s in first.samples.items() if s.measurement == "dnfsmon_tcp"}
+    assert all(second.samples[k] is first.samples[k] for k in tcp_keys)  # the next reading diffs against these
 
 
 def test_a_run_saves_a_snapshot_then_journal_records_that_the_next_run_loads(tmp_path):

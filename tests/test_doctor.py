@@ -35,19 +35,31 @@ def doctor(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*DNFSMON, "doctor", *args], capture_output=True, text=True, timeout=120)
 
 
+def run_with(config, *args: str) -> subprocess.CompletedProcess:
+    """dnfsmon with a config file, as a user runs it."""
+    return subprocess.run([*DNFSMON, "--config", str(config), *args], capture_output=True, text=True, timeout=120)
+
+
 def expected(name: str) -> dict:
     with open(os.path.join(CASES, name, "expected.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
+def run_case(name: str, *args: str) -> subprocess.CompletedProcess:
+    """The doctor on a case's two captures, with the case's own options (expected.json "args")."""
+    case = os.path.join(CASES, name)
+    return doctor(os.path.join(case, "old"), os.path.join(case, "new"), *expected(name).get("args", []), *args)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_case_findings_evidence_ladder_and_exit_code(name):
     want = expected(name)
-    result = doctor(os.path.join(CASES, name, "old"), os.path.join(CASES, name, "new"), "--format", "json")
+    result = run_case(name, "--format", "json")
     assert result.returncode == want["exit_code"], result.stderr
     got = json.loads(result.stdout)
-    assert [(f["id"], f["layer"], f["severity"]) for f in got["findings"]] == [
-        (f["id"], f["layer"], f["severity"]) for f in want["findings"]
+    assert got["verdict"] == want["verdict"] and got["likely_causes"] == want["likely_causes"]
+    assert [(f["id"], f["layer"], f["severity"], f["explained_by"]) for f in got["findings"]] == [
+        (f["id"], f["layer"], f["severity"], f["explained_by"]) for f in want["findings"]
     ]
     for mine, theirs in zip(got["findings"], want["findings"]):
         assert mine["evidence"] == pytest.approx(theirs["evidence"], abs=1e-3), mine["id"]
@@ -58,8 +70,81 @@ def test_case_findings_evidence_ladder_and_exit_code(name):
 def test_every_finding_id_fires_in_some_case_and_healthy_cases_fire_nothing():
     fired = {f["id"] for name in NAMES for f in expected(name)["findings"]}
     assert fired == set(rules.RULES)
-    for name in ("healthy", "busy-but-healthy"):
+    for name in ("healthy", "busy-but-healthy", "busy-healthy-2ms-filer"):
         assert expected(name)["findings"] == [] and expected(name)["exit_code"] == 0
+
+
+# What each layer's documented behaviour makes true of a case, written from the
+# scenario (README.md of each), not from the rules: the layers to blame (none for
+# a healthy host), the layers that must not be blamed, the likely cause, and the
+# exit code that follows from the worst severity.
+#   far path: distance raises the minimum RTT; a filer cannot (its quick ACKs still
+#     come back at wire speed), and a 20 % link queues microseconds;
+#   busy-healthy: 62 % of 10 GbE queues ~0.1 ms, the 2 ms is the filer's ordinary time;
+#   complete fallback: dNFS expected, every data file on OS_LIB;
+#   imbalance-fills-nic: the 94 % path fills its link, whose queue raises that path's RTT.
+LAYER_TRUTH = {
+    "far-path": ({"network"}, {"filer", "client", "host"}, [], 10),
+    "far-path-under-10-ms": ({"network"}, {"filer", "client", "host"}, [], 10),
+    "busy-healthy-2ms-filer": (set(), {"network", "filer", "client", "host"}, [], 0),
+    "complete-fallback": ({"client"}, {"network", "filer", "host"}, [], 11),
+    "imbalance-fills-nic": ({"client", "network"}, {"filer", "host"}, ["dnfs-path-imbalance"], 10),
+    "nothing-to-judge": (set(), {"network", "filer", "client", "host"}, [], 12),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_TRUTH))
+def test_verdict_follows_the_layers_behaviour(name):
+    blamed, innocent, causes, exit_code = LAYER_TRUTH[name]
+    result = run_case(name, "--format", "json")
+    got = json.loads(result.stdout)
+    layers = {f["layer"] for f in got["findings"]}
+    assert result.returncode == exit_code, result.stderr
+    assert blamed <= layers and not layers & innocent, layers
+    assert got["likely_causes"] == causes
+    if causes:
+        assert got["findings"][0]["id"] == causes[0] and got["findings"][0]["likely_cause"] is True
+
+
+def test_far_path_names_the_distance_not_the_filer():
+    for name in ("far-path", "far-path-under-10-ms"):
+        result = run_case(name)
+        verdict = result.stdout[result.stdout.index("Verdict:") :]
+        assert "the round trip never goes below 8.80 ms" in verdict and "distance" in verdict
+        assert "filer answers late" not in verdict and "healthy" not in verdict
+
+
+def test_combined_faults_name_the_cause_first_with_the_linking_evidence():
+    result = run_case("imbalance-fills-nic")
+    verdict = result.stdout[result.stdout.index("Verdict:") :].splitlines()
+    assert verdict[1] == (
+        "  Likely cause: dnfs-path-imbalance [client], which explains nic-saturation, network-latency"
+    )
+    assert verdict[2].startswith("  WARNING dnfs-path-imbalance [client] LIKELY CAUSE")
+    link = next(line for line in verdict if line.startswith("      explains nic-saturation:"))
+    assert "94 % of filer filer1's sends (10.0.1.1 -> 10.0.1.5) runs through eth1, 92 % busy" in link
+    saturation = verdict.index(next(line for line in verdict if " nic-saturation [network]" in line))
+    assert verdict[saturation].startswith("  WARNING nic-saturation [network] (explained by dnfs-path-imbalance)")
+    remedy = next(line for line in verdict[saturation:] if line.startswith("      remedy:"))
+    assert remedy.startswith("      remedy: fix dnfs-path-imbalance first;")
+
+
+def test_nothing_to_judge_says_so_with_its_own_exit_code():
+    result = run_case("nothing-to-judge")
+    assert result.returncode == 12
+    assert "Verdict: nothing to judge: no database configured, and no NFS or dNFS traffic to a filer" in result.stdout
+    assert "healthy" not in result.stdout
+
+
+def test_complete_fallback_names_the_mount_and_filer_and_needs_dnfs_expected():
+    result = run_case("complete-fallback")
+    assert result.returncode == 11
+    assert "10 of 10 data files (100 %) are not read through dNFS" in result.stdout
+    assert "/u02/oradata1 (10.0.1.5:/vol/oradata1, 3000 READ/s)" in result.stdout
+    # The database alone cannot tell a fallback from a database that never used dNFS.
+    case = os.path.join(CASES, "complete-fallback")
+    assert doctor(os.path.join(case, "old"), os.path.join(case, "new")).returncode == 0
+    assert doctor(os.path.join(case, "old"), os.path.join(case, "new"), "--dnfs-expected", "no").returncode == 0
 
 
 def test_every_case_has_a_readme_naming_its_findings():
@@ -112,12 +197,7 @@ def test_usage_errors_exit_2_with_one_line():
 
 def test_live_doctor_on_the_simulator(tmp_path):
     config = write_config(tmp_path, simulator={"enabled": True})
-    result = subprocess.run(
-        [*DNFSMON, "--config", str(config), "doctor", "--interval", "0.5", "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_with(config, "doctor", "--interval", "0.5", "--format", "json")
     assert result.returncode in (0, 10, 11), result.stderr
     got = json.loads(result.stdout)
     assert got["simulated_database"] is True
@@ -125,15 +205,40 @@ def test_live_doctor_on_the_simulator(tmp_path):
     assert not os.path.exists(tmp_path / "store")  # the doctor stores nothing
 
 
+def test_live_doctor_sees_a_fallback_although_the_second_read_skips_the_inventory(tmp_path):
+    # The simulated database opens 2 of its 20 data files through the kernel client. The doctor's
+    # first read brings the inventory (coverage); the second skips it (inventory_interval_s).
+    config = write_config(tmp_path, simulator={"enabled": True, "fallback_datafiles": 2})
+    result = run_with(config, "doctor", "--interval", "0.5", "--format", "json")
+    assert result.returncode == 11, result.stderr
+    got = json.loads(result.stdout)
+    fallbacks = [f for f in got["findings"] if f["id"] == "dnfs-fallback"]
+    assert {f["evidence"]["dnfs_files"] for f in fallbacks} == {18}
+    assert 0 < got["inventory_age_s"] < 60  # carried from the first read, its age shown
+    assert "inventory_age_s" in fallbacks[0]["evidence"]
+
+
+def test_every_collect_interval_diagnoses_with_the_latest_inventory(tmp_path):
+    config = write_config(tmp_path, simulator={"enabled": True, "fallback_datafiles": 2})
+    result = run_with(config, "collect", "--count", "3", "--interval", "0.2")
+    assert result.returncode in (0, 3), result.stderr
+    points = list(Store(str(tmp_path / "store"), 10**9).points())
+    ladders = sorted({p.time_ns for p in points if p.measurement == diagnosis.LADDER_MEASUREMENT})
+    fallback_times = sorted(
+        {
+            p.time_ns
+            for p in points
+            if p.measurement == diagnosis.FINDING_MEASUREMENT and dict(p.tags)["id"] == "dnfs-fallback"
+        }
+    )
+    assert len(ladders) == 2 and ladders[-1] in fallback_times  # the intervals without an inventory read too
+    assert len(fallback_times) == 3
+
+
 def test_collect_stores_the_ladder_and_findings_of_every_interval(tmp_path):
     # The simulated database with one path carrying twice its share: a finding to store.
     config = write_config(tmp_path, simulator={"enabled": True, "path_imbalance": 1.0})
-    result = subprocess.run(
-        [*DNFSMON, "--config", str(config), "collect", "--count", "2", "--interval", "0.2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_with(config, "collect", "--count", "2", "--interval", "0.2")
     assert result.returncode in (0, 3), result.stderr
     points = list(Store(str(tmp_path / "store"), 10**9).points())
     ladders = [p for p in points if p.measurement == diagnosis.LADDER_MEASUREMENT]
@@ -178,7 +283,7 @@ def test_docs_name_every_finding_threshold_and_exit_code():
     assert constants
     for name in constants:
         assert f"`{name}`" in text, name
-    for code in ("10", "11"):
+    for code in ("10", "11", "12"):
         assert f"| {code} |" in text
 
 

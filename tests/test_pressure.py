@@ -1,4 +1,4 @@
-"""The host pressure source: psutil over captured /proc text, plus vmstat and PSI."""
+"""The host pressure source: /proc/stat, meminfo, vmstat and PSI, parsed from their text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from dnfsmon import rates
 from dnfsmon.sources import pressure
-from dnfsmon.sources.base import HostInputs, Raw
+from dnfsmon.sources.base import HostInputs, ParseError, Raw
 
 
 def stat(user: int, idle: int, iowait: int, steal: int, running: int) -> str:
@@ -40,12 +40,13 @@ def raw(t: float, user: int, idle: int, iowait: int, steal: int, swapped: int, f
 
 
 def test_fields_over_an_interval_are_exact():
-    old, _ = pressure.samples(raw(100.0, 1000, 5000, 100, 0, 10, 5, 1_000_000), "db1")
-    new, problems = pressure.samples(raw(110.0, 1400, 5400, 150, 50, 510, 2005, 3_000_000), "db1")
-    assert problems == []
-    interval = rates.diff(old[0], new[0])
-    assert isinstance(interval, rates.Interval)
-    f = pressure.fields(interval)
+    old = pressure.SOURCE.parse(raw(100.0, 1000, 5000, 100, 0, 10, 5, 1_000_000), "db1")
+    new = pressure.SOURCE.parse(raw(110.0, 1400, 5400, 150, 50, 510, 2005, 3_000_000), "db1")
+    assert new.problems == []
+    result = rates.diff_all({s.state_key: s for s in old.samples}, new.samples)
+    (point,) = pressure.SOURCE.publish(result, new.samples)
+    assert point.tags == (("host", "db1"),)
+    f = point.fields
     # Per CPU line: user +400, system +100, idle +400, iowait +50, steal +50 ticks: total 1000.
     assert f["cpu_busy_pct"] == pytest.approx(55.0)
     assert f["cpu_iowait_pct"] == pytest.approx(5.0)
@@ -59,14 +60,22 @@ def test_fields_over_an_interval_are_exact():
     assert "psi_io_some_pct" not in f and "psi_cpu_full_pct" not in f
 
 
-def test_psutil_reads_the_captured_text_not_the_live_proc():
-    import psutil
+def test_the_captured_text_is_what_is_read():
+    main, cpu = pressure.samples(raw(1.0, 1000, 5000, 100, 0, 0, 0, 0), "db1")[0]
+    assert cpu.counters["cpu_user_ms"] == 10_000  # 1000 ticks at USER_HZ 100
+    assert main.gauges["mem_total_bytes"] == 16_000_000 * 1024
 
-    before = psutil.PROCFS_PATH
-    sample = pressure.samples(raw(1.0, 1000, 5000, 100, 0, 0, 0, 0), "db1")[0][0]
-    assert sample.counters["cpu_user_ms"] == 10_000  # 1000 ticks at USER_HZ 100
-    assert sample.gauges["mem_total_bytes"] == 16_000_000 * 1024
-    assert before == psutil.PROCFS_PATH
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "intr 1 2\n", "cpu  1 2 3\n", "cpu  1 2 3 4 5 6 x 8\n", "cpu  1 2 3 4 5 6 -7 8\n"],
+    ids=["empty", "no_cpu_line", "six_states", "not_a_number", "negative"],
+)
+def test_a_stat_file_without_a_usable_cpu_line_is_refused_naming_it(text):
+    bad = raw(1.0, 1000, 5000, 100, 0, 0, 0, 0)
+    bad.files[pressure.STAT] = text
+    with pytest.raises(ParseError, match=r"^proc/stat"):
+        pressure.samples(bad, "db1")
 
 
 def test_a_malformed_psi_file_is_reported_and_the_rest_published():
@@ -79,4 +88,4 @@ def test_a_malformed_psi_file_is_reported_and_the_rest_published():
 
 def test_live_read_on_this_machine():
     found, problems = pressure.samples(pressure.read(HostInputs()), "h")
-    assert problems == [] and found[0].gauges["cpus"] >= 1
+    assert problems == [] and found[0].gauges["cpus"] >= 1 and found[1].counters["cpu_idle_ms"] > 0

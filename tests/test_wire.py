@@ -17,6 +17,7 @@ import pytest
 
 import wire_frames as w
 from dnfsmon.cli import main
+from dnfsmon.wire import analysis
 
 MS = 1_000_000
 T0 = 1_700_000_000 * 1_000_000_000  # a plausible epoch time in ns
@@ -355,3 +356,147 @@ def test_pcapng_packets_of_undescribed_interfaces_are_counted(tmp_path, capsys):
     report = run_wire(capsys, str(path))
     assert report["captures"][0]["skipped_frames"] == {"pcapng packet of an interface never described": 1}
     assert operation(report, "NFSv3 READ")["count"] == 2
+
+
+# --- loss, reconnects, swapped captures, cut NFSv4 calls (each failed before in-order reassembly) ---
+
+
+def lose(connection: w.Connection, frame: w.Frame, resend_ns: int, dup_ack_from_client: bool) -> None:
+    """`frame` was lost between the capture points: the receiver asks again (a duplicate acknowledgment
+    of the bytes before it), and its resend is captured at `resend_ns`."""
+    connection.frames.remove(frame)
+    connection.ack(dup_ack_from_client, frame.time_ns + 50_000, upto=w.sequence_of(frame))
+    connection.frames.append(w.Frame(resend_ns, frame.data, frame.snaplen))
+
+
+def test_server_capture_a_resent_middle_segment_of_a_write_is_not_server_time(tmp_path, capsys):
+    """The call is complete when the resent segment arrives: the wait for it is the network's."""
+    connection = w.Connection()
+    connection.handshake(T0)
+    made = connection.send(True, T0 + MS, w.record(w.call(1, 7, body=b"w" * 65536)), step_ns=10_000)
+    resend_ns = made[-1].time_ns + 5 * MS
+    lose(connection, made[20], resend_ns, dup_ack_from_client=False)
+    connection.send(False, resend_ns + 200_000, w.record(w.reply(1, body=b"r" * 120)))
+    report = run_wire(capsys, write(tmp_path, connection.frames))
+    write_op = operation(report, "NFSv3 WRITE")
+    assert write_op["last_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(0.2)  # before: 5.2
+    assert write_op["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx((resend_ns + 200_000 - T0 - MS) / MS)
+
+
+def test_client_capture_a_resent_middle_reply_segment_stays_in_the_clients_wait(tmp_path, capsys):
+    connection = w.Connection()
+    connection.handshake(T0)
+    connection.send(True, T0 + MS, w.record(w.call(1, 6, body=b"\1" * 48)))
+    made = connection.send(False, T0 + MS + 300_000, w.record(w.reply(1, body=b"d" * 8300)))
+    resend_ns = T0 + 201 * MS
+    lose(connection, made[2], resend_ns, dup_ack_from_client=True)
+    report = run_wire(capsys, write(tmp_path, connection.frames))
+    read = operation(report, "NFSv3 READ")
+    assert read["first_call_to_last_reply_ms"]["avg_ms"] == pytest.approx(200.0)  # before: 0.305
+    assert read["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(0.3)
+
+
+def test_a_reply_whose_first_segment_was_lost_is_kept(tmp_path, capsys):
+    """Seen first as a retransmission after its later segments: the reply starts and completes then."""
+    connection = w.Connection()
+    connection.handshake(T0)
+    connection.send(True, T0 + MS, w.record(w.call(1, 6, body=b"\1" * 48)))
+    made = connection.send(False, T0 + MS + 300_000, w.record(w.reply(1, body=b"d" * 8300)))
+    lose(connection, made[0], T0 + 201 * MS, dup_ack_from_client=True)
+    report = run_wire(capsys, write(tmp_path, connection.frames))
+    read = operation(report, "NFSv3 READ")
+    assert read["first_call_to_last_reply_ms"]["count"] == 1  # before: 0 (left out without a word)
+    assert read["first_call_to_last_reply_ms"]["avg_ms"] == pytest.approx(200.0)
+    assert read["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(200.0)
+    assert report["captures"][0]["left_out"] == {}
+
+
+def test_a_reply_never_complete_is_left_out_and_says_why(tmp_path, capsys):
+    """A reply segment the capture missed (the client acknowledged it): no wait for that RPC, and the
+    report says so in JSON and in text."""
+    connection = w.Connection()
+    connection.handshake(T0)
+    reads(connection, 5, T0 + MS, 300_000)
+    second_reply = [f for f in connection.frames if len(f.data) > 1000 and T0 + 11 * MS < f.time_ns < T0 + 12 * MS]
+    connection.frames.remove(second_reply[2])  # a middle segment of the second reply
+    path = write(tmp_path, connection.frames)
+    report = run_wire(capsys, path)
+    read = operation(report, "NFSv3 READ")
+    assert read["count"] == 5 and read["first_call_to_last_reply_ms"]["count"] == 4
+    assert report["captures"][0]["left_out"] == {analysis.REPLY_INCOMPLETE: 1}
+    assert main(["wire", path]) == 0
+    assert f"left out: 1 {analysis.REPLY_INCOMPLETE}" in capsys.readouterr().out
+
+
+def test_a_reconnect_on_the_same_port_starts_a_new_connection(tmp_path, capsys):
+    """The client gives up on a connection, reconnects from the same port and resends the call with
+    the same XID: the resend is timed; the time spent reconnecting is not the server's."""
+    connection = w.Connection()
+    connection.handshake(T0)
+    connection.send(True, T0 + MS, w.record(w.call(42, 6, body=b"\1" * 48)))  # never answered
+    connection.reconnect(T0 + 60 * MS, client_seq=555_000, server_seq=777_000)
+    connection.send(True, T0 + 62 * MS, w.record(w.call(42, 6, body=b"\1" * 48)))
+    connection.send(False, T0 + 62 * MS + 300_000, w.record(w.reply(42, body=b"d" * 100)))
+    report = run_wire(capsys, write(tmp_path, connection.frames))
+    read = operation(report, "NFSv3 READ")
+    assert read["count"] == 1
+    assert read["first_call_to_first_reply_ms"]["avg_ms"] == pytest.approx(0.3)  # before: 61.3
+    assert report["captures"][0]["unpaired"] == {analysis.RESENT_ON_NEW_CONNECTION: 1}
+
+
+def test_swapped_captures_are_refused_with_the_fix(tmp_path):
+    client, server = client_and_server(delay_ns=1 * MS, count=20)
+    client_path = write(tmp_path, client.frames, "cli.pcap")
+    server_path = write(tmp_path, server.frames, "srv.pcap")
+    result = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "wire", server_path, client_path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert f"give the client's capture first: dnfsmon wire {client_path} {server_path}" in result.stderr
+
+
+def test_an_nfs4_compound_cut_by_the_snaplen_is_named_from_its_reply(tmp_path, capsys):
+    """At snaplen 200 a long AUTH_SYS credential pushes the call's operations out of the capture; the
+    reply's operation list names it, and it matches the same RPC seen whole at the client."""
+    credential = w.auth_sys(machine=b"a-database-host-with-a-long-name.example.com", gids=tuple(range(1000, 1016)))
+    operations = [(53, w.SEQUENCE_ARGS), (22, w.FILEHANDLE), (25, b"\0" * 24)]
+    results = [(53, w.SEQUENCE_RESULT), (22, struct.pack("!I", 0)), (25, struct.pack("!II", 0, 0) + b"d" * 8200)]
+    client, server = w.Connection(), w.Connection()
+    for xid in (1, 2, 3):
+        now = T0 + xid * MS
+        for side, snaplen, delay in ((client, 65535, 0), (server, 200, 100_000)):
+            side.send(True, now + delay, w.record(w.compound(xid, operations, credential=credential)), snaplen)
+            side.send(False, now + 400_000 - delay, w.record(w.compound_reply(xid, results)), snaplen)
+    assert len(w.call(0, 1, version=4, credential=credential)) > 200 - 14 - 20 - 20 - 4
+    report = run_wire(capsys, write(tmp_path, client.frames, "c.pcap"), write(tmp_path, server.frames, "s.pcap"))
+    assert list(report["captures"][1]["operations"]) == ["NFSv4 READ"]  # before: NFSv4 COMPOUND
+    assert report["captures"][1]["notes"] == {analysis.COMPOUND_FROM_REPLY: 3}
+    assert report["matched"]["operations"]["NFSv4.1 READ"]["count"] == 3
+
+
+def test_client_text_shows_the_clients_wait(tmp_path, capsys):
+    connection = w.Connection()
+    connection.handshake(T0)
+    reads(connection, 4, T0 + MS, 300_000)
+    assert main(["wire", write(tmp_path, connection.frames)]) == 0
+    out = capsys.readouterr().out
+    assert "the client's wait, first call bytes to reply complete" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("NFSv3 READ"))
+    assert row[3] == "0.305"  # average: 8 KiB reply over 6 segments 1 µs apart; before: 0.300
+
+
+def test_negative_differences_keep_their_sign_in_percentiles():
+    from dnfsmon.wire.stats import Distribution
+
+    distribution = Distribution()
+    for value_ns in (-5 * MS, -4 * MS, -3 * MS, 0, 1 * MS):
+        distribution.add(value_ns)
+    assert distribution.percentile_ms(0.5) == pytest.approx(-3.0, rel=0.005)  # before: 0.0
+    assert distribution.percentile_ms(0.2) == pytest.approx(-5.0, rel=0.005)
+    assert distribution.percentile_ms(0.7) == 0.0
+    assert distribution.percentile_ms(1.0) == pytest.approx(1.0)

@@ -25,17 +25,31 @@ def auth_sys(machine: bytes = b"dbhost01", uid: int = 54321, gids: tuple[int, ..
     return struct.pack("!I", AUTH_SYS) + xdr_opaque(body)
 
 
-def call(xid: int, procedure: int, version: int = 3, body: bytes = b"", program: int = NFS) -> bytes:
-    """An RPC call message (no record mark) with an AUTH_SYS credential."""
+def call(
+    xid: int, procedure: int, version: int = 3, body: bytes = b"", program: int = NFS, credential: bytes = b""
+) -> bytes:
+    """An RPC call message (no record mark) with an AUTH_SYS credential (auth_sys() unless given)."""
     header = struct.pack("!IIIIII", xid, 0, 2, program, version, procedure)
-    return header + auth_sys() + struct.pack("!II", 0, 0) + body
+    return header + (credential or auth_sys()) + struct.pack("!II", 0, 0) + body
 
 
-def compound(xid: int, operations: list[tuple[int, bytes]], minor: int = 1, tag: bytes = b"") -> bytes:
+def compound(
+    xid: int, operations: list[tuple[int, bytes]], minor: int = 1, tag: bytes = b"", credential: bytes = b""
+) -> bytes:
     """An NFSv4 COMPOUND call (RFC 8881 §16.2) of (opcode, arguments)."""
     body = xdr_opaque(tag) + struct.pack("!II", minor, len(operations))
     body += b"".join(struct.pack("!I", opcode) + arguments for opcode, arguments in operations)
-    return call(xid, 1, version=4, body=body)
+    return call(xid, 1, version=4, body=body, credential=credential)
+
+
+def compound_reply(xid: int, results: list[tuple[int, bytes]], status: int = 0) -> bytes:
+    """An NFSv4 COMPOUND reply (RFC 8881 §16.2.2): status, empty tag, then (opcode, result) per operation."""
+    body = xdr_opaque(b"") + struct.pack("!I", len(results))
+    body += b"".join(struct.pack("!I", opcode) + result for opcode, result in results)
+    return reply(xid, status, body)
+
+
+SEQUENCE_RESULT = struct.pack("!I", 0) + b"S" * 16 + struct.pack("!IIIII", 7, 0, 63, 63, 0)  # RFC 8881 §18.46.2
 
 
 SEQUENCE_ARGS = b"S" * 16 + struct.pack("!IIII", 7, 0, 0, 0)
@@ -50,6 +64,11 @@ def reply(xid: int, status: int = 0, body: bytes = b"") -> bytes:
 def record(message: bytes) -> bytes:
     """One record, one fragment (RFC 5531 §11)."""
     return struct.pack("!I", 0x80000000 | len(message)) + message
+
+
+def sequence_of(frame: Frame) -> int:
+    """The TCP sequence number of an Ethernet/IPv4 frame made here."""
+    return int(struct.unpack_from("!I", frame.data, 14 + 20 + 4)[0])
 
 
 def checksum(data: bytes) -> int:
@@ -87,10 +106,27 @@ class Connection:
     ipv6: bool = False
 
     def handshake(self, time_ns: int) -> None:
-        self.frames.append(Frame(time_ns, self._frame(True, self.client_seq, b"", flags=0x02)))
-        self.frames.append(Frame(time_ns + 1000, self._frame(False, self.server_seq, b"", flags=0x12)))
+        """SYN, SYN-ACK (RFC 9293 §3.5): each side's data then starts one past its initial sequence number."""
+        self.frames.append(Frame(time_ns, self._frame(True, self.client_seq, b"", flags=0x02, ack=0)))
+        self.frames.append(
+            Frame(time_ns + 1000, self._frame(False, self.server_seq, b"", flags=0x12, ack=self.client_seq + 1))
+        )
         self.client_seq += 1
         self.server_seq = (self.server_seq + 1) % (1 << 32)
+
+    def reconnect(self, time_ns: int, client_seq: int, server_seq: int) -> None:
+        """The client resets the connection and opens a new one from the same port (new sequence numbers)."""
+        self.frames.append(Frame(time_ns, self._frame(True, self.client_seq, b"", flags=0x04, ack=0)))  # RST
+        self.client_seq, self.server_seq = client_seq, server_seq
+        self.handshake(time_ns + 1000)
+
+    def ack(self, from_client: bool, time_ns: int, upto: Optional[int] = None) -> Frame:
+        """A pure acknowledgment: of everything the other side sent so far, or of the bytes before `upto`
+        (a duplicate acknowledgment while a lost segment is awaited)."""
+        sequence = self.client_seq if from_client else self.server_seq
+        frame = Frame(time_ns, self._frame(from_client, sequence, b"", 0x10, ack=upto))
+        self.frames.append(frame)
+        return frame
 
     def send(
         self,
@@ -116,10 +152,15 @@ class Connection:
         self.frames.extend(made)
         return made
 
-    def _frame(self, from_client: bool, sequence: int, payload: bytes, flags: int = 0x18) -> bytes:
+    def _frame(
+        self, from_client: bool, sequence: int, payload: bytes, flags: int = 0x18, ack: Optional[int] = None
+    ) -> bytes:
+        """A frame; unless told otherwise it acknowledges every byte the other side has sent so far."""
         source, destination = (self.client, self.server) if from_client else (self.server, self.client)
         sport, dport = (self.client_port, self.server_port) if from_client else (self.server_port, self.client_port)
-        tcp = struct.pack("!HHIIBBHHH", sport, dport, sequence, 0, 5 << 4, flags, 65535, 0, 0) + payload
+        if ack is None:
+            ack = self.server_seq if from_client else self.client_seq
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, sequence, ack, 5 << 4, flags, 65535, 0, 0) + payload
         if self.ipv6:
             import ipaddress
 

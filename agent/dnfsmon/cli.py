@@ -37,6 +37,7 @@ EXIT_SHIP_FAILED = 4  # points stored, but InfluxDB could not take them now (a l
 EXIT_LOCKED = 75  # another run holds the lock (EX_TEMPFAIL): nothing was touched
 EXIT_FINDINGS_WARNING = 10  # dnfsmon doctor: warnings only
 EXIT_FINDINGS_CRITICAL = 11  # dnfsmon doctor: at least one critical finding
+EXIT_NOTHING_TO_JUDGE = 12  # dnfsmon doctor and top: no layer was measured, so no verdict
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_ERROR: "unexpected error (a bug; the traceback is logged)",
@@ -46,6 +47,7 @@ EXIT_CODES = {
     EXIT_LOCKED: "another dnfsmon run holds the lock; nothing was touched",
     EXIT_FINDINGS_WARNING: "dnfsmon doctor: warning findings, none critical (docs/doctor.md)",
     EXIT_FINDINGS_CRITICAL: "dnfsmon doctor: at least one critical finding (docs/doctor.md)",
+    EXIT_NOTHING_TO_JUDGE: "dnfsmon doctor, top --batch: nothing to judge: no database figures and no NFS or dNFS traffic",
 }
 
 log = logging.getLogger("dnfsmon")
@@ -146,6 +148,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "--interval", type=_positive_float, default=10.0, help="seconds between the two live samples (default: 10)"
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument(
+        "--dnfs-expected",
+        choices=tuple(configuration.DNFS_EXPECTED),
+        help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
+    )
 
     p = command(
         "top",
@@ -334,13 +341,44 @@ def cmd_diff(old: str, new: str, output: str) -> int:
     return EXIT_SOURCE_FAILED if outcome.failures else EXIT_OK
 
 
-def doctor_exit_code(found: diagnosis.Diagnosis, failures: Iterable[str]) -> int:
-    severities = {f.severity for f in found.findings}
+def doctor_exit_code(found: Optional[diagnosis.Diagnosis], failures: Iterable[str]) -> int:
+    """Findings first (critical 11, warning 10), then a failed source (3: the verdict may be
+    incomplete, and may be why nothing was measured), then nothing to judge (12), else 0."""
+    severities = {f.severity for f in found.findings} if found else set()
     if diagnosis.CRITICAL in severities:
         return EXIT_FINDINGS_CRITICAL
     if severities:
         return EXIT_FINDINGS_WARNING
-    return EXIT_SOURCE_FAILED if list(failures) else EXIT_OK
+    if list(failures):
+        return EXIT_SOURCE_FAILED
+    if found is None or found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        return EXIT_NOTHING_TO_JUDGE
+    return EXIT_OK
+
+
+def verdict_lines(found: diagnosis.Diagnosis) -> list[str]:
+    """The verdict as the doctor prints it: the likely cause first, then each finding."""
+    if found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        return [f"Verdict: nothing to judge: {found.nothing_measured}."]
+    if found.verdict == diagnosis.HEALTHY:
+        return ["Verdict: healthy, no rule fired."]
+    lines = [f"Verdict: {len(found.findings)} finding(s), likely causes first, then by severity:"]
+    for cause in found.likely_causes():
+        explained = ", ".join(found.explained_by(cause))
+        lines.append(f"  Likely cause: {cause.id} [{cause.layer}], which explains {explained}")
+    for f in found.findings:
+        simulated = " (simulated database)" if f.simulated else ""
+        role = " LIKELY CAUSE" if f.explains and not f.explained_by else ""
+        role += f" (explained by {f.explained_by})" if f.explained_by else ""
+        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{role}{simulated}: {f.summary}")
+        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
+        for effect, why in f.explains:
+            lines.append(f"      explains {effect}: {why}")
+        if f.explained_by:
+            lines.append(f"      remedy: fix {f.explained_by} first; then, if it remains: {f.remedy}")
+        else:
+            lines.append(f"      remedy: {f.remedy}")
+    return lines
 
 
 def format_diagnosis(found: diagnosis.Diagnosis) -> str:
@@ -373,30 +411,35 @@ def format_diagnosis(found: diagnosis.Diagnosis) -> str:
         )
     if not found.paths:
         lines.append("    none seen")
-    if not found.findings:
-        lines.append("Verdict: healthy, no rule fired.")
-    else:
-        lines.append(f"Verdict: {len(found.findings)} finding(s):")
-    for f in found.findings:
-        simulated = " (simulated database)" if f.simulated else ""
-        lines.append(f"  {f.severity.upper()} {f.id} [{f.layer}]{simulated}: {f.summary}")
-        lines.append("      evidence: " + " ".join(f"{k}={v:g}" for k, v in f.evidence.items()))
-        lines.append(f"      remedy: {f.remedy}")
+    if found.inventory_age_s is not None:
+        lines.append(
+            f"Inventory (filers, data file coverage) from the database's last read, {found.inventory_age_s:.0f} s "
+            "before this interval's end ([oracle] inventory_interval_s)"
+        )
+    lines.extend(verdict_lines(found))
     return "\n".join(lines)
 
 
-def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: float, output: str) -> int:
+def cmd_doctor(
+    config_path: Optional[str], captures: list[str], interval_s: float, output: str, dnfs_expected: Optional[str]
+) -> int:
     if len(captures) not in (0, 2):
         print("dnfsmon: doctor takes two capture directories (OLD NEW) or none (live)", file=sys.stderr)
         return EXIT_USAGE
+    # --dnfs-expected, else the config's [doctor] dnfs_expected (offline: only a config named with -c).
+    expected = None if dnfs_expected is None else configuration.DNFS_EXPECTED[dnfs_expected]
     if captures:
         setup_logging("warning")
+        if dnfs_expected is None and config_path is not None:
+            expected = load_config(config_path).dnfs_expected
         _, old_raws, old_failures = capture.read(captures[0])
         host, raws, failures = capture.read(captures[1])
     else:
         cfg = load_config(config_path)
         setup_logging("warning")
         host = cfg.host
+        if dnfs_expected is None:
+            expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
         try:
@@ -410,7 +453,7 @@ def cmd_doctor(config_path: Optional[str], captures: list[str], interval_s: floa
     baseline = compute(old_raws, old_failures, host, {})
     outcome = compute(raws, failures, host, baseline.samples)
     report(outcome)
-    found = diagnosis.diagnose(outcome.points, host)
+    found = diagnosis.diagnose(outcome.points, host, outcome.samples.values(), expected)
     if output == "json":
         print(json.dumps(found.to_json(), indent=1, sort_keys=True))
     else:
@@ -439,7 +482,8 @@ def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], 
     sampler = top.Sampler(cfg, record_dir)
     try:
         if batch is not None:
-            return EXIT_SOURCE_FAILED if top.run_batch(sampler, interval_s, batch) else EXIT_OK
+            failures, last = top.run_batch(sampler, interval_s, batch)
+            return doctor_exit_code(last, failures)
         return top.run_screen(sampler, interval_s)
     finally:
         sampler.close()
@@ -599,7 +643,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "diff":
             return cmd_diff(args.old, args.new, args.format)
         if args.command == "doctor":
-            return cmd_doctor(getattr(args, "config", None), args.captures, args.interval, args.format)
+            return cmd_doctor(
+                getattr(args, "config", None), args.captures, args.interval, args.format, args.dnfs_expected
+            )
         if args.command == "check":
             from . import check
 

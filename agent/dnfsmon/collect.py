@@ -20,7 +20,7 @@ from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import ALL_SOURCES
-from .sources.base import ParseError, Raw, collector_paused
+from .sources.base import ParseError, Raw, Source, collector_paused
 from .state import StateFile
 from .store import Store, StoreCounts
 from .targets import Reading, Target, read_or_fail, targets_from
@@ -38,6 +38,8 @@ class Outcome:
     problems: list[ParseError] = field(default_factory=list)
     skips: list[rates.Skip] = field(default_factory=list)
     sources_ok: int = 0
+    # Source name -> seconds its parse, diff and publish took (dnfsmon_source.compute_seconds).
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 # Paused for the whole computation (sources.base.collector_paused): at 1000 NFS mounts it makes
@@ -52,31 +54,50 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
     for key, sample in previous.items():
         keys_of.setdefault(sample.measurement, []).append(key)
     for name, raw in raws.items():
-        source = ALL_SOURCES[name]
+        started = time.perf_counter()
         try:
-            parsed = source.parse(raw, host)
+            _compute_source(ALL_SOURCES[name], raw, host, previous, keys_of, outcome)
         except ParseError as error:
             outcome.failures[name] = str(error)
-            continue
-        # A source that reads another system says what it could not read, and
-        # still publishes what it could (e.g. the database's status point).
-        if parsed.failure:
-            outcome.failures[name] = parsed.failure
-        else:
-            outcome.sources_ok += 1
-        outcome.problems.extend(parsed.problems)
-        result = rates.diff_all(previous, parsed.samples)
-        outcome.skips.extend(result.skips)
-        outcome.points.extend(source.publish(result, parsed.samples))
-        outcome.points.extend(event_points(result.skips, host))
-        # Keys gone from a measurement this read produced (an interface
-        # removed) leave the state; measurements a failed source or query did
-        # not produce keep their previous samples for the next read.
-        for measurement in {s.measurement for s in parsed.samples}:
-            for key in keys_of.pop(measurement, ()):
-                outcome.samples.pop(key, None)
-        outcome.samples.update((s.state_key, s) for s in parsed.samples)
+        except Exception as error:  # a bug or an input no check foresaw: this source fails, not the run
+            # The traceback is for a developer (at debug level); the line names the source and the error.
+            log.debug("source %s raised", name, exc_info=True)
+            outcome.failures[name] = (
+                f"{error.__class__.__name__}: {error} (a bug, or input it does not handle: -v logs the traceback)"
+            )
+        outcome.seconds[name] = time.perf_counter() - started
     return outcome
+
+
+def _compute_source(
+    source: Source, raw: Raw, host: str, previous: Mapping[str, Sample], keys_of: dict[str, list[str]], outcome: Outcome
+) -> None:
+    """One source's part of compute: parse, diff and publish into `outcome`, which is changed only at the end.
+
+    Anything raised before the end leaves `outcome` as it was: the source's
+    previous samples stay for the next reading, and no point of it is stored.
+    """
+    parsed = source.parse(raw, host)
+    result = rates.diff_all(previous, parsed.samples)
+    points = source.publish(result, parsed.samples)
+    events = event_points(result.skips, host)
+    # A source that reads another system says what it could not read, and
+    # still publishes what it could (e.g. the database's status point).
+    if parsed.failure:
+        outcome.failures[source.name] = parsed.failure
+    else:
+        outcome.sources_ok += 1
+    outcome.problems.extend(parsed.problems)
+    outcome.skips.extend(result.skips)
+    outcome.points.extend(points)
+    outcome.points.extend(events)
+    # Keys gone from a measurement this read produced (an interface
+    # removed) leave the state; measurements a failed source or query did
+    # not produce keep their previous samples for the next read.
+    for measurement in {s.measurement for s in parsed.samples}:
+        for key in keys_of.pop(measurement, ()):
+            outcome.samples.pop(key, None)
+    outcome.samples.update((s.state_key, s) for s in parsed.samples)
 
 
 def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
@@ -133,6 +154,26 @@ def report(outcome: Outcome) -> None:
         (log.debug if skip.baseline else log.info)("%s: no point: %s", skip.current.state_key, skip.reason)
 
 
+SOURCE_MEASUREMENT = "dnfsmon_source"
+
+
+def source_points(host: str, reading: Reading, outcome: Outcome, timestamp_ns: int) -> list[Point]:
+    """One dnfsmon_source point per source of a target: did it publish this sample, and what it cost.
+
+    As node_exporter's node_scrape_collector_success and _duration_seconds: a
+    source that fails every sample shows on a graph, not only in a log.
+    """
+    points = []
+    for name in sorted({*reading.seconds, *outcome.seconds, *outcome.failures}):
+        fields: dict[str, FieldValue] = {"ok": name not in outcome.failures}
+        if name in reading.seconds:
+            fields["read_seconds"] = reading.seconds[name]
+        if name in outcome.seconds:
+            fields["compute_seconds"] = outcome.seconds[name]
+        points.append(Point(SOURCE_MEASUREMENT, (("host", host), ("source", name)), fields, timestamp_ns))
+    return points
+
+
 def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, seconds: float) -> Point:
     values = {
         "sources_ok": sum(o.sources_ok for o in outcomes),
@@ -179,6 +220,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
     for number in range(1, count + 1):
         started = time.monotonic()
         outcomes = []
+        health: list[Point] = []  # the dnfsmon_source points of this sample
         # Target by target: each is read, diffed, stored and saved before the
         # next is read, so a slow or failing target never costs another's points.
         for target in targets:
@@ -186,6 +228,9 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             outcome = compute(reading.raws, reading.failures, config.host, previous[target.id])
             report(outcome)
             store.append(outcome.points)
+            target_health = source_points(config.host, reading, outcome, time.time_ns())
+            store.append(target_health)
+            health.extend(target_health)
             # State after the points: a crash just before this line makes the
             # next run diff against the older sample: one point then covers a
             # longer interval that overlaps the point already stored - exact,
@@ -196,7 +241,10 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             outcomes.append(outcome)
         # The ladder and the findings of this interval, from every target's points.
         interval_points = [p for o in outcomes for p in o.points]
-        finding_points = diagnosis.to_points(diagnosis.diagnose(interval_points, config.host), time.time_ns())
+        # The targets' samples carry the last inventory read into the intervals that skip it.
+        latest = (s for o in outcomes for s in o.samples.values())
+        found = diagnosis.diagnose(interval_points, config.host, latest, config.dnfs_expected)
+        finding_points = diagnosis.to_points(found, time.time_ns())
         store.append(finding_points)
         # The store's counters are totals: every agent point carries them (store.py).
         agent = agent_point(config, outcomes, store.counts(), time.monotonic() - started)
@@ -205,7 +253,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             # After the store: a textfile that cannot be written costs no stored point, and the
             # run goes on sampling; it ends with the problem (exit 2) once every sample is stored.
             try:
-                textfile.write([*interval_points, *finding_points, agent])
+                textfile.write([*interval_points, *health, *finding_points, agent])
             except EnvironmentProblem as problem:
                 log.error("%s", problem)
                 textfile_problem = problem

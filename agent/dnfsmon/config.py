@@ -227,7 +227,14 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("simulator", "path_imbalance"): (0.0, _fraction, False),
     ("simulator", "latency_us"): (500.0, _number_between(0.001, 1e7), False),
     ("simulator", "client_slots"): (0, _int_between(0, 65536), False),
+    ("simulator", "dnfs_enabled"): (True, _bool, False),
+    ("simulator", "fallback_datafiles"): (0, _int_between(0, 20), False),
+    ("doctor", "dnfs_expected"): ("auto", _choice("auto", "yes", "no"), False),
 }
+
+
+# [doctor] dnfs_expected as the doctor takes it.
+DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": False}
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
@@ -294,6 +301,8 @@ class SimulatorSettings:
     path_imbalance: float
     latency_us: float
     client_slots: int
+    dnfs_enabled: bool
+    fallback_datafiles: int
 
 
 @dataclass(frozen=True)
@@ -316,6 +325,8 @@ class Config:
     oracle: Optional[OracleSettings]
     # None unless [simulator] enabled = true.
     simulator: Optional[SimulatorSettings]
+    # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
+    dnfs_expected: Optional[bool] = None
 
 
 def _unchanged(value: Any) -> Any:
@@ -404,6 +415,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         prometheus_textfile=get("prometheus", "textfile"),
         oracle=oracle,
         simulator=simulator,
+        dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
     )
 
 

@@ -32,6 +32,7 @@ and a line in targets_from(config) that creates it from its config section.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ if TYPE_CHECKING:  # python-oracledb is imported only with [oracle]
     from .oracle_db import Database
 
 
+log = logging.getLogger(__name__)
+
 # The simulator's inventory cadence: [oracle] inventory_interval_s's default.
 SIMULATED_INVENTORY_INTERVAL_S = 600.0
 
@@ -60,6 +63,8 @@ class Reading:
     raws: dict[str, Raw] = field(default_factory=dict)
     # Source name -> why it could not be read this time.
     failures: dict[str, str] = field(default_factory=dict)
+    # Source name -> seconds its reading took (a target that reads its sources at once gives each the whole).
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class Target:
@@ -93,10 +98,13 @@ class HostTarget(Target):
     def read(self) -> Reading:
         reading = Reading()
         for name in self.sources:
+            started = time.perf_counter()
             try:
                 reading.raws[name] = HOST_SOURCES[name].read(self.inputs)
             except Exception as error:  # one broken source must not stop the others
+                log.debug("source %s: read raised", name, exc_info=True)
                 reading.failures[name] = f"{error.__class__.__name__}: {error}"
+            reading.seconds[name] = time.perf_counter() - started
         return reading
 
 
@@ -183,10 +191,16 @@ def targets_from(config: Config, keep_memory: bool = True) -> list[Target]:
 
 def read_or_fail(target: Target) -> Reading:
     """A target's reading; a reader that raises anyway fails its sources, not the run."""
+    started = time.perf_counter()
     try:
-        return target.read()
+        reading = target.read()
     except EnvironmentProblem:
         raise  # the user's environment: one line and exit 2
     except Exception as error:
+        log.debug("target %s: read raised", target.id, exc_info=True)
         reason = f"{error.__class__.__name__}: {error}"
-        return Reading(failures=dict.fromkeys(target.sources, reason))
+        reading = Reading(failures=dict.fromkeys(target.sources, reason))
+    seconds = time.perf_counter() - started
+    for name in target.sources:
+        reading.seconds.setdefault(name, seconds)
+    return reading

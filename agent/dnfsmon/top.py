@@ -77,6 +77,7 @@ class Sampler:
 
     def __init__(self, config: Config, record_dir: Optional[str] = None):
         self.host = config.host
+        self.dnfs_expected = config.dnfs_expected
         # keep_memory=False: the simulator's memory stays in this process too.
         self.targets: list[Target] = targets_from(config, keep_memory=False)
         self.previous: dict[str, dict[str, Sample]] = {target.id: {} for target in self.targets}
@@ -103,7 +104,8 @@ class Sampler:
             frame.problems.extend(str(problem) for problem in outcome.problems)
             frame.points.extend(outcome.points)
         if frame.number > 0:  # the baseline has no figures to judge
-            frame.diagnosis = diagnosis.diagnose(frame.points, self.host)
+            latest = (s for samples in self.previous.values() for s in samples.values())
+            frame.diagnosis = diagnosis.diagnose(frame.points, self.host, latest, self.dnfs_expected)
         if self.record_dir is not None:
             # The raw inputs of this refresh, as `dnfsmon capture` writes them:
             # `dnfsmon diff DIR/0002 DIR/0003` recomputes refresh 3 offline.
@@ -330,15 +332,16 @@ def mounts_table(points: Sequence[Point]) -> Table:
 
 
 def findings_table(found: Optional[diagnosis.Diagnosis]) -> Table:
-    """The doctor's findings, critical first: the layer to blame and what to do."""
-    rank = {severity: number for number, severity in enumerate(diagnosis.SEVERITIES)}
-    findings = sorted(found.findings if found else [], key=lambda f: (rank.get(f.severity, len(rank)), f.layer, f.id))
+    """The doctor's findings in its order (likely causes, then critical first): the layer to blame and what to do."""
+    findings = found.findings if found else []
     rows: list[Row] = [
         {
             "severity": f.severity.upper(),
             "layer": f.layer,
             "id": f.id,
-            "summary": f.summary + (" (simulated database)" if f.simulated else ""),
+            "summary": f.summary
+            + (" (simulated database)" if f.simulated else "")
+            + (f" (explained by {f.explained_by})" if f.explained_by else ""),
             "remedy": f.remedy,
         }
         for f in findings
@@ -350,7 +353,10 @@ def findings_table(found: Optional[diagnosis.Diagnosis]) -> Table:
         Column("id", "ID", 24, optional=True),
         Column("remedy", "REMEDY", 70, optional=True),
     )
-    return Table("Findings of the doctor (critical first; docs/doctor.md)", columns, rows, "healthy: no rule fired")
+    empty = "healthy: no rule fired"
+    if found is not None and found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        empty = f"nothing to judge: {found.nothing_measured}"
+    return Table("Findings of the doctor (likely cause, then critical first; docs/doctor.md)", columns, rows, empty)
 
 
 def ladder_table(found: Optional[diagnosis.Diagnosis]) -> Table:
@@ -370,11 +376,14 @@ def verdict(found: Optional[diagnosis.Diagnosis]) -> Optional[Line]:
     """The doctor's current verdict in one line: the most severe finding and how many more."""
     if found is None:
         return None
+    if found.verdict == diagnosis.NOTHING_TO_JUDGE:
+        return (printable(f"Verdict: nothing to judge: {found.nothing_measured}"), NORMAL)
     if not found.findings:
         return ("Verdict: healthy, no rule fired", NORMAL)
     worst = findings_table(found).rows[0]
     more = len(found.findings) - 1
-    text = f"Verdict: {worst['severity']} {worst['id']} [{worst['layer']}]: {worst['summary']}"
+    cause = " (likely cause)" if found.likely_causes() else ""
+    text = f"Verdict: {worst['severity']} {worst['id']} [{worst['layer']}]{cause}: {worst['summary']}"
     return (printable(text + (f" (+{more} more: key f)" if more else "")), ALERT)
 
 
@@ -586,22 +595,25 @@ def _all_tables(frame: Frame) -> Iterator[Table]:
 # --- Running: plain text, or the full screen. ---
 
 
-def run_batch(sampler: Sampler, interval_s: float, count: int) -> bool:
-    """Print `count` refreshes as plain text; True when any source failed in any of them."""
+def run_batch(sampler: Sampler, interval_s: float, count: int) -> tuple[list[str], Optional[diagnosis.Diagnosis]]:
+    """Print `count` refreshes as plain text; the sources that failed in any of them, and the
+    last refresh's diagnosis (its verdict is the exit status, as the doctor's)."""
     started = time.monotonic()
     sampler.read()  # the baseline
-    any_failure = False
+    failed: dict[str, None] = {}
+    last: Optional[diagnosis.Diagnosis] = None
     for number in range(1, count + 1):
         time.sleep(max(0.0, started + number * interval_s - time.monotonic()))
         frame = sampler.read()
-        any_failure = any_failure or bool(frame.failures)
+        failed.update(dict.fromkeys(frame.failures))
+        last = frame.diagnosis
         try:
             sys.stdout.write(("\n" if number > 1 else "") + text_block(frame, sampler.host, interval_s))
             sys.stdout.flush()
         except BrokenPipeError:  # `dnfsmon top --batch 100 | head`: the reader has seen enough
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not fail
             break
-    return any_failure
+    return list(failed), last
 
 
 class TerminalLost(BaseException):

@@ -15,6 +15,7 @@ declare -A needed=(
   [tshark]=tshark                 # the reference: tshark -z rpc,srt
   [ethtool]=ethtool               # offloads off on the lab's veths
   [cc]=gcc                        # builds the lab's delay forwarder (tests/lab/delayfwd.c)
+  [nft]=nftables                  # random loss in the lab's middle namespace (numgen), and dropping one reply
 )
 # Packages without a program to look for.
 extra=(nfs-ganesha-vfs libc6-dev)

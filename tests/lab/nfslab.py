@@ -76,7 +76,7 @@ for i in $(seq 50); do [ -S /run/rpcbind.sock ] && break; sleep 0.1; done
 exec ganesha.nfsd -F -L {log} -p /run/ganesha.pid -f {config}
 """
 
-NEEDED_PROGRAMS = ("ip", "ethtool", "tcpdump", "tshark", "ganesha.nfsd", "rpcbind", "cc")
+NEEDED_PROGRAMS = ("ip", "ethtool", "tcpdump", "tshark", "ganesha.nfsd", "rpcbind", "cc", "nft")
 
 
 class LabUnavailable(Exception):
@@ -135,10 +135,17 @@ def _alive(pid: int) -> bool:
 class Lab:
     """One lab: create with `Lab(workdir, middle="bridge" | "forwarder", delay_us=...)`, then `close()`."""
 
-    def __init__(self, workdir: Path, middle: str = "bridge", client_to_server_delay_us: int = 0):
+    def __init__(
+        self,
+        workdir: Path,
+        middle: str = "bridge",
+        client_to_server_delay_us: int = 0,
+        server_to_client_delay_us: int = 0,
+    ):
         self.workdir = workdir
         self.middle = middle
         self.delay_us = client_to_server_delay_us
+        self.back_delay_us = server_to_client_delay_us
         suffix = os.getpid()
         self.client_ns = f"{PREFIX}-c-{suffix}"
         self.middle_ns = f"{PREFIX}-m-{suffix}"
@@ -200,7 +207,7 @@ class Lab:
                     "mc",
                     "ms",
                     str(self.delay_us),
-                    "0",
+                    str(self.back_delay_us),
                     str(LIFETIME),
                 ],
                 "delayfwd.log",
@@ -252,6 +259,15 @@ class Lab:
         log.close()
         self.processes.append(process)
         return process
+
+    def middle_rules(self, ruleset: str) -> None:
+        """Load an nftables ruleset in the middle namespace (the bridge's forward hook drops there)."""
+        path = self.workdir / "middle.nft"
+        path.write_text(ruleset)
+        self.ns(self.middle_ns, "nft", "-f", str(path))
+
+    def clear_middle_rules(self) -> None:
+        self.ns(self.middle_ns, "nft", "flush", "ruleset")
 
     # --- captures and workloads --------------------------------------------------------------------------
     def capture(self, name: str, snaplen: int = 512) -> tuple[Path, Path, list[subprocess.Popen]]:

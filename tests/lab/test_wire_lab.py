@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import nfslab
 import pytest
+from reference import decode_client_ports_as_rpc
 
 import wire_frames as w
 from dnfsmon.wire.capfile import ReadCounts, read_frames
@@ -90,26 +91,6 @@ def wire(*arguments: Path) -> dict:
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
-
-
-def decode_client_ports_as_rpc(capture: Path) -> list[str]:
-    """`-d tcp.port==P,rpc` for every client port that talks to 2049 in CAPTURE.
-
-    The lab's NFS client binds a random privileged port, and tshark picks a TCP
-    payload's dissector by the lower port first: a client port below 2049 that
-    another protocol registered (802, MODBUS over TLS, for one) turns the whole
-    connection into that protocol and its RPCs vanish from tshark's figures.
-    Decode As on the client's port is how a tshark user fixes that.
-    """
-    result = subprocess.run(
-        ["tshark", "-n", "-r", str(capture), "-Y", "tcp.dstport==2049", "-T", "fields", "-e", "tcp.srcport"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
-    ports = sorted({int(port) for port in result.stdout.split()})
-    return [argument for port in ports for argument in ("-d", f"tcp.port=={port},rpc")]
 
 
 SRT_ROW = re.compile(r"^\s*\d+\s+(\S+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")

@@ -10,17 +10,27 @@ rules.py, one function per finding id; docs/doctor.md describes them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional
 
-from ..points import Point
-from . import join, ladder, rules
-from .rules import CRITICAL, Context, Finding
+from ..points import FieldValue, Point
+from ..rates import Sample
+from ..sources import oracle
+from . import causes, join, ladder, rules
+from .rules import CRITICAL as CRITICAL
+from .rules import Context, Finding
 
 LADDER_MEASUREMENT = "dnfsmon_latency_ladder"
 FINDING_MEASUREMENT = "dnfsmon_finding"
-# Severities, most severe first.
-SEVERITIES = (CRITICAL, rules.WARNING)
+SEVERITIES = causes.SEVERITIES
+# The database's inventory (filers and exports, data file coverage): read every
+# [oracle] inventory_interval_s, not every sample (sources/oracle.py).
+INVENTORY_MEASUREMENTS = oracle.INVENTORY_MEASUREMENTS
+# What a verdict can be.
+FINDINGS = "findings"
+HEALTHY = "healthy"
+NOTHING_TO_JUDGE = "nothing to judge"
 
 
 @dataclass
@@ -28,20 +38,87 @@ class Diagnosis:
     host: str
     paths: list[join.Path]
     ladder: dict[str, Optional[float]]
+    # Likely causes first, then by severity (causes.ordered).
     findings: list[Finding]
     simulated_database: bool
+    # Seconds between the inventory's read and the interval's end, when the
+    # interval did not read it and the last read was carried (None: read now, or never).
+    inventory_age_s: Optional[float] = None
+    # Why nothing could be judged, when nothing was measured (see verdict).
+    nothing_measured: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """FINDINGS, HEALTHY (layers were measured and no rule fired) or NOTHING_TO_JUDGE."""
+        if self.findings:
+            return FINDINGS
+        return NOTHING_TO_JUDGE if self.nothing_measured else HEALTHY
+
+    def likely_causes(self) -> list[Finding]:
+        return causes.likely_causes(self.findings)
+
+    def explained_by(self, cause: Finding) -> list[str]:
+        """The ids a likely cause explains, directly or through others, nearest first."""
+        return causes.explained_through(cause, self.findings)
 
     def to_json(self) -> dict:
         return {
             "host": self.host,
             "simulated_database": self.simulated_database,
+            "verdict": self.verdict,
+            "nothing_measured": self.nothing_measured,
+            "likely_causes": [f.id for f in self.likely_causes()],
+            "inventory_age_s": self.inventory_age_s,
             "ladder": {name: value for name, value in self.ladder.items() if value is not None},
             "paths": [join.describe(p) for p in self.paths],
             "findings": [f.to_json() for f in self.findings],
         }
 
 
-def diagnose(points: list[Point], host: str) -> Diagnosis:
+def carried_inventory(points: list[Point], samples: Iterable[Sample]) -> tuple[list[Point], Optional[float]]:
+    """The inventory to diagnose with when this interval's points have none: the last read's,
+    from the target's samples (collect keeps a measurement's samples until it is read again),
+    as the points it published then; and its age in seconds at the interval's end."""
+    if any(p.measurement in INVENTORY_MEASUREMENTS for p in points):
+        return [], None
+    kept = [s for s in samples if s.measurement in INVENTORY_MEASUREMENTS]
+    if not kept:
+        return [], None
+    carried = [Point(s.measurement, s.key, dict(s.gauges), round(s.wall_time * 1e9)) for s in kept]
+    end_ns = max((p.time_ns for p in points), default=max(p.time_ns for p in carried))
+    return carried, max(0.0, (end_ns - max(p.time_ns for p in carried)) / 1e9)
+
+
+def nothing_measured(points: list[Point], steps: dict[str, Optional[float]], paths: list[join.Path]) -> str:
+    """Why no layer could be judged, or "" when one was measured.
+
+    Measured means a rung of the ladder has a value (Oracle's reads, the kernel
+    client's READs, a round trip on a path that carries them) or a path to a
+    filer is seen; without any, "healthy" would be a guess.
+    """
+    if any(value is not None for value in steps.values()) or paths:
+        return ""
+    status = join.of(points, oracle.STATUS_MEASUREMENT)
+    if not status:
+        database = "no database configured"
+    elif any(join.number(p, "reachable") == 0 for p in status):
+        database = "the database could not be read"
+    else:
+        database = "the database did no single-block reads"
+    return f"{database}, and no NFS or dNFS traffic to a filer (no dNFS channel, kernel NFS mount or NFS connection)"
+
+
+def diagnose(
+    points: list[Point], host: str, samples: Iterable[Sample] = (), dnfs_expected: Optional[bool] = None
+) -> Diagnosis:
+    """The diagnosis of one interval's points.
+
+    samples: the targets' samples after this interval (compute's Outcome.samples),
+    whose inventory stands in for an interval that did not read it.
+    dnfs_expected: [oracle] dnfs_expected (None: judge from the database).
+    """
+    carried, age = carried_inventory(points, samples)
+    points = points + carried
     simulated = any(
         join.tag(p, "simulated") == "true"
         for p in points
@@ -49,9 +126,12 @@ def diagnose(points: list[Point], host: str) -> Diagnosis:
     )
     paths = join.paths(points)
     steps = ladder.ladder(points, paths)
-    context = Context(points, paths, steps, simulated)
+    context = Context(points, paths, steps, simulated, dnfs_expected=dnfs_expected, inventory_age_s=age)
     findings = [finding for rule in rules.RULES.values() for finding in rule(context)]
-    return Diagnosis(host, paths, steps, findings, simulated)
+    causes.link(findings)
+    return Diagnosis(
+        host, paths, steps, causes.ordered(findings), simulated, age, nothing_measured(points, steps, paths)
+    )
 
 
 def to_points(diagnosis: Diagnosis, time_ns: int) -> list[Point]:
@@ -66,10 +146,12 @@ def to_points(diagnosis: Diagnosis, time_ns: int) -> list[Point]:
         tags = (*host, ("id", finding.id), ("layer", finding.layer), ("severity", finding.severity))
         if finding.simulated:
             tags += (("simulated", "true"),)
-        fields = {
+        fields: dict[str, FieldValue] = {
             "summary": finding.summary,
             "evidence": json.dumps(finding.evidence, sort_keys=True),
             "remedy": finding.remedy,
+            "likely_cause": bool(finding.explains) and not finding.explained_by,
+            "explained_by": finding.explained_by,
         }
         out.append(Point(FINDING_MEASUREMENT, tags, fields, time_ns))
     return out

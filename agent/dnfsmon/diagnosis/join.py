@@ -123,3 +123,8 @@ def describe(path: Path) -> dict:
         "nic_util_pct": number(path.nic, "util_pct"),
         "mtu_bytes": number(path.nic, "mtu_bytes"),
     }
+
+
+def path_name(path: Path) -> str:
+    """How a path is named in findings: LOCAL -> FILER."""
+    return f"{path.local_address or '?'} -> {path.server}"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..points import Point
-from .join import Path, number, of, tag
+from . import ladder
+from .join import Path, number, of, path_name, tag
 
 WARNING = "warning"
 CRITICAL = "critical"
@@ -36,11 +37,21 @@ QUEUE_OVER_RTT = 3.0
 # Mean RPCs waiting for a slot per RPC sent (mountstats bklog): at 1 and
 # above every RPC finds another waiting before it.
 BACKLOG_MIN = 1.0
-# The round trip "explains" Oracle's latency when it is at least half of it.
+# The part of the round trip above the path's floor "explains" Oracle's
+# latency when it is at least this share of it.
 EXPLAINED_SHARE = 0.5
-# A NIC above this utilisation queues packets (M/M/1: the wait doubles
-# the service time at 50 %); below it the wire is called idle.
-NIC_BUSY_PCT = 50.0
+# The queueing delay a link can add, by M/M/1 (Kleinrock, Queueing Systems
+# vol. 1, 3.2): the mean wait is rho / (1 - rho) service times of the unit
+# that queues. Linux hands the qdisc and the NIC segments of up to 64 KiB
+# (GSO/TSO, GSO_MAX_SIZE in include/linux/netdevice.h): at 10 Gbit/s one
+# takes 52 us, so 62 % queues 86 us and 96 % 1.3 ms. Utilisation is capped
+# just below 1, where the model (and the queue) has no bound.
+QUEUE_UNIT_BYTES = 65536
+QUEUE_MAX_UTIL_PCT = 99.0
+# Bursts queue more than the model's random arrivals: a link whose expected
+# queueing is at least this share of the RTT's excess over the floor is taken
+# to explain it; at 62 % of 10 GbE the model gives 4 % of a 2 ms excess.
+QUEUE_EXPLAINS_SHARE = 0.25
 # Above this a full-duplex link is saturated: queues grow without bound.
 NIC_SATURATED_PCT = 90.0
 # nicstat Sat events (errors, drops, fifo, carrier) per second that mean the NIC is overrun.
@@ -53,10 +64,17 @@ RETRANS_PCT = 1.0
 CONSECUTIVE_RETRANSMITS = 2
 # A congestion window this small (segments) after a loss (ssthresh known) has collapsed.
 CWND_COLLAPSED_SEGMENTS = 4
-# The smoothed RTT is inflated by queueing when it is this many times the
-# path's minimum and at least RTT_EXCESS_MIN_MS above it.
-RTT_INFLATION = 4.0
+# The smoothed RTT is above the path's floor by at least this much before
+# anything on the way (a queue, loss recovery) is blamed for it.
 RTT_EXCESS_MIN_MS = 1.0
+# A storage network's round-trip floor (tcpi_min_rtt) is tens to hundreds of
+# microseconds in one site: a switch hop adds microseconds, light in fibre
+# 1 ms per 100 km there and back. A floor of this much is distance (a DR site,
+# a metro cluster, another zone) or a routed or firewalled hop.
+FAR_PATH_MIN_RTT_MS = 1.0
+# ... and it is worth a finding when it is this share of the I/O's latency
+# (Oracle's single-block read, else the kernel NFS READ round trip).
+FAR_PATH_SHARE = 0.5
 # dNFS spreads a filer's I/O evenly over its paths; a difference in share
 # larger than this many percentage points is an imbalance.
 IMBALANCE_POINTS = 25.0
@@ -86,6 +104,13 @@ class Finding:
     remedy: str
     # True when the evidence comes from the simulated database.
     simulated: bool = False
+    # What the finding is about, for linking causes and effects (diagnosis.causes):
+    # "path", "interface", "mountpoint", "instance", "server" as they apply.
+    scope: dict[str, str] = field(default_factory=dict)
+    # Filled by diagnosis.causes: the ids of findings this one explains, each with the
+    # evidence that links them, and the finding that explains this one.
+    explains: list[tuple[str, str]] = field(default_factory=list)
+    explained_by: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -96,6 +121,9 @@ class Finding:
             "evidence": self.evidence,
             "remedy": self.remedy,
             "simulated": self.simulated,
+            "likely_cause": bool(self.explains) and not self.explained_by,
+            "explains": [{"id": finding_id, "link": link} for finding_id, link in self.explains],
+            "explained_by": self.explained_by,
         }
 
 
@@ -106,6 +134,10 @@ class Context:
     ladder: dict[str, Optional[float]]
     simulated_database: bool = False
     findings: list[Finding] = field(default_factory=list)
+    # [oracle] dnfs_expected: True or False when the config says, None to judge from the database.
+    dnfs_expected: Optional[bool] = None
+    # Seconds since the inventory (filers, coverage) in the points was read; None when read this interval.
+    inventory_age_s: Optional[float] = None
 
     def of(self, measurement: str) -> list[Point]:
         return of(self.points, measurement)
@@ -159,31 +191,71 @@ def client_rpc_slots(ctx: Context) -> list[Finding]:
                     ),
                     "raise sunrpc.tcp_slot_table_entries (e.g. 128, in /etc/modprobe.d/sunrpc.conf and sysctl) and "
                     "remount, or use nconnect to add transports; or move the data files to dNFS, which has no slot table",
+                    scope={"mountpoint": tag(mount, "mountpoint")},
                 )
             )
     return found
 
 
+def link_queue_ms(nic: Optional[Point]) -> Optional[float]:
+    """The mean queueing delay the interface's utilisation can add (QUEUE_UNIT_BYTES segments, M/M/1),
+    None when its speed or utilisation is unknown."""
+    util, speed = number(nic, "util_pct"), number(nic, "speed_mbit")
+    if util is None or not speed:
+        return None
+    rho = min(util, QUEUE_MAX_UTIL_PCT) / 100
+    unit_ms = QUEUE_UNIT_BYTES * 8 / (speed * 1000)  # bits / (bits per ms)
+    return rho / (1 - rho) * unit_ms
+
+
+def _largest(values: list[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
 def filer_latency(ctx: Context) -> list[Finding]:
-    """dNFS and kernel NFS: Oracle slow, the round trip slow too, the wire idle: the filer answers late."""
+    """dNFS and kernel NFS: Oracle slow, and the round trip's part above the path's floor, which
+    neither distance nor the link's queue explains, is most of it: the filer answers late.
+
+    TCP samples its RTT from the ACK of a request, which the filer sends with
+    its reply when the reply comes before its delayed-ACK timer: the smoothed
+    RTT holds the filer's time. The minimum RTT does not (the kernel's filter
+    keeps the quickest ACKs and skips those that may be delayed), so
+    srtt - min RTT is the filer's time plus queueing on the way. Where Oracle
+    reads through the kernel client, its READ round trip (request sent to
+    reply received, net/sunrpc) replaces srtt.
+    """
     ld = ctx.ladder
-    oracle, srtt, util, retrans = ld["oracle_read_avg_ms"], ld["tcp_srtt_ms"], ld["nic_util_pct"], ld["retrans_pct"]
-    if oracle is None or srtt is None or oracle < ORACLE_SLOW_MS or srtt < EXPLAINED_SHARE * oracle:
+    oracle, floor, retrans = ld["oracle_read_avg_ms"], ld["tcp_min_rtt_ms"], ld["retrans_pct"]
+    lanes = ladder.carrying(ctx.paths)
+    kernel = bool(lanes) and not any(p.dnfs for p in lanes) and ld["nfs_rtt_ms"] is not None
+    round_trip = ld["nfs_rtt_ms"] if kernel else ld["tcp_srtt_ms"]
+    if oracle is None or round_trip is None or oracle < ORACLE_SLOW_MS:
         return []
-    if _is(util, NIC_BUSY_PCT) or _is(retrans, RETRANS_NOISE_PCT):
+    if _is(retrans, RETRANS_NOISE_PCT):
+        return []  # loss recovery inflates the round trip: network-latency and tcp-retransmissions judge it
+    above_floor = round_trip - (floor or 0.0)
+    queue = _largest([link_queue_ms(p.nic) for p in lanes])
+    filer = above_floor - (queue or 0.0)
+    if filer < EXPLAINED_SHARE * oracle:
         return []
+    what = "kernel NFS READ round trip" if kernel else "TCP round trip"
     return [
         Finding(
             "filer-latency",
             "filer",
             CRITICAL,
-            f"Oracle single-block reads take {oracle:.1f} ms and the TCP round trip to the filer {srtt:.1f} ms "
-            "while the network is idle: the filer answers late",
+            f"Oracle single-block reads take {oracle:.1f} ms; the {what} to the filer is {round_trip:.1f} ms, "
+            f"{above_floor:.1f} ms above the path's {floor or 0:.2f} ms floor, and the link's queue explains "
+            f"{queue or 0:.2f} ms of it: the filer answers late",
             _evidence(
                 oracle_read_avg_ms=oracle,
-                tcp_srtt_ms=srtt,
-                tcp_min_rtt_ms=ld["tcp_min_rtt_ms"],
-                nic_util_pct=util,
+                round_trip_ms=round_trip,
+                tcp_srtt_ms=ld["tcp_srtt_ms"],
+                tcp_min_rtt_ms=floor,
+                filer_ms=filer,
+                link_queue_ms=queue,
+                nic_util_pct=ld["nic_util_pct"],
                 retrans_pct=retrans,
             ),
             "look at the filer: its NFS server threads (nfsd count), CPU and disk latency; compare with the "
@@ -194,25 +266,55 @@ def filer_latency(ctx: Context) -> list[Finding]:
 
 
 def network_latency(ctx: Context) -> list[Finding]:
-    """dNFS and kernel NFS: TCP's smoothed RTT far above the path's minimum while the wire is busy or lossy."""
+    """dNFS and kernel NFS, per path: a far path (its floor is most of every I/O), or a round trip
+    above the floor that the link's queue or loss on the way explains."""
     found = []
+    io_ms = ctx.ladder["oracle_read_avg_ms"]
+    if io_ms is None:
+        io_ms = ctx.ladder["nfs_rtt_ms"]
     for path in ctx.paths:
         srtt, floor = number(path.tcp, "srtt_avg_ms"), number(path.tcp, "min_rtt_ms")
-        if srtt is None or floor is None or srtt < RTT_INFLATION * floor or srtt - floor < RTT_EXCESS_MIN_MS:
+        if srtt is None or floor is None:
             continue
         util, retrans = number(path.nic, "util_pct"), number(path.tcp, "retrans_pct")
-        if not (_is(util, NIC_BUSY_PCT) or _is(retrans, RETRANS_NOISE_PCT)):
+        where = f"path {path.local_address or '?'} -> {path.server} on {path.interface or '?'}"
+        scope = {"path": path_name(path), "interface": path.interface}
+        if floor >= FAR_PATH_MIN_RTT_MS and (io_ms is None or floor >= FAR_PATH_SHARE * io_ms):
+            share = "" if io_ms is None else f", {floor:.2f} of the {io_ms:.2f} ms each read takes"
+            found.append(
+                Finding(
+                    "network-latency",
+                    "network",
+                    WARNING,
+                    f"{where}: the round trip never goes below {floor:.2f} ms (minimum RTT; smoothed "
+                    f"{srtt:.2f} ms): the path's distance is what every I/O waits for{share}, not the filer",
+                    _evidence(srtt_ms=srtt, min_rtt_ms=floor, io_ms=io_ms, nic_util_pct=util, retrans_pct=retrans),
+                    "the distance is the cause, and no filer or host tuning lowers it: put the storage in the "
+                    "database's site (a DR or metro filer costs this on every read), or take routed and "
+                    "firewalled hops off the storage path (traceroute from the LOCAL address)",
+                    scope=scope,
+                )
+            )
             continue
+        excess = srtt - floor
+        if excess < RTT_EXCESS_MIN_MS:
+            continue
+        queue = link_queue_ms(path.nic)
+        queueing = queue is not None and queue >= QUEUE_EXPLAINS_SHARE * excess
+        if not (queueing or _is(retrans, RETRANS_NOISE_PCT)):
+            continue  # the link cannot queue that long and nothing is lost: the excess is the filer's
         found.append(
             Finding(
                 "network-latency",
                 "network",
                 WARNING,
-                f"path {path.local_address or '?'} -> {path.server} on {path.interface or '?'}: smoothed RTT "
-                f"{srtt:.2f} ms against a {floor:.2f} ms minimum: packets queue on the way",
-                _evidence(srtt_ms=srtt, min_rtt_ms=floor, nic_util_pct=util, retrans_pct=retrans),
+                f"{where}: smoothed RTT {srtt:.2f} ms against a {floor:.2f} ms minimum: packets queue on the way"
+                + (f" (a link {util:.0f} % busy queues about {queue:.2f} ms)" if queueing and util is not None else "")
+                + (f" and {retrans:.2f} % are resent" if _is(retrans, RETRANS_NOISE_PCT) else ""),
+                _evidence(srtt_ms=srtt, min_rtt_ms=floor, link_queue_ms=queue, nic_util_pct=util, retrans_pct=retrans),
                 "find the queue: the NIC (see nic-saturation), the switch ports (drops, pause frames) or a "
                 "routed hop; keep the filer traffic on a dedicated, unrouted network",
+                scope=scope,
             )
         )
     return found
@@ -243,6 +345,7 @@ def nic_saturation(ctx: Context) -> list[Finding]:
                     ),
                     "add paths on other interfaces (oranfstab PATH/LOCAL for dNFS, nconnect or more mounts for "
                     "kernel NFS) or a faster link; check the speed the link negotiated",
+                    scope={"interface": path.interface, "util_pct": f"{util or 0:.0f}"},
                 )
             )
     return found
@@ -272,52 +375,101 @@ def tcp_retransmissions(ctx: Context) -> list[Finding]:
                     ),
                     "look for drops on the way: NIC and switch error counters, duplex or MTU mismatches, a "
                     "faulty cable or optic",
+                    scope={"path": path_name(path), "interface": path.interface},
                 )
             )
     return found
 
 
+def _kernel_data_traffic(ctx: Context) -> list[tuple[Point, str, float]]:
+    """Kernel NFS mounts doing READ or WRITE (MIN_OPS_PER_S or more): (op point, "READ"/"WRITE", ops/s)."""
+    found = []
+    for op in ctx.of("dnfsmon_nfs_op"):
+        ops = number(op, "ops_per_s")
+        if tag(op, "op") in ("READ", "WRITE") and ops is not None and ops >= MIN_OPS_PER_S:
+            found.append((op, tag(op, "op"), ops))
+    return found
+
+
+def _mounts_named(traffic: list[tuple[Point, str, float]]) -> str:
+    """Where the kernel client carries data: "/u02/oradata1 (10.0.1.5:/vol/oradata1, 3000 READ/s)"."""
+    per_mount: dict[tuple[str, str, str], list[str]] = {}
+    for op, name, ops in traffic:
+        key = (tag(op, "mountpoint"), tag(op, "server"), tag(op, "export"))
+        per_mount.setdefault(key, []).append(f"{ops:.0f} {name}/s")
+    return "; ".join(
+        f"{mountpoint} ({server}:{export}, {', '.join(rates)})"
+        for (mountpoint, server, export), rates in sorted(per_mount.items())
+    )
+
+
 def dnfs_fallback(ctx: Context) -> list[Finding]:
-    """dNFS: data files not opened through dNFS, or kernel NFS READ/WRITE on an export dNFS serves."""
+    """dNFS: data files not opened through dNFS, or kernel NFS READ/WRITE on an export dNFS serves.
+
+    Whether dNFS is expected: [oracle] dnfs_expected (ctx.dnfs_expected) when
+    set, else when the database shows dNFS at work (a GV$DNFS_SERVERS row or a
+    data file whose ACCESS_METHOD is DNFS_LIB). A database whose every file
+    fell back shows neither, so only the setting makes that a finding.
+    """
     found = []
     in_use = bool(ctx.of("dnfsmon_dnfs_server")) or any(
         _is(number(p, "dnfs_files"), 1) for p in ctx.of("dnfsmon_dnfs_coverage")
     )
-    if not in_use:
+    expected = in_use if ctx.dnfs_expected is None else ctx.dnfs_expected
+    if not expected:
         return []  # a database without dNFS at all is on kernel NFS by choice
+    exports = {tag(p, "export") for p in ctx.of("dnfsmon_dnfs_server")}
+    traffic = _kernel_data_traffic(ctx)
+    # Without a filer dNFS serves, every kernel READ/WRITE may carry the fallen-back files.
+    carriers = [t for t in traffic if tag(t[0], "export") in exports] if exports else traffic
+    age = ctx.inventory_age_s
     for point in ctx.of("dnfsmon_dnfs_coverage"):
         pct = number(point, "dnfs_pct")
         if tag(point, "file_type") == "Data File" and pct is not None and pct < 100:
+            files, dnfs_files = number(point, "files") or 0, number(point, "dnfs_files") or 0
+            where = _mounts_named(carriers) if carriers else "no kernel NFS mount with READ or WRITE traffic seen"
             found.append(
                 Finding(
                     "dnfs-fallback",
                     "client",
                     CRITICAL,
-                    f"instance {tag(point, 'instance')}: only {pct:.0f} % of data files are read through dNFS",
-                    _evidence(files=number(point, "files"), dnfs_files=number(point, "dnfs_files"), dnfs_pct=pct),
+                    f"instance {tag(point, 'instance')}: {files - dnfs_files:.0f} of {files:.0f} data files "
+                    f"({100 - pct:.0f} %) are not read through dNFS"
+                    + (" (none is: dNFS serves no filer)" if not exports and dnfs_files == 0 else "")
+                    + f"; the kernel NFS client carries them: {where}",
+                    _evidence(
+                        files=files,
+                        dnfs_files=dnfs_files,
+                        dnfs_pct=pct,
+                        kernel_ops_per_s=sum(ops for _, _, ops in carriers) if carriers else None,
+                        inventory_age_s=age,
+                    ),
                     "read the alert log for 'Direct NFS' messages; check oranfstab (server, path, export, mount) "
                     "and that the export is mounted as oranfstab says",
                     simulated=ctx.simulated_database,
+                    scope={
+                        "instance": tag(point, "instance"),
+                        "mountpoints": ",".join(sorted({tag(op, "mountpoint") for op, _, _ in carriers})),
+                    },
                 )
             )
-    exports = {(tag(p, "export")) for p in ctx.of("dnfsmon_dnfs_server")}
-    for op in ctx.of("dnfsmon_nfs_op"):
-        if tag(op, "export") in exports and tag(op, "op") in ("READ", "WRITE"):
-            ops = number(op, "ops_per_s")
-            if _is(ops, MIN_OPS_PER_S):
-                found.append(
-                    Finding(
-                        "dnfs-fallback",
-                        "client",
-                        CRITICAL,
-                        f"kernel NFS {tag(op, 'op')} on {tag(op, 'mountpoint')}, an export dNFS serves: "
-                        "I/O bypasses dNFS",
-                        _evidence(kernel_ops_per_s=ops),
-                        "find the processes doing it (they are not using dNFS): an instance without the dNFS "
-                        "library enabled, or files not covered by oranfstab",
-                        simulated=ctx.simulated_database,
-                    )
-                )
+    if not exports:
+        return found  # the coverage finding names the mounts; no export to single out
+    for op, name, ops in carriers:
+        found.append(
+            Finding(
+                "dnfs-fallback",
+                "client",
+                CRITICAL,
+                f"kernel NFS {name} on {tag(op, 'mountpoint')} ({tag(op, 'server')}:{tag(op, 'export')}), "
+                "an export dNFS serves: I/O bypasses dNFS",
+                _evidence(kernel_ops_per_s=ops, inventory_age_s=age),
+                "find the processes doing it (they are not using dNFS): an instance without the dNFS "
+                "library enabled, or files not covered by oranfstab",
+                simulated=ctx.simulated_database,
+                scope={"mountpoint": tag(op, "mountpoint"), "mountpoints": tag(op, "mountpoint")},
+            )
+        )
     return found
 
 
@@ -328,13 +480,22 @@ def _channels_by_filer(ctx: Context) -> dict[tuple[str, str], list[Point]]:
     return groups
 
 
+def _interface_of(ctx: Context, channel: Point) -> str:
+    """The interface of a dNFS channel's path (its LOCAL address and filer address, joined)."""
+    for path in ctx.paths:
+        if channel in path.channels:
+            return path.interface
+    return ""
+
+
 def dnfs_path_imbalance(ctx: Context) -> list[Finding]:
     """dNFS: a filer's paths carrying unequal shares of its sends."""
     found = []
     for (instance, server), channels in sorted(_channels_by_filer(ctx).items()):
-        shares = [number(c, "share_pct") for c in channels if _is(number(c, "sends"), 1)]
-        known = [s for s in shares if s is not None]
+        carrying = [c for c in channels if _is(number(c, "sends"), 1) and number(c, "share_pct") is not None]
+        known = [number(c, "share_pct") or 0.0 for c in carrying]
         if len(known) >= 2 and max(known) - min(known) >= IMBALANCE_POINTS:
+            busiest = max(carrying, key=lambda c: number(c, "share_pct") or 0.0)
             found.append(
                 Finding(
                     "dnfs-path-imbalance",
@@ -345,6 +506,13 @@ def dnfs_path_imbalance(ctx: Context) -> list[Finding]:
                     "check oranfstab's PATH/LOCAL pairs and each path's link speed and errors; dNFS balances "
                     "over the paths it can use",
                     simulated=ctx.simulated_database,
+                    scope={
+                        "instance": instance,
+                        "server": server,
+                        "path": f"{tag(busiest, 'local') or '?'} -> {tag(busiest, 'path')}",
+                        "interface": _interface_of(ctx, busiest),
+                        "share_pct": f"{max(known):.0f}",
+                    },
                 )
             )
     return found
@@ -370,6 +538,12 @@ def dnfs_path_down(ctx: Context) -> list[Finding]:
                         "check the link and addresses of that path (ip link, ping from LOCAL to PATH) and the "
                         "alert log; dNFS retries a failed path periodically",
                         simulated=ctx.simulated_database,
+                        scope={
+                            "instance": instance,
+                            "server": server,
+                            "path": f"{tag(channel, 'local') or '?'} -> {tag(channel, 'path')}",
+                            "interface": _interface_of(ctx, channel),
+                        },
                     )
                 )
     return found
@@ -398,6 +572,7 @@ def mtu_mismatch(ctx: Context) -> list[Finding]:
                 _evidence(mtu_min=min(known.values()), mtu_max=max(known.values()), interfaces=len(known)),
                 "set one MTU on every interface, switch port and filer port of the storage network (9000 for "
                 "jumbo frames end to end, else 1500)",
+                scope={"interfaces": ",".join(sorted(known))},
             )
         )
     return found

@@ -43,7 +43,9 @@ MOUNTSTATS = "proc/self/mountstats"
 NFS_FSTYPES = ("nfs", "nfs4")
 
 # "events:" counters in the order of enum nfs_stat_eventcounters
-# (include/linux/nfs_iostat.h). Older kernels print fewer: those are absent.
+# (include/linux/nfs_iostat.h). nfs_show_stats() (fs/nfs/super.c) prints all of the
+# enum: 27 since pnfsread/pnfswrite were added, 25 before; a kernel with more prints
+# them after these (ignored). Any other count is a truncated line.
 EVENT_COUNTERS = (
     "inoderevalidate",
     "dentryrevalidate",
@@ -73,7 +75,9 @@ EVENT_COUNTERS = (
     "pnfsread",
     "pnfswrite",
 )
-# "bytes:" counters in the order of enum nfs_stat_bytecounters.
+EVENT_COUNTS = (25, 27)
+# "bytes:" counters in the order of enum nfs_stat_bytecounters: nfs_show_stats()
+# prints all 8 (__NFSIOS_BYTESMAX), on every kernel that has the line.
 BYTE_COUNTERS = (
     "normalread",
     "normalwrite",
@@ -173,6 +177,8 @@ class Mount:
     statvers: str
     line_no: int
     options: dict[str, str] = field(default_factory=dict)  # flag options map to ""
+    # False when the block had no opts: line: the options are then unknown, not the defaults.
+    options_read: bool = False
     age: Optional[int] = None  # seconds since mount
     events: dict[str, int] = field(default_factory=dict)
     bytes: dict[str, int] = field(default_factory=dict)
@@ -229,6 +235,7 @@ def _parse_block(
             continue
         tag = words[0]
         if tag == "opts:":
+            mount.options_read = True
             # Some kernels (and the Telegraf capture) have spaces after commas.
             for option in "".join(words[1:]).split(","):
                 key, _, value = option.partition("=")
@@ -239,9 +246,22 @@ def _parse_block(
                 raise ParseError(path, "age: needs one unsigned integer", number, line)
             mount.age = int(words[1])
         elif tag == "events:":
-            mount.events = dict(zip(EVENT_COUNTERS, _ints(words[1:], path, number, line)))
+            values = _ints(words[1:], path, number, line)
+            if len(values) not in EVENT_COUNTS and len(values) < len(EVENT_COUNTERS):
+                raise ParseError(
+                    path, f"events: has {len(values)} counters, the kernel prints 25 or 27 (a cut line?)", number, line
+                )
+            mount.events = dict(zip(EVENT_COUNTERS, values))
         elif tag == "bytes:":
-            mount.bytes = dict(zip(BYTE_COUNTERS, _ints(words[1:], path, number, line)))
+            values = _ints(words[1:], path, number, line)
+            if len(values) < len(BYTE_COUNTERS):
+                raise ParseError(
+                    path,
+                    f"bytes: has {len(values)} counters, the kernel prints {len(BYTE_COUNTERS)} (a cut line?)",
+                    number,
+                    line,
+                )
+            mount.bytes = dict(zip(BYTE_COUNTERS, values))
         elif tag == "RPC":
             rpc = RPC_RE.match(line.strip())
             if not rpc or not _version_ok(rpc.group(1)):
@@ -370,7 +390,12 @@ def _int_option(options: dict[str, str], name: str) -> Optional[int]:
 
 
 def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
-    """Mount options and transport facts published with every mount point."""
+    """Mount options and transport facts published with every mount point.
+
+    hard, noac and nconnect are read from what the kernel leaves out as much as
+    from what it prints (nfs_show_mount_options prints "soft" but never "hard",
+    nconnect only above 1): without an opts: line they are unknown, not published.
+    """
     o = mount.options
     gauges: dict[str, Optional[rates.Gauge]] = {
         "age_s": mount.age,
@@ -378,16 +403,17 @@ def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
         "wsize_bytes": _int_option(o, "wsize"),
         "timeo_ds": _int_option(o, "timeo"),
         "retrans_option": _int_option(o, "retrans"),
-        "nconnect": _int_option(o, "nconnect") or 1,
-        "hard": "soft" not in o and "softerr" not in o,
-        # The kernel prints the noac flag; actimeo=0 shows as the ac* options at 0.
-        "noac": "noac" in o,
         "acregmin_s": _int_option(o, "acregmin"),
         "acregmax_s": _int_option(o, "acregmax"),
         "acdirmin_s": _int_option(o, "acdirmin"),
         "acdirmax_s": _int_option(o, "acdirmax"),
         "transports": len(mount.transports),
     }
+    if mount.options_read:
+        gauges["nconnect"] = _int_option(o, "nconnect") or 1
+        gauges["hard"] = "soft" not in o and "softerr" not in o
+        # The kernel prints the noac flag; actimeo=0 shows as the ac* options at 0.
+        gauges["noac"] = "noac" in o
     if mount.transports and all("max_slots" in t for _, t in mount.transports):
         gauges["max_slots"] = sum(t["max_slots"] for _, t in mount.transports)
     return {k: v for k, v in gauges.items() if v is not None}

@@ -32,6 +32,7 @@ IPV6_FRAGMENT = 44
 TCP_FIN = 0x01
 TCP_SYN = 0x02
 TCP_RST = 0x04
+TCP_ACK = 0x10
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Segment:
     flags: int
     payload: bytes  # the captured part of the payload (may be shorter than payload_length)
     payload_length: int  # the payload's length on the wire, from the IP header
+    acknowledgement: int = 0  # the acknowledgment number (meaningful when flags has TCP_ACK)
 
 
 # Why a frame is not a TCP segment we can use; counted by the caller.
@@ -157,7 +159,7 @@ def _ipv6_text(raw: bytes) -> str:
 def _tcp(time_ns: int, source: str, destination: str, segment: bytes, segment_length: int) -> Union[Segment, str]:
     if len(segment) < 20:
         return TRUNCATED_HEADERS
-    source_port, destination_port, sequence, _ack, offset_flags = struct.unpack_from("!HHIIH", segment)
+    source_port, destination_port, sequence, acknowledgement, offset_flags = struct.unpack_from("!HHIIH", segment)
     header_length = (offset_flags >> 12) * 4
     if header_length < 20 or len(segment) < header_length or segment_length < header_length:
         return TRUNCATED_HEADERS
@@ -171,4 +173,5 @@ def _tcp(time_ns: int, source: str, destination: str, segment: bytes, segment_le
         offset_flags & 0xFF,
         segment[header_length:],
         segment_length - header_length,
+        acknowledgement,
     )

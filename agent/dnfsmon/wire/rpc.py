@@ -248,6 +248,47 @@ def _compound_operation(data: bytes, offset: int) -> tuple[str, Optional[int]]:
     return last, minor
 
 
+# The size of a successful result of each scene-setting operation after its
+# status: SEQUENCE4resok is the 16-byte session id and five 4-byte fields
+# (RFC 8881 §18.46.2); PUTFH, PUTPUBFH, PUTROOTFH, RESTOREFH, SAVEFH return a
+# status alone (§18.19-18.22, §18.27, §18.28).
+NFS4_SETUP_RESULTS = {OP_SEQUENCE: 36, OP_PUTFH: 0, 23: 0, 24: 0, 31: 0, 32: 0}
+
+
+def compound_reply_operation(data: bytes) -> Optional[str]:
+    """The main operation of a COMPOUND from its reply, or None when not captured.
+
+    COMPOUND4res is status, tag, then one (opcode, result) per operation that
+    ran, each result led by its status (RFC 8881 §16.2.2); the server stops at
+    the first that fails. The name is the first operation after those that set
+    the scene, as for the call; a compound that stopped before it is named by
+    the last operation that ran (the one that failed)."""
+    reader = _Reader(data, 8)
+    if reader.word() != MSG_ACCEPTED:
+        return None
+    reader.word()  # verifier flavor
+    reader.skip_opaque()
+    if reader.word() != ACCEPT_SUCCESS:
+        return None
+    reader.word()  # the compound's status
+    reader.skip_opaque()  # tag
+    count = reader.word()
+    if reader.short or not count:
+        return None
+    name = None
+    for _ in range(min(count, 16)):
+        opcode = reader.word()
+        status = reader.word()
+        if reader.short or opcode is None:
+            return None  # the capture ends inside the list
+        name = NFS4_OPERATIONS.get(opcode, f"OP{opcode}")
+        size = NFS4_SETUP_RESULTS.get(opcode)
+        if size is None or status != 0:
+            return name
+        reader.skip(size)
+    return name
+
+
 def parse_reply(data: bytes) -> Reply:
     """The reply header, as far as it was captured."""
     xid = struct.unpack_from("!I", data)[0]

@@ -5,6 +5,9 @@ buckets 1 % wide (each value is counted in the bucket [1.01^k, 1.01^(k+1)) ns
 and reported as the bucket's geometric middle), so a percentile is within
 0.5 % of the exact order statistic, whatever the number of calls: a multi-GB
 capture costs a few hundred buckets per operation, not one number per call.
+A difference of two durations can be negative (capture timestamps jitter):
+negative values have buckets of their own, mirrored, so a percentile is never
+clamped to 0.
 """
 
 from __future__ import annotations
@@ -25,14 +28,21 @@ class Distribution:
         self.total_ns = 0
         self.minimum_ns: Optional[int] = None
         self.maximum_ns: Optional[int] = None
-        self.buckets: Counter[int] = Counter()  # bucket index -> count; index -1 holds values <= 0
+        # (sign, index) -> count: (-1, -k) for -[1.01^k, 1.01^(k+1)), (0, 0) for 0, (1, k) for positives,
+        # so that the keys sort as the values do.
+        self.buckets: Counter[tuple[int, int]] = Counter()
 
     def add(self, value_ns: int) -> None:
         self.count += 1
         self.total_ns += value_ns
         self.minimum_ns = value_ns if self.minimum_ns is None else min(self.minimum_ns, value_ns)
         self.maximum_ns = value_ns if self.maximum_ns is None else max(self.maximum_ns, value_ns)
-        self.buckets[int(math.log(value_ns) / _LOG_GROWTH) if value_ns > 0 else -1] += 1
+        if value_ns > 0:
+            self.buckets[(1, int(math.log(value_ns) / _LOG_GROWTH))] += 1
+        elif value_ns < 0:
+            self.buckets[(-1, -int(math.log(-value_ns) / _LOG_GROWTH))] += 1
+        else:
+            self.buckets[(0, 0)] += 1
 
     def mean_ms(self) -> Optional[float]:
         return self.total_ns / self.count / 1e6 if self.count else None
@@ -43,12 +53,11 @@ class Distribution:
             return None
         rank = max(1, math.ceil(fraction * self.count))
         seen = 0
-        for index in sorted(self.buckets):
-            seen += self.buckets[index]
+        for key in sorted(self.buckets):
+            seen += self.buckets[key]
             if seen >= rank:
-                if index < 0:
-                    return 0.0
-                value = GROWTH ** (index + 0.5) / 1e6
+                sign, index = key
+                value = sign * GROWTH ** (abs(index) + 0.5) / 1e6
                 # The exact extremes are known: never report beyond them.
                 assert self.minimum_ns is not None and self.maximum_ns is not None
                 return min(max(value, self.minimum_ns / 1e6), self.maximum_ns / 1e6)

@@ -272,10 +272,83 @@ def raws(case: Case, i: int, memory: simulator.Memory) -> dict[str, Raw]:
     return found
 
 
+# Oracle's published average of 'db file sequential read' is the simulator's
+# latency_us times about 1.08 (its waits fall in power-of-two buckets): the
+# workload for a wanted average divides by that.
+BUCKET_FACTOR = 1.08
+
+
+def oracle_reads_ms(ms: float) -> float:
+    """The simulator's latency_us that publishes Oracle single-block reads of about `ms`."""
+    return round(ms * 1000 / BUCKET_FACTOR, 1)
+
+
+# Imbalance x puts (1 + x) / (2 + x) of a filer's sends on its first of two
+# paths (dnfsmon.simulator.Model): 94 % for x = 0.88 / 0.06.
+IMBALANCE_94_6 = 0.88 / 0.06
+# The combined case's load: 14,000 reads and 1,000 writes of 8 KiB per second.
+COMBINED_IOPS = (14_000.0, 1_000.0)
+
+
+def link_util_pct(share: float, speed_mbit: int) -> float:
+    """The utilisation a path's share of the combined case's dNFS bytes gives its link."""
+    bits_per_s = sum(COMBINED_IOPS) * 8192 * 8 * share
+    return round(bits_per_s / (speed_mbit * 1e6) * 100, 1)
+
+
 def cases() -> list[Case]:
     healthy = Case("healthy", workload=DNFS)
     two_paths = healthy.sockets
+    # A filer 880 km of fibre away (or behind a firewall hop): every round trip
+    # takes at least 8.8 ms; the filer adds 0.2 ms above that floor.
+    far = [dataclasses.replace(s, srtt_ms=9.0, min_rtt_ms=8.8) for s in two_paths]
+    far_nics = {"eth0": Nic(1000, 1500, 1.0), "eth1": Nic(util_pct=20.0), "eth2": Nic(util_pct=20.0)}
+    share = 1 + IMBALANCE_94_6
     return [
+        Case(
+            "far-path",
+            nics=far_nics,
+            sockets=far,
+            workload=dataclasses.replace(DNFS, latency_us=oracle_reads_ms(10.4)),
+        ),
+        Case(
+            "far-path-under-10-ms",
+            nics=far_nics,
+            sockets=far,
+            workload=dataclasses.replace(DNFS, latency_us=oracle_reads_ms(9.6)),
+        ),
+        Case(
+            "busy-healthy-2ms-filer",
+            # 62 % of 10 GbE queues tens of microseconds: srtt = 0.1 floor + 2.0 filer + 0.1.
+            nics={"eth0": Nic(1000, 1500, 1.0), "eth1": Nic(util_pct=62.0), "eth2": Nic(util_pct=62.0)},
+            sockets=[dataclasses.replace(s, srtt_ms=2.2, min_rtt_ms=0.1, segs_out_per_s=20000) for s in two_paths],
+            workload=dataclasses.replace(DNFS, read_iops=20000.0, write_iops=5000.0, latency_us=oracle_reads_ms(2.6)),
+        ),
+        Case(
+            "complete-fallback",
+            # dNFS expected, yet every file is on the kernel client: no dNFS row anywhere.
+            sockets=[Socket("10.0.1.1", 871, "10.0.1.5", srtt_ms=0.6, min_rtt_ms=0.1, segs_out_per_s=6000)],
+            mounts=[Mount(read_ops_per_s=3000, read_queue_ms=0.05, read_rtt_ms=0.5)],
+            workload=dataclasses.replace(DNFS, dnfs_enabled=False, read_iops=3000.0, latency_us=oracle_reads_ms(0.8)),
+        ),
+        Case(
+            "imbalance-fills-nic",
+            # 94 / 6 over two 1 GbE paths: the first path's link is nearly full and queues.
+            nics={
+                "eth0": Nic(1000, 1500, 1.0),
+                "eth1": Nic(1000, util_pct=link_util_pct((1 + IMBALANCE_94_6) / (2 + IMBALANCE_94_6), 1000)),
+                "eth2": Nic(1000, util_pct=link_util_pct(1 / (2 + IMBALANCE_94_6), 1000)),
+            },
+            sockets=[dataclasses.replace(two_paths[0], srtt_ms=3.0), two_paths[1]],
+            workload=dataclasses.replace(
+                DNFS,
+                read_iops=COMBINED_IOPS[0],
+                write_iops=COMBINED_IOPS[1],
+                path_imbalance=share - 1,
+                latency_us=oracle_reads_ms(3.3),
+            ),
+        ),
+        Case("nothing-to-judge", sockets=[], mounts=[]),
         healthy,
         Case(
             "busy-but-healthy",
