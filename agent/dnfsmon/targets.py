@@ -13,8 +13,9 @@ A new target is a subclass of Target that provides:
 - id: names its state file (dnfsmon.state.StateFile); "host:<name>",
   "oracle:<target>" or "simulator:<db_name>" so far. Two targets of one
   config never share an id;
-- sources: the names of the sources it reads, each registered in
-  dnfsmon.sources (the parse and publish steps are the sources' own);
+- sources: the sources it reads, by name, each built from the config for
+  this run (dnfsmon.sources.build; the parse and publish steps are the
+  sources' own, and collect runs them);
 - read() -> Reading: the raw inputs of its sources, read now, and why any
   source could not be read. It never raises for trouble with what it reads
   (a file missing, a database down): that is a failure of the source, and
@@ -36,13 +37,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem
 from .rates import Sample
-from .sources import HOST_SOURCES, oracle
-from .sources.base import HostInputs, Raw
+from .sources import build_all, oracle
+from .sources.base import HostInputs, HostSource, Raw, Source
 from .state import StateFile
 
 if TYPE_CHECKING:  # python-oracledb is imported only with [oracle]
@@ -71,7 +72,7 @@ class Target:
     """One system whose sources are read together (see the module docstring)."""
 
     id: str
-    sources: tuple[str, ...]
+    sources: dict[str, Source]
 
     def read(self) -> Reading:
         raise NotImplementedError
@@ -92,15 +93,16 @@ class HostTarget(Target):
 
     def __init__(self, config: Config):
         self.id = f"host:{config.host}"
-        self.sources = tuple(config.host_sources)
+        self.sources = build_all(config.host_sources, config)
+        self.host_sources = {name: cast(HostSource, source) for name, source in self.sources.items()}
         self.inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
 
     def read(self) -> Reading:
         reading = Reading()
-        for name in self.sources:
+        for name, source in self.host_sources.items():
             started = time.perf_counter()
             try:
-                reading.raws[name] = HOST_SOURCES[name].read(self.inputs)
+                reading.raws[name] = source.read(self.inputs)
             except Exception as error:  # one broken source must not stop the others
                 log.debug("source %s: read raised", name, exc_info=True)
                 reading.failures[name] = f"{error.__class__.__name__}: {error}"
@@ -109,16 +111,26 @@ class HostTarget(Target):
 
 
 class OracleTarget(Target):
-    """A live database through one python-oracledb session, kept for the whole run."""
+    """A live database through one python-oracledb session, kept for the whole run.
 
-    def __init__(self, settings: OracleSettings):
-        from .oracle_db import Database
+    After a logon refusal (oracle_db.LOGON_REFUSALS) the target logs on no
+    more in the run, and the next runs wait (oracle_db.LogonBackoff, kept
+    beside the target's state): a wrong password must not lock the shared
+    monitoring account. `dnfsmon top` (persist=False) obeys the back-off
+    but never writes it.
+    """
+
+    def __init__(self, settings: OracleSettings, state_dir: Optional[str] = None, persist: bool = True):
+        from .oracle_db import Database, LogonBackoff, backoff_file_id, load_backoff
 
         self.id = f"oracle:{settings.target}"
-        self.sources = (oracle.NAME,)
+        self.sources = {oracle.NAME: oracle.OracleSource(settings)}
         self.database: Database = Database(settings)
         # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
+        self.backoff = load_backoff(state_dir, self.id) if state_dir else LogonBackoff()
+        self.backoff_file = StateFile(state_dir, backoff_file_id(self.id)) if state_dir and persist else None
+        self.backoff_changed = False
         self.known_name = ""
 
     def starting(self, previous: Mapping[str, Sample]) -> None:
@@ -127,13 +139,34 @@ class OracleTarget(Target):
         # with it, not with the configured target (one database, one name on the dashboards).
         self.known_name = oracle.last_known_name(previous.values())
 
-    def read(self) -> Reading:
-        from .oracle_db import read_once
+    def read_raw(self) -> Raw:
+        """One sample's reading, or the back-off's reason without a logon while it holds."""
+        from .oracle_db import credentials_of, down_document, read_once, to_raw
 
-        raw = read_once(self.database, time.time(), self.inventory.due(time.time()))
+        now = time.time()
+        credentials = credentials_of(self.database.settings)
+        if self.backoff.holds(now, credentials):
+            return to_raw(down_document(self.backoff.explain(), self.database.settings.target), now)
+        refused_before = self.database.refused
+        raw = read_once(self.database, now, self.inventory.due(now))
+        if self.database.refused and not refused_before:
+            self.backoff.refused(self.database.given_up, now, credentials)
+            self.backoff_changed = True
+        elif self.backoff.refusals and not raw.document(oracle.RESULTS)["down"]:  # type: ignore[index]
+            self.backoff = type(self.backoff)()  # logged on: the refusals are over
+            self.backoff_changed = True
+        return raw
+
+    def read(self) -> Reading:
+        raw = self.read_raw()
         self.inventory.read(raw)
         self.known_name = oracle.name_down_reading(raw, self.known_name)
         return Reading(raws={oracle.NAME: raw})
+
+    def remember(self) -> None:
+        if self.backoff_file is not None and self.backoff_changed:
+            self.backoff_file.save_json(self.backoff.to_json())
+            self.backoff_changed = False
 
     def close(self) -> None:
         self.database.close()
@@ -150,7 +183,7 @@ class SimulatedTarget(Target):
         from . import simulator
 
         self.id = f"simulator:{settings.db_name}"
-        self.sources = (oracle.NAME,)
+        self.sources = {oracle.NAME: oracle.OracleSource()}
         # SimulatorSettings holds exactly the Workload fields a config may set.
         self.workload = simulator.Workload(**dataclasses.asdict(settings))
         self.memory_file = None if state_dir is None else StateFile(state_dir, f"{self.id}:memory")
@@ -183,7 +216,7 @@ def targets_from(config: Config, keep_memory: bool = True) -> list[Target]:
     """
     targets: list[Target] = [HostTarget(config)]
     if config.oracle is not None:
-        targets.append(OracleTarget(config.oracle))
+        targets.append(OracleTarget(config.oracle, config.state_dir, persist=keep_memory))
     elif config.simulator is not None:
         targets.append(SimulatedTarget(config.simulator, config.state_dir if keep_memory else None))
     return targets
