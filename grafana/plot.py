@@ -113,6 +113,7 @@ def draw(axis, panel: dict, runner: Runner, tabulate: Tabulate = untransformed) 
     axis.set_title(f"{panel['title']}" + (f" [{unit}]" if unit not in ("", "short") else ""), fontsize=9, loc="left")
     drawn = 0
     texts: list[str] = []
+    shown_values: list[object] = []
     rows: list[dict] = []
     for target in panel["targets"]:
         for series in runner(panel, target):
@@ -133,6 +134,7 @@ def draw(axis, panel: dict, runner: Runner, tabulate: Tabulate = untransformed) 
                 if last:
                     drawn += 1
                     texts.append(text_of(panel, last[-1]))
+                    shown_values.append(last[-1])
     if panel["type"] in ("timeseries", "heatmap"):
         locator = mdates.AutoDateLocator()
         axis.xaxis.set_major_locator(locator)
@@ -144,7 +146,15 @@ def draw(axis, panel: dict, runner: Runner, tabulate: Tabulate = untransformed) 
     axis.axis("off")
     if panel["type"] == "stat":
         shown = texts[-1] if texts else panel["fieldConfig"]["defaults"].get("noValue", "No data")
-        axis.text(0.5, 0.35, shown, ha="center", va="center", fontsize=18, color=colour(panel, _number(shown)))
+        axis.text(
+            0.5,
+            0.35,
+            shown,
+            ha="center",
+            va="center",
+            fontsize=18,
+            color=colour(panel, shown_values[-1] if shown_values else None),
+        )
         return drawn
     # A table: its rows, long text wrapped (as Grafana's table does with cell wrapping on).
     hidden = {"time", "Time"}
@@ -162,13 +172,6 @@ def draw(axis, panel: dict, runner: Runner, tabulate: Tabulate = untransformed) 
         0.0, 0.95, "\n".join(lines[:12]) or no_value, va="top", fontsize=7, family="monospace", transform=axis.transAxes
     )
     return drawn
-
-
-def _number(text: str) -> object:
-    try:
-        return float(text.split()[0])
-    except (ValueError, IndexError):
-        return text
 
 
 def rows_of(dashboard: dict) -> list[tuple[str, list[dict]]]:
