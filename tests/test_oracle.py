@@ -424,7 +424,7 @@ def test_a_call_timeout_fails_the_counters_statement_without_a_cascade_of_retrie
     [
         (
             OracleError("ORA-01017", "invalid username/password; logon denied"),
-            "ORA-01017: invalid username/password; logon denied (check user and password file",
+            "ORA-01017: invalid username/password; logon denied (wrong user or password: correct [oracle] user or the password file",
         ),
         (
             OracleError("DPY-6005", "cannot connect to database"),
@@ -565,61 +565,15 @@ def test_status_names_the_release_and_refuses_an_unsupported_one():
 # --- a hung database: real sockets, the real python-oracledb thin client ---
 
 
-class HungListener:
-    """A TCP listener on 127.0.0.1 that accepts and then never completes the TNS handshake.
-
-    "silent" never sends a byte; "trickle" sends a TNS packet header that
-    announces a large packet, then one byte of it every 0.2 s, for ever.
-    """
-
-    def __init__(self, behaviour):
-        import socket
-        import threading
-
-        self.behaviour = behaviour
-        self.accepted = 0
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.stopping = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        import threading
-
-        while not self.stopping.is_set():
-            try:
-                connection, _ = self.server.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
-
-    def _answer(self, connection):
-        # Packet length 0x4000, type 2 (ACCEPT): the client waits for the rest.
-        header = b"\x40\x00\x00\x00\x02\x00\x00\x00"
-        with connection:
-            sent = 0
-            while not self.stopping.wait(0.2):
-                if self.behaviour == "trickle":
-                    try:
-                        connection.sendall(header[sent : sent + 1] if sent < len(header) else b"\x00")
-                    except OSError:
-                        return
-                    sent += 1
-
-    def close(self):
-        self.stopping.set()
-        self.server.close()
-
-
 @pytest.mark.parametrize("behaviour", ["silent", "trickle"])
 def test_a_hung_listener_costs_one_bounded_wait_per_run_and_every_host_sample(tmp_path, behaviour):
     """The reliability review's H1: before, `collect` hung for ever here, holding the lock."""
     import time
 
     from dnfsmon.store import Store
+    from fake_tns import FakeListener
 
-    listener = HungListener(behaviour)
+    listener = FakeListener(behaviour)
     (tmp_path / "pw").write_text("secret-pw\n")
     (tmp_path / "pw").chmod(0o600)
     config = write_config(
@@ -1105,3 +1059,134 @@ def test_the_garbage_collector_is_paused_only_for_the_block_and_left_as_it_was()
     with pytest.raises(ValueError), collector_paused():
         raise ValueError
     assert gc.isenabled()
+
+
+# --- logon refusals and the run's time budget: a fake listener the real thin client talks to ---
+
+
+def listener_config(tmp_path, dsn, **oracle_options):
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    options = {"enabled": True, "target": "ORCL", "dsn": dsn, "user": "dnfsmon", "password_file": "pw"}
+    return write_config(
+        tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic"]}, oracle={**options, **oracle_options}
+    )
+
+
+def collect_run(config, count, interval, timeout=150):
+    return subprocess.run(
+        [*DNFSMON, "--config", str(config), "collect", "--count", str(count), "--interval", str(interval)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def stored(tmp_path, measurement):
+    from dnfsmon.store import Store
+
+    return [p for p in Store(str(tmp_path / "store"), 10**9).points() if p.measurement == measurement]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", [1017, 28000, 28001, 1045])
+def test_a_refused_logon_is_not_tried_again_in_the_run_nor_in_the_next_runs_until_the_back_off_ends(tmp_path, code):
+    """dba-review A1: after ORA-01017 the agent logged on again every sample (6 a cron run), which
+    locks the DEFAULT profile's account (10 failures) within two minutes."""
+    from fake_tns import FakeListener
+
+    listener = FakeListener("refuse", error_code=code)
+    try:
+        config = listener_config(tmp_path, listener.dsn)
+        first = collect_run(config, 6, 0.2)
+        assert first.returncode == 3, first.stderr
+        assert listener.accepted == 1  # one logon attempt in the whole run
+        statuses = stored(tmp_path, "dnfsmon_oracle_status")
+        assert len(statuses) == 6 and all(f"ORA-{code:05d}" in p.fields["error"] for p in statuses)
+        assert "no further logon in this run" in statuses[-1].fields["error"]
+        assert oracle_db.LOGON_REFUSALS[f"ORA-{code:05d}"].split(":")[0].format(user="DNFSMON") in first.stderr
+        # The next cron run waits: no logon at all, and the status says why, until when, and what to do.
+        second = collect_run(config, 3, 0.2)
+        assert second.returncode == 3 and listener.accepted == 1
+        later = stored(tmp_path, "dnfsmon_oracle_status")[6:]
+        assert len(later) == 3
+        assert all("logon refused at" in p.fields["error"] and "no logon before" in p.fields["error"] for p in later)
+        assert all(f"ORA-{code:05d}" in p.fields["error"] and "back-off 5 min" in p.fields["error"] for p in later)
+        assert len(stored(tmp_path, "dnfsmon_agent")) == 9  # every host sample taken
+        assert "secret-pw" not in first.stderr + second.stderr
+        # A new password file is the fix for a wrong password: the next run tries it at once (once).
+        (tmp_path / "pw").unlink()
+        (tmp_path / "pw").write_text("new-pw\n")
+        (tmp_path / "pw").chmod(0o600)
+        third = collect_run(config, 3, 0.2)
+        assert third.returncode == 3 and listener.accepted == 2
+        assert "back-off 10 min after 2 refusals" in stored(tmp_path, "dnfsmon_oracle_status")[-1].fields["error"]
+    finally:
+        listener.close()
+
+
+def test_the_logon_back_off_doubles_to_its_cap_and_ends_after_a_logon():
+    backoff = oracle_db.LogonBackoff()
+    waits = []
+    for n in range(10):
+        backoff.refused("ORA-01017: x", 1000.0 * n, "u@d")
+        waits.append(backoff.not_before - backoff.refused_at)
+        assert backoff.holds(1000.0 * n + waits[-1] - 1, "u@d")
+        assert not backoff.holds(1000.0 * n + waits[-1], "u@d")
+        assert not backoff.holds(1000.0 * n, "u@d file 2:7:9")  # another password file: tried at once
+    assert waits == [300, 600, 1200, 2400, 4800, 9600, 14400, 14400, 14400, 14400]
+    assert oracle_db.LogonBackoff.from_json(backoff.to_json()) == backoff
+    assert oracle_db.LogonBackoff.from_json({"refusals": "x"}) == oracle_db.LogonBackoff()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("behaviour", ["backlog", "slow"])
+def test_a_connect_that_times_out_costs_one_deadline_per_run_and_no_host_sample(tmp_path, behaviour):
+    """reliability review H1: SYNs dropped (a full listen queue here) or a listener that answers
+    only after 10 s gave DPY-6005 at call_timeout_s each sample, and a cron run of 6 samples
+    9.5 s apart lasted 61-64 s: the next minute's run found the lock held and lost its samples.
+    Run as cron runs it, with the default call_timeout_s (10 s)."""
+    import time
+
+    from fake_tns import FakeListener
+
+    listener = FakeListener(behaviour, delay_s=10.5)
+    try:
+        config = listener_config(tmp_path, listener.dsn)
+        started = time.monotonic()
+        result = collect_run(config, 6, 9.5)
+        elapsed = time.monotonic() - started
+    finally:
+        listener.close()
+    assert result.returncode == 3, result.stderr
+    assert elapsed < 60, elapsed  # inside its minute: the next run finds the lock free
+    assert len(stored(tmp_path, "dnfsmon_agent")) == 6  # every host sample
+    assert len({p.time_ns for p in stored(tmp_path, "dnfsmon_nic")}) == 5  # samples 2-6 (1 = baseline)
+    statuses = stored(tmp_path, "dnfsmon_oracle_status")
+    assert len(statuses) == 6 and not any(p.fields["up"] for p in statuses)
+    assert "not asked again in this run" in statuses[-1].fields["error"]
+    if behaviour == "slow":
+        assert listener.accepted == 1  # the first connect used the run's budget
+
+
+@pytest.mark.slow
+def test_check_says_the_agent_is_backing_off_and_why_then_tries_one_logon(tmp_path):
+    from fake_tns import FakeListener
+
+    listener = FakeListener("refuse", error_code=28000)
+    try:
+        config = listener_config(tmp_path, listener.dsn)
+        assert collect_run(config, 2, 0.2).returncode == 3
+        result = subprocess.run(
+            [*DNFSMON, "--config", str(config), "check"], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        listener.close()
+    assert result.returncode == 3, result.stdout
+    lines = result.stdout.splitlines()
+    waiting = next(line for line in lines if line.startswith("[warn] database ORCL logon"))
+    assert "the agent is waiting: logon refused at" in waiting and "no logon before" in waiting
+    assert "ALTER USER DNFSMON ACCOUNT UNLOCK" in waiting and "once fixed, rm " in waiting
+    failed = next(line for line in lines if line.startswith("[FAIL] database ORCL:"))
+    assert "ORA-28000" in failed and "ACCOUNT UNLOCK" in failed
+    assert listener.accepted == 2  # the run's one logon, and the check's

@@ -19,6 +19,7 @@ import os
 import pwd
 import ssl
 import stat
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -109,27 +110,38 @@ def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
 
 
 def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
-    """Log in and list the views the user cannot see, each with the GRANT that fixes it."""
-    from .oracle_db import Database, describe
+    """Log in and list the views the user cannot see, each with the GRANT that fixes it.
+
+    When the agent is backing off after a logon refusal (oracle_db.LogonBackoff), a line
+    says so first: why, and when the agent tries again. The check still tries one logon:
+    it is how the DBA sees that the fix worked.
+    """
+    from .oracle_db import Database, backoff_file_id, credentials_of, describe, load_backoff
+    from .state import StateFile
 
     assert cfg.oracle is not None
     settings = cfg.oracle
     what = f"database {settings.target or settings.dsn}"
+    found = []
+    target_id = f"oracle:{settings.target}"
+    backoff = load_backoff(cfg.state_dir, target_id)
+    if backoff.holds(time.time(), credentials_of(settings)):
+        path = StateFile(cfg.state_dir, backoff_file_id(target_id)).path
+        found.append(Item(WARN, f"{what} logon", f"the agent is waiting: {backoff.explain()}; once fixed, rm {path}"))
     database = Database(settings)
     try:
         (connect or Database.connect)(database)
     except ConfigError as error:
-        return [Item(FAIL, what, str(error), EXIT_LOCAL)]
+        return [*found, Item(FAIL, what, str(error), EXIT_LOCAL)]
     except Exception as error:  # oracledb.Error and anything the driver raises: one line via describe()
-        return [Item(FAIL, what, describe(error), EXIT_DATABASE)]
+        return [*found, Item(FAIL, what, describe(error, user=settings.user.upper()), EXIT_DATABASE)]
     try:
         if database.missing:
-            return [
+            return found + [
                 Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
             ]
-        return [
-            Item(OK, what, f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible")
-        ]
+        connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible"
+        return [*found, Item(OK, what, connected)]
     finally:
         database.close()
 

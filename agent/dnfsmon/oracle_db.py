@@ -26,11 +26,19 @@ the others still run.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import json
 import logging
+import os
 import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
+from .errors import EnvironmentProblem
 from .oracle_facts import VIEWS_READ, grant_name
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
@@ -42,6 +50,8 @@ T = TypeVar("T")
 # Added to a step's deadline so that the driver's own timeouts (which give the
 # more precise error: DPY-6005, DPY-4024) fire first when they work at all.
 DEADLINE_GRACE_S = 1.0
+# A step is not started with less of the run's budget left than this: it could not succeed.
+MIN_STEP_S = 1.0
 
 
 class Hung(Exception):
@@ -80,6 +90,35 @@ def within(seconds: float, step: str, call: Callable[[], T]) -> T:
 VIEWS = VIEWS_READ
 
 
+# Logon refusals: the database answered, and refused this user. Asking again cannot succeed until
+# someone acts, and every attempt with a wrong password counts toward the profile's
+# FAILED_LOGIN_ATTEMPTS: the DEFAULT profile locks the account after 10 for PASSWORD_LOCK_TIME
+# (1 day), for every agent sharing it (Database Error Messages, ORA-28000, Cause and Action;
+# Security Guide, "Configuring Password Protection"). After one of these the run makes no
+# further logon, and the next runs back off (LogonBackoff). Each line: what to do, per code's
+# Action in the Database Error Messages.
+LOGON_REFUSALS = {
+    "ORA-01017": "wrong user or password: correct [oracle] user or the password file; each attempt counts "
+    "toward the profile's FAILED_LOGIN_ATTEMPTS",
+    "ORA-01005": "no password was sent: put the password in [oracle] password_file",
+    "ORA-01040": "the password holds a character the database refuses: set another with "
+    "sql/setup/set_monitor_password.sql",
+    "ORA-01045": "{user} lacks CREATE SESSION: run sql/setup/create_monitor_user.sql as a DBA",
+    "ORA-28000": "the account is locked: on the primary, ALTER USER {user} ACCOUNT UNLOCK (after fixing the "
+    "password if a wrong one locked it)",
+    "ORA-28001": "the password has expired: set a new one with sql/setup/set_monitor_password.sql, and give "
+    '{user} the monitoring profile (docs/oracle.md, "Password profile")',
+    "ORA-28040": "no matching authentication protocol: the database's SQLNET.ALLOWED_LOGON_VERSION_SERVER refuses "
+    'this client; see docs/oracle.md, "Connecting"',
+}
+
+
+def error_code(error: Exception) -> str:
+    """The ORA-/DPY- code of a driver error ("" for anything else)."""
+    detail = error.args[0] if error.args else None
+    return str(getattr(detail, "full_code", "") or "")
+
+
 def discovery_sql() -> str:
     names = ", ".join("'" + grant_name(v)[4:] + "'" for v in VIEWS)
     return f"SELECT table_name, column_name FROM all_tab_columns WHERE owner = 'SYS' AND table_name IN ({names})"
@@ -97,8 +136,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     if code == "ORA-00942" and views:
         grants = ", ".join(f"GRANT SELECT ON {grant_name(v)} TO {user or '<user>'}" for v in views)
         return f"{message} (missing grant? {grants})"
-    if code in ("ORA-01017", "ORA-01005", "ORA-28000"):
-        return f"{message} (check user and password file; the account may be locked)"
+    if code in LOGON_REFUSALS:
+        return f"{message} ({LOGON_REFUSALS[code].format(user=user or '<user>')})"
     if code in ("DPY-6005", "DPY-6001", "ORA-12541", "ORA-12514", "ORA-12170"):
         return f"{message} (is the listener up and the DSN right?)"
     if code == "DPY-3010":
@@ -125,18 +164,34 @@ class Database:
         self.connection: Any = None  # an oracledb.Connection once connected
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
-        # Why the database is not asked again in this run (a step hung), or "".
+        # Why the database is not asked again in this run (a step hung, a logon was refused,
+        # or failures used the run's budget), or "".
         self.given_up = ""
+        # The code of this run's logon refusal (LOGON_REFUSALS), or "".
+        self.refused = ""
+        # Seconds this run may still lose to steps that fail (a connect the driver times out,
+        # a listener that answers late, a statement past call_timeout_s): one deadline per
+        # run whatever the driver does, so a cron run stays inside its slot and keeps every
+        # host sample (reliability review H1: a DPY-6005 after 10 s each sample made runs of
+        # 61 s, and the next minute's run found the lock held).
+        self.budget_s = self.deadline_s()
         # The agent's clock the database clock is checked against (tests replay
         # recorded rows with a clock of their own).
         self.clock: Callable[[], float] = host_clock
 
+    def deadline_s(self) -> float:
+        """One step's deadline: the driver's timeout, plus a grace second for it to fire first."""
+        return self.settings.call_timeout_s + DEADLINE_GRACE_S
+
     def connect(self) -> None:
-        """Connect and discover, bounded as a whole by call_timeout_s (plus a grace second)."""
-        self.connection = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "connect", self._connect)
+        """Connect and discover, bounded as a whole by call_timeout_s (plus a grace second),
+        or by what is left of the run's budget when that is less."""
+        deadline = min(self.deadline_s(), self.budget_s)
+        timeout = max(MIN_STEP_S, deadline - DEADLINE_GRACE_S)
+        self.connection = within(deadline, "connect", lambda: self._connect(timeout))
         self.discover()
 
-    def _connect(self):
+    def _connect(self, timeout_s: float):
         import oracledb
 
         s = self.settings
@@ -151,7 +206,7 @@ class Database:
                 password=password,
                 dsn=s.dsn,
                 config_dir=(s.config_dir or None) if s.mode == "thin" else None,
-                tcp_connect_timeout=s.call_timeout_s,
+                tcp_connect_timeout=timeout_s,
             )
         # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
         # In thick mode the attribute exists only with Oracle Client 18c or later (python-oracledb API
@@ -213,6 +268,10 @@ class Database:
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
         for combined in read_groups(build_queries(self.available, self.settings.scope), inventory):
+            if self.budget_s < MIN_STEP_S:
+                errors[combined.name] = "not read: earlier statements timed out and used this run's time budget"
+                continue
+            started = time.monotonic()
             try:
                 rows, clock = self._execute(combined.sql)
             except Exception as error:  # oracledb.Error and anything the driver raises
@@ -220,7 +279,9 @@ class Database:
                     raise
                 code = describe(error)
                 if not code.startswith("ORA-") or code.startswith("ORA-03156"):
-                    # A timeout: asking again query by query would only cost more timeouts.
+                    # A timeout: asking again query by query would only cost more timeouts,
+                    # and its time comes out of the run's budget.
+                    self.budget_s -= time.monotonic() - started
                     errors[combined.name] = describe(error, user=self.settings.user.upper())
                     continue
                 self._read_one_by_one(combined.queries, results, errors)
@@ -265,6 +326,12 @@ class Database:
                 errors[query.name] = describe(error, query.views, self.settings.user.upper())
                 continue
             results[query.name] = dict(split(single, rows)[query.name], agent_clock=clock)
+
+    def out_of_budget(self) -> str:
+        return (
+            f"not asked again in this run: its failures used the run's time budget, one deadline "
+            f"({self.deadline_s():g} s: oracle.call_timeout_s + 1)"
+        )
 
     def close(self) -> None:
         if self.connection is not None:
@@ -311,20 +378,135 @@ def to_raw(document: dict, clock: float) -> Raw:
 def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
     """One sample from a session, connecting (again) when needed; never raises for database trouble.
 
-    After a step hung, the rest of the run reports the database down at once
-    with the same reason instead of waiting again.
+    The rest of the run reports the database down at once, with the same
+    reason, instead of asking again: after a step hung, after a logon
+    refusal (LOGON_REFUSALS: another attempt could lock the account), and
+    once failing steps have used the run's budget (Database.budget_s). A
+    connect refused at once (listener down) costs nothing and is tried again
+    the next sample.
     """
     if database.given_up:
         return to_raw(down_document(database.given_up, database.settings.target), clock)
+    started = time.monotonic()
     try:
         if database.connection is None:
             database.connect()
-        return to_raw(database.read_bounded(inventory), clock)
+        raw = to_raw(database.read_bounded(inventory), clock)
     except Exception as error:
-        reason = describe(error, user=database.settings.user.upper())
+        user = database.settings.user.upper()
+        reason = describe(error, user=user)
+        database.budget_s -= time.monotonic() - started
         if isinstance(error, Hung):
             database.given_up = reason
             database.connection = None  # abandoned with its worker: never closed from here, never used again
         else:
             database.close()
+            if error_code(error) in LOGON_REFUSALS:
+                database.refused = error_code(error)
+                database.given_up = reason = f"{reason}; no further logon in this run"
+            elif database.budget_s < MIN_STEP_S:
+                database.given_up = reason = f"{reason}; {database.out_of_budget()}"
         return to_raw(down_document(reason, database.settings.target), clock)
+    if database.budget_s < MIN_STEP_S:
+        database.given_up = database.out_of_budget()
+        database.close()
+    return raw
+
+
+# The back-off after a logon refusal, across cron runs: the first wait, then doubling to the cap.
+# With the DEFAULT profile's FAILED_LOGIN_ATTEMPTS of 10, one agent with a wrong password makes
+# its 10th attempt after about 17 hours instead of 10 minutes (docs/oracle.md, "Logon refused").
+BACKOFF_FIRST_S = 300.0
+BACKOFF_CAP_S = 4 * 3600.0
+
+
+@dataclass
+class LogonBackoff:
+    """When a refused target may log on again; kept in the state directory between runs.
+
+    A changed password file (or user, or DSN) ends the wait at once: that is
+    the fix for ORA-01017, and the next run tries it. A locked or expired
+    account is fixed inside the database, where the agent cannot see it: the
+    wait runs out, or `dnfsmon check` (which tries once) shows the fix worked.
+    """
+
+    refusals: int = 0
+    # The refusal's line (describe()), and when it happened (seconds since the epoch).
+    reason: str = ""
+    refused_at: float = 0.0
+    not_before: float = 0.0
+    # What was tried: the user, the DSN and the password file's identity (never the password).
+    credentials: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> LogonBackoff:
+        try:
+            return cls(
+                int(data.get("refusals", 0)),
+                str(data.get("reason", "")),
+                float(data.get("refused_at", 0.0)),
+                float(data.get("not_before", 0.0)),
+                str(data.get("credentials", "")),
+            )
+        except (TypeError, ValueError):
+            return cls()  # unusable: as if never refused
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def refused(self, reason: str, now: float, credentials: str) -> None:
+        self.refusals += 1
+        self.reason = reason
+        self.refused_at = now
+        self.not_before = now + min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2 ** (self.refusals - 1))
+        self.credentials = credentials
+
+    def holds(self, now: float, credentials: str) -> bool:
+        """True while no logon may be tried: refused before, the wait not over, nothing changed."""
+        return self.refusals > 0 and now < self.not_before and credentials == self.credentials
+
+    def explain(self) -> str:
+        """The status point's error while the back-off holds: why, what to fix, when the next logon is."""
+        wait = self.not_before - self.refused_at
+        return (
+            f"logon refused at {utc(self.refused_at)} ({self.reason}); no logon before {utc(self.not_before)} "
+            f"(back-off {wait / 60:g} min after {self.refusals} refusal{'s' if self.refusals > 1 else ''}, "
+            f"doubling to {BACKOFF_CAP_S / 3600:g} h; a changed password file is tried at the next run)"
+        )
+
+
+def utc(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def credentials_of(settings: OracleSettings) -> str:
+    """What identifies the credentials a logon would try, without the secret: a changed password
+    file (another inode, size or modification time) or user or DSN ends a back-off."""
+    identity = f"{settings.user}@{settings.dsn}"
+    if settings.password_file:
+        try:
+            info = os.stat(settings.password_file)
+        except OSError:
+            return f"{identity} file missing"
+        identity += f" file {info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+    return identity
+
+
+def backoff_file_id(target_id: str) -> str:
+    """The id of the state file holding a target's LogonBackoff (beside its samples' file)."""
+    return f"{target_id}:logon"
+
+
+def load_backoff(state_dir: str, target_id: str) -> LogonBackoff:
+    """A target's back-off from the state directory, read only (`dnfsmon check` writes nothing);
+    a missing, planted or damaged file reads as no refusal (the next save replaces it)."""
+    from .files import open_in_directory
+    from .state import StateFile
+
+    path = StateFile(state_dir, backoff_file_id(target_id)).path
+    try:
+        with os.fdopen(open_in_directory(path, os.O_RDONLY), "rb") as f:
+            document = json.loads(f.read())
+        return LogonBackoff.from_json(document["data"])
+    except (OSError, ValueError, KeyError, TypeError, EnvironmentProblem):
+        return LogonBackoff()

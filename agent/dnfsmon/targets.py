@@ -109,16 +109,26 @@ class HostTarget(Target):
 
 
 class OracleTarget(Target):
-    """A live database through one python-oracledb session, kept for the whole run."""
+    """A live database through one python-oracledb session, kept for the whole run.
 
-    def __init__(self, settings: OracleSettings):
-        from .oracle_db import Database
+    After a logon refusal (oracle_db.LOGON_REFUSALS) the target logs on no
+    more in the run, and the next runs wait (oracle_db.LogonBackoff, kept
+    beside the target's state): a wrong password must not lock the shared
+    monitoring account. `dnfsmon top` (persist=False) obeys the back-off
+    but never writes it.
+    """
+
+    def __init__(self, settings: OracleSettings, state_dir: Optional[str] = None, persist: bool = True):
+        from .oracle_db import Database, LogonBackoff, backoff_file_id, load_backoff
 
         self.id = f"oracle:{settings.target}"
         self.sources = (oracle.NAME,)
         self.database: Database = Database(settings)
         # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
+        self.backoff = load_backoff(state_dir, self.id) if state_dir else LogonBackoff()
+        self.backoff_file = StateFile(state_dir, backoff_file_id(self.id)) if state_dir and persist else None
+        self.backoff_changed = False
         self.known_name = ""
 
     def starting(self, previous: Mapping[str, Sample]) -> None:
@@ -128,15 +138,33 @@ class OracleTarget(Target):
         self.known_name = oracle.last_known_name(previous.values())
 
     def read_raw(self) -> Raw:
-        from .oracle_db import read_once
+        """One sample's reading, or the back-off's reason without a logon while it holds."""
+        from .oracle_db import credentials_of, down_document, read_once, to_raw
 
-        return read_once(self.database, time.time(), self.inventory.due(time.time()))
+        now = time.time()
+        credentials = credentials_of(self.database.settings)
+        if self.backoff.holds(now, credentials):
+            return to_raw(down_document(self.backoff.explain(), self.database.settings.target), now)
+        refused_before = self.database.refused
+        raw = read_once(self.database, now, self.inventory.due(now))
+        if self.database.refused and not refused_before:
+            self.backoff.refused(self.database.given_up, now, credentials)
+            self.backoff_changed = True
+        elif self.backoff.refusals and not raw.document(oracle.RESULTS)["down"]:  # type: ignore[index]
+            self.backoff = type(self.backoff)()  # logged on: the refusals are over
+            self.backoff_changed = True
+        return raw
 
     def read(self) -> Reading:
         raw = self.read_raw()
         self.inventory.read(raw)
         self.known_name = oracle.name_down_reading(raw, self.known_name)
         return Reading(raws={oracle.NAME: raw})
+
+    def remember(self) -> None:
+        if self.backoff_file is not None and self.backoff_changed:
+            self.backoff_file.save_json(self.backoff.to_json())
+            self.backoff_changed = False
 
     def close(self) -> None:
         self.database.close()
@@ -186,7 +214,7 @@ def targets_from(config: Config, keep_memory: bool = True) -> list[Target]:
     """
     targets: list[Target] = [HostTarget(config)]
     if config.oracle is not None:
-        targets.append(OracleTarget(config.oracle))
+        targets.append(OracleTarget(config.oracle, config.state_dir, persist=keep_memory))
     elif config.simulator is not None:
         targets.append(SimulatedTarget(config.simulator, config.state_dir if keep_memory else None))
     return targets
