@@ -11,9 +11,9 @@ DEMO := $(BIN)/dnfsmon --config examples/demo.toml
 
 .PHONY: demo lint check test bench clean
 
-# The fast tier: tests that need no root, apt, Go, network or NFS lab, and take
+# The fast tier: tests that need no root, apt, Go, network, NFS lab or tmux, and take
 # at most a second or two each (the markers are declared in pyproject.toml).
-FAST_TESTS := not slow and not system and not influx and not prometheus and not lab
+FAST_TESTS := not slow and not system and not influx and not prometheus and not lab and not tmux
 
 # The agent alone (what make demo needs), then the test tools on top.
 $(AGENT): pyproject.toml

@@ -68,9 +68,10 @@ def mountstats_points(count: int, directory: str) -> list:
     for root, clock in ((old, 7000.0), (new, 7010.0)):
         with open(os.path.join(root, "1", "mountstats")) as f:
             readings.append(Raw({mountstats.MOUNTSTATS: f.read()}, clock, 1732240000.0 + clock))
-    previous = mountstats.SOURCE.parse(readings[0], HOST).samples
-    current = mountstats.SOURCE.parse(readings[1], HOST).samples
-    return mountstats.SOURCE.publish(rates.diff_all({s.state_key: s for s in previous}, current), current)
+    source = mountstats.MountstatsSource(["*"], [], ["all"])  # every operation, as the peers publish
+    previous = source.parse(readings[0], HOST).samples
+    current = source.parse(readings[1], HOST).samples
+    return source.publish(rates.diff_all({s.state_key: s for s in previous}, current), current)
 
 
 def shifted(points: list, count: int, step_ns: int = 10_000_000_000) -> list:

@@ -35,23 +35,27 @@ def reading(root: str, clock: float) -> Raw:
         return Raw({mountstats.MOUNTSTATS: f.read()}, clock, 1732240000.0 + clock)
 
 
+def every_operation() -> mountstats.MountstatsSource:
+    """A new source (nothing remembered from a last reading) publishing every operation: the
+    same work as procfs, which has no filter ([mountstats] operations = ["all"])."""
+    return mountstats.MountstatsSource(["*"], [], ["all"])
+
+
 def parse(root: str) -> int:
-    # Each repeat parses as the first reading of a process: nothing remembered from the last
-    # repeat's parse of the same file, as procfs parses it each time.
-    mountstats.forget_last_reading()
+    # Each repeat parses as the first reading of a process, as procfs parses it each time.
     return len(mountstats.parse_mountstats(reading(root, 0.0).text(mountstats.MOUNTSTATS))[0])
 
 
 def diff(old_root: str, new_root: str) -> int:
-    # As `dnfsmon diff OLD NEW` runs: OLD parsed as a process's first reading (nothing
-    # remembered from the last repeat's NEW), then NEW, whose unchanged blocks' per-op lines
-    # are not parsed again; with the garbage collector paused, as collect.compute runs a source.
-    mountstats.forget_last_reading()
+    # As `dnfsmon diff OLD NEW` runs: a new source parses OLD as a process's first reading,
+    # then NEW, whose unchanged blocks' per-op lines are not parsed again; with the garbage
+    # collector paused, as collect.compute runs a source.
+    source = every_operation()
     with collector_paused():
-        previous = mountstats.SOURCE.parse(reading(old_root, 7000.0), "bench").samples
-        current = mountstats.SOURCE.parse(reading(new_root, 7010.0), "bench").samples
+        previous = source.parse(reading(old_root, 7000.0), "bench").samples
+        current = source.parse(reading(new_root, 7010.0), "bench").samples
         result = rates.diff_all({s.state_key: s for s in previous}, current)
-        return len(mountstats.SOURCE.publish(result, current))
+        return len(source.publish(result, current))
 
 
 class Session:

@@ -11,6 +11,21 @@ from influxdb_server import InfluxServer
 _databases = itertools.count(1)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden files (tests/cases/*/*/expected.*) from what the code gives now; "
+        "review the change with git diff before committing it (tests/cases/README.md)",
+    )
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    """True when this run rewrites the golden files instead of comparing with them."""
+    return bool(request.config.getoption("--update-golden"))
+
+
 def pytest_collection_modifyitems(items):
     """Every test that uses the server (directly or through another fixture) is marked `influx`.
 

@@ -306,18 +306,20 @@ def test_per_op_lines_read_per_block_as_read_line_by_line(path):
 
 
 def test_a_later_reading_does_not_parse_unchanged_per_op_lines_again():
-    ms.forget_last_reading()
-    ((first,), _) = parse(V3)
+    cache = ms.OpsCache()
+    ((first,), _) = ms.parse_mountstats(V3, cache=cache)
     # 10 s later: the same per-op lines (and a blank line more at the end), a later age.
-    ((idle,), _) = parse(V3.replace("age:\t100", "age:\t110") + "\n")
+    ((idle,), _) = ms.parse_mountstats(V3.replace("age:\t100", "age:\t110") + "\n", cache=cache)
     assert idle.ops is first.ops and idle.age == 110
-    ((busy,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    busy_text = V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003")
+    ((busy,), _) = ms.parse_mountstats(busy_text, cache=cache)
     assert busy.ops is not first.ops
     assert busy.ops["READ"]["ops"] == 1001 and busy.ops["WRITE"] == first.ops["WRITE"]
-    # The same figures as a process's first reading of that text.
-    ms.forget_last_reading()
-    ((cold,), _) = parse(V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003"))
+    # The same figures as a first reading of that text (a new cache), and nothing shared between caches.
+    ((cold,), _) = parse(busy_text)
     assert cold.ops is not busy.ops and list(cold.ops.items()) == list(busy.ops.items())
+    ((other,), _) = ms.parse_mountstats(V3, cache=ms.OpsCache())
+    assert other.ops is not first.ops
 
 
 def test_unchanged_per_op_lines_that_were_refused_are_refused_again():

@@ -264,6 +264,7 @@ def assert_fits(screen, width, height):
     assert all(len(line) <= width for line in lines)
 
 
+@pytest.mark.tmux
 @pytest.mark.parametrize("width, height", [(80, 24), (160, 50)])
 def test_screen_shows_what_diff_computes_and_keys_switch_views(tmp_path, inputs, width, height):
     config, record, net_dev = inputs
@@ -312,6 +313,7 @@ def test_screen_shows_what_diff_computes_and_keys_switch_views(tmp_path, inputs,
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.tmux
 def test_ctrl_c_exits_cleanly(tmp_path, inputs):
     config, _, _ = inputs
     terminal = Terminal(tmp_path, 80, 24)
@@ -326,6 +328,7 @@ def test_ctrl_c_exits_cleanly(tmp_path, inputs):
         terminal.kill()
 
 
+@pytest.mark.tmux
 @pytest.mark.parametrize(
     "how, status",
     [
@@ -355,6 +358,7 @@ def test_lost_terminal_or_sigterm_exits_cleanly(tmp_path, inputs, how, status):
         terminal.kill()
 
 
+@pytest.mark.tmux
 @pytest.mark.parametrize("term, no_color, coloured", [("xterm", "", True), ("xterm", "1", False), ("vt100", "", False)])
 def test_colour_only_when_the_terminal_has_it(tmp_path, inputs, term, no_color, coloured):
     config, _, _ = inputs
@@ -496,6 +500,7 @@ def test_once_names_malformed_input_and_failed_sources(tmp_path, inputs):
     assert "source rpc failed: proc/net/rpc/nfs: no 'rpc' line" in result.stdout
 
 
+@pytest.mark.tmux
 def test_unknown_terminal_type_is_one_line(tmp_path, inputs):
     config, _, _ = inputs
     terminal = Terminal(tmp_path, 80, 24)

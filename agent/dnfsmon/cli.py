@@ -149,6 +149,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="what happened since WHEN, from the local store (no sampling): HH:MM, YYYY-MM-DD HH:MM, "
+        "yesterday HH:MM, -2h ... in local time; prints each finding's start, end and worst value, and "
+        "the latency ladder of the worst interval",
+    )
+    p.add_argument("--until", metavar="WHEN", help="with --since: the end of the window (default: now)")
+    p.add_argument(
         "--dnfs-expected",
         choices=tuple(configuration.DNFS_EXPECTED),
         help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
@@ -327,8 +335,10 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
 # Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
 # 1000-mount diff makes as many objects again, and the collector's passes free none of them.
 @collector_paused()
-def cmd_diff(old: str, new: str, output: str) -> int:
-    baseline, outcome = diff_captures(old, new)
+def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
+    # The sources' filters of the config named with -c; the built-in defaults without one.
+    cfg = configuration.load(config_path) if config_path else None
+    baseline, outcome = diff_captures(old, new, cfg)
     report(baseline)
     report(outcome)
     if output == "json":
@@ -428,6 +438,7 @@ def cmd_doctor(
         return EXIT_USAGE
     # --dnfs-expected, else the config's [doctor] dnfs_expected (offline: only a config named with -c).
     expected = None if dnfs_expected is None else configuration.DNFS_EXPECTED[dnfs_expected]
+    sources = None  # the sources' defaults for captures; the config's for a live reading
     if captures:
         setup_logging("warning")
         if dnfs_expected is None and config_path is not None:
@@ -442,6 +453,7 @@ def cmd_doctor(
             expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
+        sources = {name: source for target in targets for name, source in target.sources.items()}
         try:
             old = read_targets(targets)
             time.sleep(interval_s)
@@ -450,8 +462,8 @@ def cmd_doctor(
             for target in targets:
                 target.close()
         old_raws, old_failures, raws, failures = old.raws, old.failures, new.raws, new.failures
-    baseline = compute(old_raws, old_failures, host, {})
-    outcome = compute(raws, failures, host, baseline.samples)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    outcome = compute(raws, failures, host, baseline.samples, sources)
     report(outcome)
     found = diagnosis.diagnose(outcome.points, host, outcome.samples.values(), expected)
     if output == "json":
@@ -459,6 +471,57 @@ def cmd_doctor(
     else:
         print(format_diagnosis(found))
     return doctor_exit_code(found, outcome.failures)
+
+
+def cmd_doctor_history(
+    config_path: Optional[str], captures: list[str], since: Optional[str], until: Optional[str], output: str
+) -> int:
+    """dnfsmon doctor --since WHEN [--until WHEN]: the stored findings as a timeline (read only)."""
+    from . import catalogue
+    from .diagnosis import timeline
+
+    if captures or since is None:
+        print(
+            "dnfsmon: doctor --since reads the local store: give --since WHEN (and --until), no captures",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        start, end = timeline.window(since, until, datetime.datetime.now().astimezone())
+    except timeline.BadTime as error:
+        print(f"dnfsmon: doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = load_config(config_path)
+    setup_logging("warning")
+    if not os.path.isdir(cfg.store_dir):
+        raise EnvironmentProblem(
+            f"the local store {cfg.store_dir} does not exist (config: {cfg.path or 'built-in defaults'}): "
+            "collect has not run on this host, or -c names another config"
+        )
+    store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
+    wanted = (diagnosis.LADDER_MEASUREMENT, diagnosis.FINDING_MEASUREMENT)
+    try:
+        found = timeline.build(store.points(wanted), int(start.timestamp() * 1e9), int(end.timestamp() * 1e9))
+    except PermissionError as error:
+        raise EnvironmentProblem(
+            f"cannot read the store {cfg.store_dir} ({error.strerror}): run as the agent's user or a member of its group"
+        ) from None
+    if output == "json":
+        print(json.dumps(timeline.to_json(found), indent=1, sort_keys=True))
+    else:
+        entries = catalogue.load()
+        units = {
+            name: entry.unit
+            for name in diagnosis.ladder.RUNGS
+            if (entry := entries.get((diagnosis.LADDER_MEASUREMENT, "field", name))) is not None
+        }
+        print(timeline.render(found, cfg.store_dir, diagnosis.ladder.RUNGS, units))
+    severities = {e.severity for e in found.episodes}
+    if diagnosis.CRITICAL in severities:
+        return EXIT_FINDINGS_CRITICAL
+    if severities:
+        return EXIT_FINDINGS_WARNING
+    return EXIT_OK if found.intervals else EXIT_NOTHING_TO_JUDGE
 
 
 def cmd_capture(cfg: configuration.Config, directory: str) -> int:
@@ -641,8 +704,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             return run(args.captures, args.format, args.operations)
         if args.command == "diff":
-            return cmd_diff(args.old, args.new, args.format)
+            return cmd_diff(args.old, args.new, args.format, getattr(args, "config", None))
         if args.command == "doctor":
+            if args.since is not None or args.until is not None:
+                return cmd_doctor_history(
+                    getattr(args, "config", None), args.captures, args.since, args.until, args.format
+                )
             return cmd_doctor(
                 getattr(args, "config", None), args.captures, args.interval, args.format, args.dnfs_expected
             )

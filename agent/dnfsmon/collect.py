@@ -19,7 +19,7 @@ from .errors import EnvironmentProblem
 from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
-from .sources import ALL_SOURCES
+from .sources import build_all
 from .sources.base import ParseError, Raw, Source, collector_paused
 from .state import StateFile
 from .store import Store, StoreCounts
@@ -46,8 +46,20 @@ class Outcome:
 # some 100 000 samples, intervals and points, none in a cycle, and the cyclic garbage
 # collector's passes their allocations start free nothing and cost about a quarter of it.
 @collector_paused()
-def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, previous: Mapping[str, Sample]) -> Outcome:
-    """Points from one reading of every source, given the previous samples."""
+def compute(
+    raws: Mapping[str, Raw],
+    failures: Mapping[str, str],
+    host: str,
+    previous: Mapping[str, Sample],
+    sources: Optional[Mapping[str, Source]] = None,
+) -> Outcome:
+    """Points from one reading of every source, given the previous samples.
+
+    `sources`: the configured sources that read `raws` (a target's); None builds
+    each with the built-in defaults (a capture replayed without a config).
+    """
+    if sources is None:
+        sources = build_all(raws)
     outcome = Outcome(samples=dict(previous), failures=dict(failures))
     # The previous keys of each measurement, found in one pass (not one per source).
     keys_of: dict[str, list[str]] = {}
@@ -56,7 +68,7 @@ def compute(raws: Mapping[str, Raw], failures: Mapping[str, str], host: str, pre
     for name, raw in raws.items():
         started = time.perf_counter()
         try:
-            _compute_source(ALL_SOURCES[name], raw, host, previous, keys_of, outcome)
+            _compute_source(sources[name], raw, host, previous, keys_of, outcome)
         except ParseError as error:
             outcome.failures[name] = str(error)
         except Exception as error:  # a bug or an input no check foresaw: this source fails, not the run
@@ -120,13 +132,17 @@ def event_points(skips: Iterable[rates.Skip], host: str) -> list[Point]:
     return points
 
 
-def diff_captures(old_dir: str, new_dir: str) -> tuple[Outcome, Outcome]:
+def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -> tuple[Outcome, Outcome]:
     """(baseline, outcome) of two captures: what collection would have published
-    at the second, had the first been its previous sample."""
+    at the second, had the first been its previous sample.
+
+    The sources are configured by `config` (its filters), the built-in defaults when None.
+    """
     _, old_raws, old_failures = capture.read(old_dir)
     host, new_raws, new_failures = capture.read(new_dir)
-    baseline = compute(old_raws, old_failures, host, {})
-    return baseline, compute(new_raws, new_failures, host, baseline.samples)
+    sources = build_all(sorted({*old_raws, *new_raws}), config)
+    baseline = compute(old_raws, old_failures, host, {}, sources)
+    return baseline, compute(new_raws, new_failures, host, baseline.samples, sources)
 
 
 def read_targets(targets: Iterable[Target]) -> Reading:
@@ -225,7 +241,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         # next is read, so a slow or failing target never costs another's points.
         for target in targets:
             reading = read_or_fail(target)
-            outcome = compute(reading.raws, reading.failures, config.host, previous[target.id])
+            outcome = compute(reading.raws, reading.failures, config.host, previous[target.id], target.sources)
             report(outcome)
             store.append(outcome.points)
             target_health = source_points(config.host, reading, outcome, time.time_ns())

@@ -14,7 +14,7 @@ import re
 import socket
 import sys
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 if sys.version_info >= (3, 11):
@@ -108,6 +108,19 @@ def _host_sources(value: Any) -> Optional[str]:
     return None
 
 
+def _names(what: str, allow_empty: bool) -> Callable[[Any], Optional[str]]:
+    """A list of non-empty strings (globs or names); empty only where that means "none"."""
+
+    def check(value: Any) -> Optional[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            return f"must be a list of {what}"
+        if not value and not allow_empty:
+            return f'must name at least one of {what} ("*" or "all" for every one)'
+        return None
+
+    return check
+
+
 def _bool(value: Any) -> Optional[str]:
     return None if isinstance(value, bool) else "must be true or false"
 
@@ -184,6 +197,20 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("host", "sys_root"): ("/sys", _path, True),
     ("host", "sources"): (list(HOST_SOURCES), _host_sources, False),
     ("host", "nfs_ports"): ([2049], _ports, False),
+    # Filters of the host sources (docs/configuration.md, "Filters"): shell-style globs (fnmatch).
+    ("mountstats", "include_mounts"): (["*"], _names("mount point globs", False), False),
+    ("mountstats", "exclude_mounts"): ([], _names("mount point globs", True), False),
+    # READ and WRITE, which the dashboards and the doctor read by name (grafana/generate.py,
+    # dnfsmon/diagnosis), and the four an Oracle mount sends most of its other RPCs as: COMMIT
+    # after unstable WRITEs; GETATTR, ACCESS and LOOKUP, which actimeo=0 (what RAC needs) sends
+    # on every open and stat. ["all"]: every operation the kernel prints.
+    ("mountstats", "operations"): (
+        ["READ", "WRITE", "COMMIT", "GETATTR", "ACCESS", "LOOKUP"],
+        _names("NFS operation names", False),
+        False,
+    ),
+    ("nic", "include_interfaces"): (["*"], _names("interface globs", False), False),
+    ("nic", "exclude_interfaces"): ([], _names("interface globs", True), False),
     ("influxdb", "enabled"): (False, _bool, False),
     ("influxdb", "url"): ("http://localhost:8086", _url, False),
     ("influxdb", "org"): ("-", _string, False),
@@ -235,6 +262,10 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
 
 # [doctor] dnfs_expected as the doctor takes it.
 DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": False}
+
+
+# The sections that configure one source each (Config.sources).
+SOURCE_SECTIONS = ("mountstats", "nic")
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
@@ -327,6 +358,9 @@ class Config:
     simulator: Optional[SimulatorSettings]
     # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
     dnfs_expected: Optional[bool] = None
+    # Options of the sources' own sections ([mountstats], [nic]), defaults included, by section:
+    # each source is built from its section (dnfsmon.sources.build).
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _unchanged(value: Any) -> Any:
@@ -416,6 +450,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         oracle=oracle,
         simulator=simulator,
         dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
+        sources={name: options_of(name) for name in SOURCE_SECTIONS},
     )
 
 

@@ -114,6 +114,10 @@ class Workload:
     dnfs_enabled: bool = True
     datafiles_per_server: int = 10
     fallback_datafiles: int = 0  # data files read through the kernel NFS client (OS_LIB)
+    # The filers' capacity as a load multiplier (0: unlimited): their service
+    # time grows as 1 / (1 - load / capacity) (M/M/1), so a load phase near it
+    # is an incident at the filer (the doctor's history test surges to 2.5x a 2.6x capacity).
+    filer_capacity: float = 0.0
     # Per filer (in `servers` order), a factor on the service times of its
     # files in V$IOSTAT_FILE (a slow filer); missing ones are 1.
     filer_latency_factors: tuple[float, ...] = ()
@@ -232,8 +236,14 @@ class Model:
         outstanding = (self.w.read_iops + self.w.write_iops) * m * self.w.latency_us / 1e6
         return max(1.0, outstanding / self.w.client_slots)
 
+    def filer_queueing(self, m: float) -> float:
+        """Latency factor of the filer's own queue at load multiplier m (1 without a capacity)."""
+        if not self.w.filer_capacity:
+            return 1.0
+        return 1.0 / (1.0 - min(m / self.w.filer_capacity, 0.99))
+
     def mean_latency_us(self, event: str, m: float) -> float:
-        return self.w.latency_us * EVENTS[event][2] * self.slowdown(m)
+        return self.w.latency_us * EVENTS[event][2] * self.slowdown(m) * self.filer_queueing(m)
 
     def bucket_shares(self, mean_us: float, unit_us: float) -> list[tuple[float, float]]:
         """(probability, mean wait in µs) per power-of-two bucket of `unit_us` µs (memoised)."""

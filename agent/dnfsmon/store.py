@@ -83,7 +83,7 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, NoReturn, Optional, Union
 
@@ -492,13 +492,22 @@ class Store:
                         log.warning("store %s at byte %d: skipped a bad record (%s)", path, offset - len(line), error)
                 yield offset, record
 
-    def points(self) -> Iterator[Point]:
-        """Every stored point, shipped or not, oldest first; bad records skipped with a warning."""
+    def points(self, measurements: Optional[Collection[str]] = None) -> Iterator[Point]:
+        """Every stored point (of `measurements` only, when given), shipped or not, oldest first;
+        bad records skipped with a warning. Records of other measurements are not decoded."""
         segments = self.segments()
+        # A line of line protocol starts with its measurement and a comma (tags) or a space.
+        prefixes = () if measurements is None else tuple(f"{m}{c}".encode() for m in measurements for c in ", ")
         for sequence, path in segments:
             try:
                 for offset, record in self._read_segment(path, newest=sequence == segments[-1][0]):
                     if record is None:
+                        continue
+                    if prefixes and (
+                        record.measurement not in measurements  # type: ignore[operator]
+                        if isinstance(record, Point)
+                        else not record.startswith(prefixes)
+                    ):
                         continue
                     try:
                         yield record if isinstance(record, Point) else from_line(record.decode())

@@ -13,8 +13,9 @@ A new target is a subclass of Target that provides:
 - id: names its state file (dnfsmon.state.StateFile); "host:<name>",
   "oracle:<target>" or "simulator:<db_name>" so far. Two targets of one
   config never share an id;
-- sources: the names of the sources it reads, each registered in
-  dnfsmon.sources (the parse and publish steps are the sources' own);
+- sources: the sources it reads, by name, each built from the config for
+  this run (dnfsmon.sources.build; the parse and publish steps are the
+  sources' own, and collect runs them);
 - read() -> Reading: the raw inputs of its sources, read now, and why any
   source could not be read. It never raises for trouble with what it reads
   (a file missing, a database down): that is a failure of the source, and
@@ -36,13 +37,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem
 from .rates import Sample
-from .sources import HOST_SOURCES, oracle
-from .sources.base import HostInputs, Raw
+from .sources import build_all, oracle
+from .sources.base import HostInputs, HostSource, Raw, Source
 from .state import StateFile
 
 if TYPE_CHECKING:  # python-oracledb is imported only with [oracle]
@@ -71,7 +72,7 @@ class Target:
     """One system whose sources are read together (see the module docstring)."""
 
     id: str
-    sources: tuple[str, ...]
+    sources: dict[str, Source]
 
     def read(self) -> Reading:
         raise NotImplementedError
@@ -92,15 +93,16 @@ class HostTarget(Target):
 
     def __init__(self, config: Config):
         self.id = f"host:{config.host}"
-        self.sources = tuple(config.host_sources)
+        self.sources = build_all(config.host_sources, config)
+        self.host_sources = {name: cast(HostSource, source) for name, source in self.sources.items()}
         self.inputs = HostInputs(proc=config.proc_root, sys=config.sys_root, nfs_ports=tuple(config.nfs_ports))
 
     def read(self) -> Reading:
         reading = Reading()
-        for name in self.sources:
+        for name, source in self.host_sources.items():
             started = time.perf_counter()
             try:
-                reading.raws[name] = HOST_SOURCES[name].read(self.inputs)
+                reading.raws[name] = source.read(self.inputs)
             except Exception as error:  # one broken source must not stop the others
                 log.debug("source %s: read raised", name, exc_info=True)
                 reading.failures[name] = f"{error.__class__.__name__}: {error}"
@@ -122,7 +124,7 @@ class OracleTarget(Target):
         from .oracle_db import Database, LogonBackoff, backoff_file_id, load_backoff
 
         self.id = f"oracle:{settings.target}"
-        self.sources = (oracle.NAME,)
+        self.sources = {oracle.NAME: oracle.OracleSource(settings)}
         self.database: Database = Database(settings)
         # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
@@ -181,7 +183,7 @@ class SimulatedTarget(Target):
         from . import simulator
 
         self.id = f"simulator:{settings.db_name}"
-        self.sources = (oracle.NAME,)
+        self.sources = {oracle.NAME: oracle.OracleSource()}
         # SimulatorSettings holds exactly the Workload fields a config may set.
         self.workload = simulator.Workload(**dataclasses.asdict(settings))
         self.memory_file = None if state_dir is None else StateFile(state_dir, f"{self.id}:memory")

@@ -96,7 +96,7 @@ class Sampler:
         raws, failures = {}, {}
         for target in self.targets:
             reading = read_or_fail(target)
-            outcome = compute(reading.raws, reading.failures, self.host, self.previous[target.id])
+            outcome = compute(reading.raws, reading.failures, self.host, self.previous[target.id], target.sources)
             self.previous[target.id] = outcome.samples
             raws.update(reading.raws)
             failures.update(reading.failures)

@@ -668,6 +668,22 @@ def host_pressure(ctx: Context) -> list[Finding]:
     return found
 
 
+# The evidence value that says how bad each finding is, and whether higher is worse: the
+# "worst" of a finding's episode in `dnfsmon doctor --since` (None: no single figure).
+HEADLINES: dict[str, Optional[tuple[str, bool]]] = {
+    "client-rpc-slots": ("queue_ms", True),
+    "filer-latency": ("oracle_read_avg_ms", True),
+    "network-latency": ("srtt_ms", True),
+    "nic-saturation": ("util_pct", True),
+    "tcp-retransmissions": ("retrans_pct", True),
+    "dnfs-fallback": ("kernel_ops_per_s", True),
+    "dnfs-path-imbalance": ("max_share_pct", True),
+    "dnfs-path-down": ("filer_sends", True),
+    "mtu-mismatch": None,
+    "nfs-mount-options": None,
+    "host-pressure": ("oracle_read_avg_ms", True),
+}
+
 # Every rule, in the order findings are printed. The ids are documented in docs/doctor.md.
 RULES: dict[str, Callable[[Context], list[Finding]]] = {
     "client-rpc-slots": client_rpc_slots,

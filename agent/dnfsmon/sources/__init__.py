@@ -1,20 +1,47 @@
 """The registry of sources, by name.
 
-The contract every source keeps is in dnfsmon.sources.base; a new source is
-a module here that ends with its SOURCE (HostSource for what the host target
-reads), added to the registry below.
+The contract every source keeps is in dnfsmon.sources.base. A source is a
+module of this package, named as the source, with a function
+`build(config) -> Source` that makes the source configured for one run from
+its config section. A module is imported only when a config names its
+source (`build`), so a run pays for the sources it reads and no other.
 """
 
 from __future__ import annotations
 
-from . import filer_tcp, mountstats, nic, oracle, pressure, routes, rpc, tcp
-from .base import HostSource, Source
+import importlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .base import Source
 
 # Sources the host target can read; all of them, in this order, unless
 # config [host] sources names fewer.
-HOST_SOURCES: dict[str, HostSource] = {
-    s.name: s
-    for s in (nic.SOURCE, tcp.SOURCE, mountstats.SOURCE, filer_tcp.SOURCE, rpc.SOURCE, routes.SOURCE, pressure.SOURCE)
-}
+HOST_SOURCES = ("nic", "tcp", "mountstats", "filer_tcp", "rpc", "routes", "pressure")
+# The database's source (read by the oracle or simulator target).
+DATABASE_SOURCE = "oracle"
 # Every source a capture may hold: the host's and the database's.
-ALL_SOURCES: dict[str, Source] = {**HOST_SOURCES, oracle.NAME: oracle.SOURCE}
+ALL_SOURCES = (*HOST_SOURCES, DATABASE_SOURCE)
+
+
+def build(name: str, config: Optional[Config] = None) -> Source:
+    """The source `name` as `config` configures it (the built-in defaults when None).
+
+    KeyError for a name not in ALL_SOURCES.
+    """
+    if name not in ALL_SOURCES:
+        raise KeyError(name)
+    if config is None:
+        from ..config import parse
+
+        config = parse({}, None)
+    module = importlib.import_module(f"{__name__}.{name}")
+    source: Source = module.build(config)
+    return source
+
+
+def build_all(names: Iterable[str], config: Optional[Config] = None) -> dict[str, Source]:
+    """build() of each name, in the given order."""
+    return {name: build(name, config) for name in names}

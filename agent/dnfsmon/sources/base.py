@@ -1,19 +1,22 @@
 """The contract every source keeps, and the types sources share.
 
-A source is one module in this package (nic, tcp, mountstats, ...). It turns
-the raw text of one reading into samples, and samples into published points.
-Each module ends with `SOURCE = Source(...)` (a HostSource for a source the
-host target reads), which names the functions it provides; the registry in
-dnfsmon.sources lists it, and collection uses nothing else of the module. A
-new source provides:
+A source is one module in this package (nic, tcp, mountstats, ...), named as
+the source, that defines a subclass of Source (HostSource for a source the
+host target reads) and `build(config) -> Source`, which makes the source as
+its config section configures it. The registry (dnfsmon.sources) builds each
+configured source once per run and imports nothing else: a source's options,
+filters and what it keeps from one reading to the next (a cache) live in its
+instance, never in its module. A source provides:
 
-- NAME: its name in config, captures and logs;
-- MEASUREMENTS: the measurements of its samples (its keys in the state);
-- parse(raw, host) -> Parsed: the pure part, text to samples. Malformed parts
-  go to `problems` (the rest is still used); input that cannot be read at all
-  raises ParseError naming the file; `failure` says what a source reading
-  another system could not read this time, while its samples still publish
-  what it could;
+- name: its name in config, captures and logs;
+- measurements: the measurements of its samples (its keys in the state);
+- parse(raw, host) -> Parsed: text to samples, a function of the reading
+  and the source's configuration (a cache may make it faster, never
+  different). Malformed parts go to `problems` (the rest is still used);
+  input that cannot be read at all raises ParseError naming the file;
+  `failure` says what a source reading another system could not read this
+  time, while its samples still publish what it could. Any other exception
+  is a bug: collect logs it as that source's failure, and the run goes on;
 - publish(result, current) -> points: the published fields from the diffed
   samples, computed only with the helpers in dnfsmon.rates. Most sources
   publish one point per key: `rates.per_key_points(result, fields)`, with
@@ -25,9 +28,9 @@ new source provides:
   `read_host_files(inputs, [paths])`. A source of another system (the
   database) is read by its target instead (dnfsmon.targets).
 
-A host source of the usual shape (samples(raw, host) -> (samples, problems),
-one point per key from fields(interval)) is made by `per_key_host_source`,
-which writes the parse and publish steps for it.
+A host source with no option, of the usual shape (samples(raw, host) ->
+(samples, problems), one point per key from fields(interval)), is made by
+`per_key_host_source`, and its build() returns that one instance.
 
 Every field a source publishes has a row in dnfsmon/catalogue.csv (the tests
 check both ways), and the source needs a golden case under tests/cases/diff.
@@ -211,21 +214,59 @@ class Parsed:
     failure: Optional[str] = None
 
 
-@dataclass(frozen=True)
 class Source:
-    """One source, as collection sees it (see the module docstring)."""
+    """One source configured for one run (see the module docstring).
 
-    name: str
-    measurements: tuple[str, ...]
-    parse: Callable[[Raw, str], Parsed]
-    publish: Callable[[DiffResult, list[Sample]], list[Point]]
+    An instance holds what the source was configured with (its filters) and
+    what it keeps from one reading to the next within a run (caches). It is
+    built by the registry (dnfsmon.sources.build) from the config, once per
+    run, and serves every reading of that run.
+    """
+
+    name: str = ""
+    measurements: tuple[str, ...] = ()
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        """The pure part: text to samples (see the module docstring)."""
+        raise NotImplementedError
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        """The published points of the diffed samples (see the module docstring)."""
+        raise NotImplementedError
 
 
-@dataclass(frozen=True)
 class HostSource(Source):
     """A source the host target reads from /proc and /sys itself."""
 
-    read: Callable[[HostInputs], Raw]
+    def read(self, inputs: HostInputs) -> Raw:
+        """The thin I/O part: the files this source needs, read now."""
+        raise NotImplementedError
+
+
+class PerKeyHostSource(HostSource):
+    """The usual host source, with no option: parse is samples() with its problems; publish is one
+    point per key, fields() of its interval (`rates.per_key_points`)."""
+
+    def __init__(
+        self,
+        name: str,
+        measurements: tuple[str, ...],
+        read: Callable[[HostInputs], Raw],
+        samples: Callable[[Raw, str], tuple[list[Sample], list[ParseError]]],
+        fields: Callable[[rates.Interval], dict[str, rates.Gauge]],
+    ):
+        self.name, self.measurements = name, measurements
+        self._read, self._samples, self._fields = read, samples, fields
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return self._read(inputs)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        found, problems = self._samples(raw, host)
+        return Parsed(found, problems)
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        return rates.per_key_points(result, self._fields)
 
 
 def per_key_host_source(
@@ -234,15 +275,6 @@ def per_key_host_source(
     read: Callable[[HostInputs], Raw],
     samples: Callable[[Raw, str], tuple[list[Sample], list[ParseError]]],
     fields: Callable[[rates.Interval], dict[str, rates.Gauge]],
-) -> HostSource:
-    """The usual host source: parse is samples() with its problems; publish is one point per key, fields() of its
-    interval (`rates.per_key_points`)."""
-
-    def parse(raw: Raw, host: str) -> Parsed:
-        found, problems = samples(raw, host)
-        return Parsed(found, problems)
-
-    def publish(result: DiffResult, current: list[Sample]) -> list[Point]:
-        return rates.per_key_points(result, fields)
-
-    return HostSource(name=name, measurements=measurements, parse=parse, publish=publish, read=read)
+) -> PerKeyHostSource:
+    """A PerKeyHostSource (the shape of nic, tcp, rpc and routes)."""
+    return PerKeyHostSource(name, measurements, read, samples, fields)

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import netlink, rates
 from ..points import Point, epoch_ns
 from ..rates import Sample
 from .base import HostInputs, HostSource, Parsed, ParseError, Raw, boot_identity, read_host_files
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "filer_tcp"
 MEASUREMENT = "dnfsmon_filer_tcp"
@@ -179,4 +182,25 @@ def parse(raw: Raw, host: str) -> Parsed:
     return Parsed(found, problems)
 
 
-SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=aggregate, read=read)
+class FilerTcpSource(HostSource):
+    """tcp_info of the connections to the filers; no option of its own ([host] nfs_ports is the target's)."""
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return read(inputs)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        return parse(raw, host)
+
+    def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+        return aggregate(result, current)
+
+
+SOURCE = FilerTcpSource()
+
+
+def build(config: Config) -> FilerTcpSource:
+    """This source has no option: the one instance serves every run."""
+    return SOURCE

@@ -18,21 +18,28 @@ I/O (a silent dNFS fallback, or a non-dNFS process).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from itertools import chain
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import rates
-from ..rates import Sample
+from ..points import Point
+from ..rates import DiffResult, Sample
 from .base import (
     HostInputs,
+    HostSource,
+    Parsed,
     ParseError,
     Raw,
     boot_identity,
     is_unsigned,
-    per_key_host_source,
     read_host_files,
 )
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "mountstats"
 MOUNT_MEASUREMENT = "dnfsmon_nfs_mount"
@@ -211,17 +218,18 @@ def _version_ok(text: str) -> bool:
 
 
 def _parse_block(
-    first: int, lines: list[str], path: str, problems: list[ParseError], ops_read: dict[str, dict[str, dict[str, int]]]
+    first: int, lines: list[str], path: str, problems: list[ParseError], cache: OpsCache, wanted: MountFilter
 ) -> Optional[Mount]:
-    """One device block; None for non-NFS mounts. Raises ParseError for a malformed NFS block.
+    """One device block; None for non-NFS mounts and mounts the filter leaves out. Raises
+    ParseError for a malformed NFS block.
 
-    The text of its per-op lines and what they parse to are added to `ops_read` (see _last_ops).
+    The text of its per-op lines and what they parse to are kept in `cache` for the next reading.
     """
     header = DEVICE_RE.match(lines[0])
     if not header:
         raise ParseError(path, "expected 'device D mounted on M with fstype T'", first, lines[0])
     device, mountpoint, fstype, statvers = header.groups()
-    if fstype not in NFS_FSTYPES:
+    if fstype not in NFS_FSTYPES or not wanted(unescape(mountpoint)):
         return None
     if statvers is None or not _version_ok(statvers):
         raise ParseError(path, f"NFS mount needs statvers >= 1.0, found {statvers!r}", first, lines[0])
@@ -289,10 +297,10 @@ def _parse_block(
     op_lines = lines[ops_from:]
     # Without the blank lines that end a block, which the parse skips: the kernel prints one.
     op_text = "\n".join(op_lines).rstrip()
-    ops = _last_ops.get(op_text)
+    ops = cache.last.get(op_text)
     if ops is None:
         ops = _parse_ops(first + ops_from, op_lines, path)
-    ops_read[op_text] = ops
+    cache.read[op_text] = ops
     mount.ops = ops
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
@@ -339,24 +347,47 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str
     return ops
 
 
-# The per-op lines of each NFS block of the last mountstats text parsed, by their text, and
-# what they parsed to. A mount whose ops did nothing since (most of a database host's mounts
-# at any moment) prints the same per-op lines again, which are then not parsed again: in a
-# process that reads mountstats several times (`collect --count 6` from cron, `top`, `dnfsmon
-# diff`), most blocks of a reading after the first. Only the last reading's are kept. The
-# parsed counters are then shared by the Mounts and samples of both readings: nothing changes
-# them once parsed (a sample's counters are what was read, rates.Sample).
-_last_ops: dict[str, dict[str, dict[str, int]]] = {}
+class OpsCache:
+    """The per-op lines of each NFS block of the last mountstats text a source parsed, by
+    their text, and what they parsed to.
+
+    A mount whose ops did nothing since (most of a database host's mounts at any
+    moment) prints the same per-op lines again, which are then not parsed again:
+    in a run that reads mountstats several times (`collect --count 6` from cron,
+    `top`), most blocks of a reading after the first. Only the last reading's are
+    kept. The parsed counters are then shared by the samples of both readings:
+    nothing changes them once parsed (a sample's counters are what was read,
+    rates.Sample). One cache per MountstatsSource: a new source parses every block
+    in full.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[str, dict[str, dict[str, int]]] = {}
+        self.read: dict[str, dict[str, dict[str, int]]] = {}
+
+    def start(self) -> None:
+        self.read = {}
+
+    def finish(self) -> None:
+        self.last, self.read = self.read, {}
 
 
-def forget_last_reading() -> None:
-    """The next reading is parsed as a process's first, every block in full (the bench's cold parse)."""
-    _last_ops.clear()
+MountFilter = Callable[[str], bool]
 
 
-def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], list[ParseError]]:
-    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others."""
-    global _last_ops
+def every_mount(mountpoint: str) -> bool:
+    return True
+
+
+def parse_mountstats(
+    text: str, path: str = MOUNTSTATS, cache: Optional[OpsCache] = None, wanted: MountFilter = every_mount
+) -> tuple[list[Mount], list[ParseError]]:
+    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others.
+
+    `wanted(mountpoint)` False: the block is skipped before its lines are read.
+    """
+    cache = OpsCache() if cache is None else cache
+    cache.start()
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
     problems: list[ParseError] = [
@@ -365,10 +396,9 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], li
         if line.strip()
     ]
     mounts: dict[str, Mount] = {}
-    ops_read: dict[str, dict[str, dict[str, int]]] = {}
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
-            mount = _parse_block(start + 1, lines[start:end], path, problems, ops_read)
+            mount = _parse_block(start + 1, lines[start:end], path, problems, cache, wanted)
         except ParseError as error:
             problems.append(error)
             continue
@@ -376,7 +406,7 @@ def parse_mountstats(text: str, path: str = MOUNTSTATS) -> tuple[list[Mount], li
             # A mount point mounted over keeps the last block, the visible one
             # (as nfs-utils' mountstats does).
             mounts[mount.mountpoint] = mount
-    _last_ops = ops_read
+    cache.finish()
     return list(mounts.values()), problems
 
 
@@ -419,8 +449,15 @@ def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
     return {k: v for k, v in gauges.items() if v is not None}
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
-    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS))
+def samples(
+    raw: Raw,
+    host: str,
+    cache: Optional[OpsCache] = None,
+    wanted: MountFilter = every_mount,
+    operations: Optional[frozenset[str]] = None,
+) -> tuple[list[Sample], list[ParseError]]:
+    """A sample per mount and one per operation of it (those in `operations`; None: every one)."""
+    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, cache, wanted)
     identity = boot_identity(raw)
     result: list[Sample] = []
     op_tags: dict[str, tuple[str, str]] = {}
@@ -459,8 +496,10 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
         )
         op_prefix = f"{OP_MEASUREMENT},{tags},op="
         # Each op's counters are the parsed dict itself (the last reading's too when its lines did not
-        # change, _last_ops): nothing changes it.
+        # change, OpsCache): nothing changes it.
         for op, values in mount.ops.items():
+            if operations is not None and op not in operations:
+                continue
             if op not in op_tags:
                 op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
             result.append(
@@ -479,24 +518,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
     return result, problems
 
 
-# op_fields of an idle op (every delta 0), by the names of its deltas: the
-# figures are then constants (0.0 per second, no average over zero ops), so
-# they are computed once by op_fields itself and copied for the other idle ops.
-_IDLE_OP_FIELDS: dict[tuple[str, ...], dict[str, rates.Gauge]] = {}
-
-
 def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
-    d = interval.deltas
-    if not any(d.values()):
-        names = tuple(d)
-        if names not in _IDLE_OP_FIELDS:
-            _IDLE_OP_FIELDS[names] = _op_fields(interval)
-        return dict(_IDLE_OP_FIELDS[names])
-    return _op_fields(interval)
-
-
-def _op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     d = interval.deltas
     ops = d.get("ops")
     if ops is None:
@@ -555,4 +578,36 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return mount_fields(interval)
 
 
-SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+class MountstatsSource(HostSource):
+    """/proc/self/mountstats with the [mountstats] filters; its OpsCache lives as long as it does."""
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def __init__(self, include_mounts: Sequence[str], exclude_mounts: Sequence[str], operations: Sequence[str]):
+        self.include_mounts = tuple(include_mounts)
+        self.exclude_mounts = tuple(exclude_mounts)
+        # ["all"]: every operation the kernel prints.
+        self.operations: Optional[frozenset[str]] = None if list(operations) == ["all"] else frozenset(operations)
+        self.cache = OpsCache()
+
+    def wanted(self, mountpoint: str) -> bool:
+        """Shell-style globs (fnmatch) on the mount point: included and not excluded."""
+        return any(fnmatchcase(mountpoint, g) for g in self.include_mounts) and not any(
+            fnmatchcase(mountpoint, g) for g in self.exclude_mounts
+        )
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return read(inputs)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        found, problems = samples(raw, host, self.cache, self.wanted, self.operations)
+        return Parsed(found, problems)
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        return rates.per_key_points(result, fields)
+
+
+def build(config: Config) -> MountstatsSource:
+    """The source as [mountstats] configures it (the options and their defaults: dnfsmon.config)."""
+    return MountstatsSource(**config.sources[NAME])

@@ -14,19 +14,26 @@ psutil lacks the fifo, colls and carrier counters, so this reads
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import rates
-from ..rates import Sample
+from ..points import Point
+from ..rates import DiffResult, Sample
 from .base import (
     HostInputs,
+    HostSource,
+    Parsed,
     ParseError,
     Raw,
     boot_identity,
     is_unsigned,
-    per_key_host_source,
     read_host_files,
 )
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "nic"
 MEASUREMENT = "dnfsmon_nic"
@@ -105,7 +112,15 @@ def parse_speed_mbit(text: Optional[str]) -> Optional[int]:
     return speed if speed > 0 else None
 
 
-def read(inputs: HostInputs) -> Raw:
+InterfaceFilter = Callable[[str], bool]
+
+
+def every_interface(interface: str) -> bool:
+    return True
+
+
+def read(inputs: HostInputs, wanted: InterfaceFilter = every_interface) -> Raw:
+    """/proc/net/dev, and the /sys files of each interface `wanted` keeps."""
     net_dev = inputs.read(NET_DEV)
     paths = [NET_DEV]
     if net_dev is not None:
@@ -113,15 +128,17 @@ def read(inputs: HostInputs) -> Raw:
             interfaces, _ = parse_net_dev(net_dev)
         except ParseError:
             interfaces = {}
-        for interface in interfaces:
+        for interface in filter(wanted, interfaces):
             paths.extend(sys_files(interface).values())
     return read_host_files(inputs, paths)
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
+def samples(raw: Raw, host: str, wanted: InterfaceFilter = every_interface) -> tuple[list[Sample], list[ParseError]]:
     counters, problems = parse_net_dev(raw.text(NET_DEV))
     result = []
     for interface, values in counters.items():
+        if not wanted(interface):
+            continue
         files = {name: raw.files.get(path) for name, path in sys_files(interface).items()}
         gauges: dict[str, rates.Gauge] = {}
         speed = parse_speed_mbit(files["speed"])
@@ -190,4 +207,33 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return {name: value for name, value in out.items() if value is not None}
 
 
-SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+class NicSource(HostSource):
+    """/proc/net/dev and /sys/class/net with the [nic] interface filters."""
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def __init__(self, include_interfaces: Sequence[str], exclude_interfaces: Sequence[str]):
+        self.include_interfaces = tuple(include_interfaces)
+        self.exclude_interfaces = tuple(exclude_interfaces)
+
+    def wanted(self, interface: str) -> bool:
+        """Shell-style globs (fnmatch) on the interface name: included and not excluded."""
+        return any(fnmatchcase(interface, g) for g in self.include_interfaces) and not any(
+            fnmatchcase(interface, g) for g in self.exclude_interfaces
+        )
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return read(inputs, self.wanted)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        found, problems = samples(raw, host, self.wanted)
+        return Parsed(found, problems)
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        return rates.per_key_points(result, fields)
+
+
+def build(config: Config) -> NicSource:
+    """The source as [nic] configures it (the options and their defaults: dnfsmon.config)."""
+    return NicSource(**config.sources[NAME])

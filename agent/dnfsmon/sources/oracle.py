@@ -44,12 +44,15 @@ import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, cast
+from typing import TYPE_CHECKING, Callable, Optional, cast
 
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
 from .base import Parsed, ParseError, Raw, Source, collector_paused
+
+if TYPE_CHECKING:
+    from ..config import Config, OracleSettings
 
 NAME = "oracle"
 RESULTS = "oracle/results.json"
@@ -1356,4 +1359,31 @@ def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         return aggregate(result, current)
 
 
-SOURCE = Source(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish)
+class OracleSource(Source):
+    """The database's source, configured by [oracle].
+
+    settings is None for the simulator's target and for a replayed capture: the
+    options' defaults then apply. (top_processes still travels in the results
+    document for now; it can be read from self.settings instead.)
+    """
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def __init__(self, settings: Optional[OracleSettings] = None):
+        self.settings = settings
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        return parse(raw, host)
+
+    def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+        return publish(result, current)
+
+
+# The source with the defaults (tests, the bench, a capture replayed without a config).
+SOURCE = OracleSource()
+
+
+def build(config: Config) -> OracleSource:
+    """The source as [oracle] configures it (None settings: the simulator, or no [oracle])."""
+    return OracleSource(config.oracle)

@@ -27,7 +27,7 @@ CPU percentages only; PSI, swapping, faults and the run queue still publish.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import rates
 from ..points import Point, epoch_ns
@@ -42,6 +42,9 @@ from .base import (
     is_unsigned,
     read_host_files,
 )
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "pressure"
 MEASUREMENT = "dnfsmon_host_pressure"
@@ -224,9 +227,26 @@ def publish(result: DiffResult, current: list[Sample]) -> list[Point]:
     return [Point(MEASUREMENT, tags, values, epoch_ns(stamped.wall_time))]
 
 
-def parse(raw: Raw, host: str) -> Parsed:
-    found, problems = samples(raw, host)
-    return Parsed(found, problems)
+class PressureSource(HostSource):
+    """CPU, memory, swapping and PSI; no option."""
+
+    name = NAME
+    measurements = MEASUREMENTS
+
+    def read(self, inputs: HostInputs) -> Raw:
+        return read(inputs)
+
+    def parse(self, raw: Raw, host: str) -> Parsed:
+        found, problems = samples(raw, host)
+        return Parsed(found, problems)
+
+    def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
+        return publish(result, current)
 
 
-SOURCE = HostSource(name=NAME, measurements=MEASUREMENTS, parse=parse, publish=publish, read=read)
+SOURCE = PressureSource()
+
+
+def build(config: Config) -> PressureSource:
+    """This source has no option: the one instance serves every run."""
+    return SOURCE

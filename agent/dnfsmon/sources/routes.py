@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import netlink, rates
 from ..rates import Sample
-from .base import HostInputs, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
+from .base import HostInputs, HostSource, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "routes"
 ADDRESS_MEASUREMENT = "dnfsmon_address"
@@ -183,3 +186,8 @@ def interface_for(
 
 
 SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+
+
+def build(config: Config) -> HostSource:
+    """This source has no option: the one instance serves every run."""
+    return SOURCE

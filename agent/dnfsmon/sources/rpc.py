@@ -19,12 +19,13 @@ without them this source has nothing to measure, which is not a failure.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import rates
 from ..rates import Sample
 from .base import (
     HostInputs,
+    HostSource,
     ParseError,
     Raw,
     boot_identity,
@@ -32,6 +33,9 @@ from .base import (
     per_key_host_source,
     read_host_files,
 )
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "rpc"
 MEASUREMENT = "dnfsmon_rpc"
@@ -100,3 +104,8 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
 
 
 SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+
+
+def build(config: Config) -> HostSource:
+    """This source has no option: the one instance serves every run."""
+    return SOURCE

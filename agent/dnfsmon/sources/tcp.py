@@ -11,9 +11,14 @@ name, so kernels that add columns are read as they are.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import rates
 from ..rates import Sample
-from .base import HostInputs, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
+from .base import HostInputs, HostSource, ParseError, Raw, boot_identity, per_key_host_source, read_host_files
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 NAME = "tcp"
 MEASUREMENT = "dnfsmon_tcp"
@@ -100,3 +105,8 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
 
 
 SOURCE = per_key_host_source(NAME, MEASUREMENTS, read, samples, fields)
+
+
+def build(config: Config) -> HostSource:
+    """This source has no option: the one instance serves every run."""
+    return SOURCE

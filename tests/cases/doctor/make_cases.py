@@ -248,8 +248,9 @@ def oracle_raw(case: Case, t: float, memory: simulator.Memory, last: bool) -> Ra
     return raw
 
 
-def raws(case: Case, i: int, memory: simulator.Memory) -> dict[str, Raw]:
-    time, wall = BOOT_TIME + DT * i, WALL_TIME + DT * i
+def raws(case: Case, i: int, memory: simulator.Memory, start: float = WALL_TIME) -> dict[str, Raw]:
+    """Sample i (DT seconds apart) of a case whose sample 0 is at wall time `start`."""
+    time, wall = BOOT_TIME + DT * i, start + DT * i
 
     def host(files: dict[str, Optional[str]]) -> Raw:
         return Raw(files={**files, BOOT_ID_PATH: BOOT_ID}, time=time, wall_time=wall)
@@ -268,7 +269,7 @@ def raws(case: Case, i: int, memory: simulator.Memory) -> dict[str, Raw]:
         pressure.NAME: host(pressure_files(case.pressure, i)),
     }
     if case.workload is not None:
-        found["oracle"] = oracle_raw(case, WALL_TIME + DT * i, memory, last=i == 1)
+        found["oracle"] = oracle_raw(case, wall, memory, last=i == 1)
     return found
 
 

@@ -1,0 +1,108 @@
+"""Sources built from their configuration: the registry, the filters, what a run imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dnfsmon import config
+from dnfsmon.sources import HOST_SOURCES, build, build_all, mountstats, nic
+from dnfsmon.sources.base import Raw
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def mountstats_raw(t: float = 100.0) -> Raw:
+    with open(os.path.join(FIXTURES, "mountstats", "telegraf-testdata.mountstats"), encoding="utf-8") as f:
+        return Raw({mountstats.MOUNTSTATS: f.read()}, t, 1_700_000_000 + t)
+
+
+def configured(**sections) -> config.Config:
+    return config.parse(sections, None)
+
+
+def test_every_host_source_is_built_from_the_defaults():
+    sources = build_all(HOST_SOURCES)
+    assert list(sources) == list(HOST_SOURCES)
+    assert all(source.name == name for name, source in sources.items())
+
+
+def test_default_operations_are_the_six_the_dashboards_and_doctor_need():
+    found = build("mountstats").parse(mountstats_raw(), "h").samples
+    ops = {dict(s.key)["op"] for s in found if s.measurement == mountstats.OP_MEASUREMENT}
+    assert ops == {"READ", "WRITE", "COMMIT", "GETATTR", "ACCESS", "LOOKUP"}
+    every = build("mountstats", configured(mountstats={"operations": ["all"]})).parse(mountstats_raw(), "h").samples
+    assert len(every) > len(found)
+    # The filter removes series, never changes one: each sample kept is the same in both.
+    kept = {s.state_key: s for s in every}
+    assert all(kept[s.state_key].counters == s.counters for s in found)
+
+
+@pytest.mark.parametrize(
+    "include, exclude, expected",
+    [
+        (["*"], [], ["/A", "/B", "/C", "/D"]),
+        (["/A", "/C"], [], ["/A", "/C"]),
+        (["*"], ["/[BD]"], ["/A", "/C"]),
+        (["/nothing*"], [], []),
+    ],
+)
+def test_mount_globs_include_then_exclude(include, exclude, expected):
+    source = build("mountstats", configured(mountstats={"include_mounts": include, "exclude_mounts": exclude}))
+    found = source.parse(mountstats_raw(), "h").samples
+    assert sorted({dict(s.key)["mountpoint"] for s in found}) == expected
+
+
+def test_interface_globs_include_then_exclude():
+    text = open(os.path.join(FIXTURES, "proc", "net", "dev"), encoding="utf-8").read()
+    raw = Raw({nic.NET_DEV: text}, 1.0, 1.0)
+    source = build("nic", configured(nic={"exclude_interfaces": ["lo", "ifb*"]}))
+    assert {dict(s.key)["interface"] for s in source.parse(raw, "h").samples} == {"eth0"}
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("mountstats", "operations", []),
+        ("mountstats", "operations", "READ"),
+        ("mountstats", "include_mounts", []),
+        ("mountstats", "exclude_mounts", [""]),
+        ("nic", "include_interfaces", [1]),
+    ],
+)
+def test_a_bad_filter_is_refused_naming_the_key(section, key, value):
+    with pytest.raises(config.ConfigError, match=rf"\[{section}\] {key}"):
+        config.parse({section: {key: value}}, None)
+
+
+def test_two_sources_of_one_kind_keep_their_own_memory():
+    """The per-op cache lives in the source: a second source parses in full, whatever the first saw."""
+    first, second = build("mountstats"), build("mountstats")
+    first.parse(mountstats_raw(100.0), "h")
+    assert first.cache.last and not second.cache.last  # type: ignore[attr-defined]
+    again = first.parse(mountstats_raw(110.0), "h").samples
+    fresh = second.parse(mountstats_raw(110.0), "h").samples
+    assert [(s.state_key, s.counters) for s in again] == [(s.state_key, s.counters) for s in fresh]
+
+
+def test_a_run_imports_only_the_sources_its_config_names(tmp_path):
+    """[host] sources = ["tcp"]: mountstats, nic, pressure and rpc are not imported.
+
+    (filer_tcp and routes are: the doctor's path join, run on every sample, uses two of their
+    address helpers.)"""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[agent]\nstate_dir = "s"\n[store]\ndir = "d"\n[host]\nsources = ["tcp"]\n')
+    code = (
+        "import sys; from dnfsmon import cli; "
+        f"cli.main(['--config', {str(cfg)!r}, '-q', 'collect']); "
+        "print(sorted(m for m in sys.modules if m.startswith('dnfsmon.sources.')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    imported = result.stdout.strip()
+    for absent in ("mountstats", "nic", "pressure", "rpc"):
+        assert absent not in imported, imported
+    assert "dnfsmon.sources.tcp" in imported
