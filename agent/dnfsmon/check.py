@@ -98,7 +98,7 @@ def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
         if info.st_uid != os.geteuid():
             return Item(FAIL, label, f"owned by {user_name(info.st_uid)}: chown {user_name(os.geteuid())} {path}")
         try:
-            read_secret(path, None, what)
+            read_secret(path, None, what, http_header=what == "InfluxDB token")
         except (ConfigError, EnvironmentProblem) as error:
             return Item(FAIL, label, str(error).replace(f"{label} ", ""))
         return Item(OK, label, f"mode {info.st_mode & 0o777:04o}, owned by {user_name(info.st_uid)}")
@@ -136,12 +136,14 @@ def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item
     except Exception as error:  # oracledb.Error and anything the driver raises: one line via describe()
         return [*found, Item(FAIL, what, describe(error, user=settings.user.upper()), EXIT_DATABASE)]
     try:
+        if database.container:
+            found.append(Item(FAIL, f"{what} container", database.container, EXIT_DATABASE))
         if database.missing:
             return found + [
                 Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
             ]
         connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible"
-        return [*found, Item(OK, what, connected)]
+        return found if database.container else [*found, Item(OK, what, connected)]
     finally:
         database.close()
 
