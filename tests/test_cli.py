@@ -18,17 +18,13 @@ from configs import write_config
 from dnfsmon.points import Point, to_line
 from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.store import Store
+from runner import DNFSMON, run_dnfsmon
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
-def run(*args, check_rc=None, **kwargs):
-    result = subprocess.run(DNFSMON + [str(a) for a in args], capture_output=True, text=True, timeout=120, **kwargs)
-    if check_rc is not None:
-        assert result.returncode == check_rc, result.stderr
-    return result
+run = run_dnfsmon
 
 
 def host_config(tmp_path, **host):
