@@ -26,8 +26,9 @@ import sys
 import time
 
 from dnfsmon import config, oracle_db, oracle_facts, rates, state
+from dnfsmon.cli import tune_gc
 from dnfsmon.sources import mountstats, oracle
-from dnfsmon.sources.base import Raw, collector_paused
+from dnfsmon.sources.base import Raw
 
 
 def reading(root: str, clock: float) -> Raw:
@@ -48,14 +49,12 @@ def parse(root: str) -> int:
 
 def diff(old_root: str, new_root: str) -> int:
     # As `dnfsmon diff OLD NEW` runs: a new source parses OLD as a process's first reading,
-    # then NEW, whose unchanged blocks' per-op lines are not parsed again; with the garbage
-    # collector paused, as collect.compute runs a source.
+    # then NEW, whose unchanged blocks' per-op lines are not parsed again.
     source = every_operation()
-    with collector_paused():
-        previous = source.parse(reading(old_root, 7000.0), "bench").samples
-        current = source.parse(reading(new_root, 7010.0), "bench").samples
-        result = rates.diff_all({s.state_key: s for s in previous}, current)
-        return len(source.publish(result, current))
+    previous = source.parse(reading(old_root, 7000.0), "bench").samples
+    current = source.parse(reading(new_root, 7010.0), "bench").samples
+    result = rates.diff_all({s.state_key: s for s in previous}, current)
+    return len(source.publish(result, current))
 
 
 class Session:
@@ -170,6 +169,7 @@ def state_floor(directory: str, target: str) -> int:
 
 def main() -> None:
     mode, *paths, repeats = sys.argv[1:]
+    tune_gc()  # the agent's one garbage-collector policy, as `dnfsmon` sets it at start
     previous: dict[str, rates.Sample] = {}
     if mode == "oracle":
         old_database, old_clock = live_session(paths[0])

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from influxdb_server import InfluxServer
+from influxdb_server import VERSIONS, InfluxServer
 
 _databases = itertools.count(1)
 
@@ -39,9 +39,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.influx)
 
 
-@pytest.fixture(scope="session")
-def influx_server(tmp_path_factory):
-    server = InfluxServer(str(tmp_path_factory.mktemp("influxdb"))).start()
+# Every test of the shared server runs against 1.8.10 and the latest 1.x.
+@pytest.fixture(scope="session", params=VERSIONS)
+def influx_server(request, tmp_path_factory):
+    server = InfluxServer(str(tmp_path_factory.mktemp("influxdb")), request.param).start()
     yield server
     server.stop()
 

@@ -1,56 +1,35 @@
-"""A real InfluxDB 1.8.10 server for the tests, built and run by the tests.
+"""A real InfluxDB 1.x server for the tests, built and run by the tests.
 
 Debian's influxdb package (1.6) lacks the /api/v2/write endpoint
-the agent writes to, so the server is built from the Go module proxy
-(`go install`, module github.com/influxdata/influxdb) into a cache directory kept
-between runs (about 90 s the first time), started on a free loopback port
-with its data in a temporary directory, and stopped afterwards. A machine
-without Go fails here with a clear message: the tests never skip.
+the agent writes to, so the server is built from the Go module proxy by
+tests/go_servers.py into a cache directory kept between runs: 1.8.10 (about 90 s
+the first time; the server dnfsmon has always been tested with) and the latest
+1.x, 1.13.2, whose Flux engine is a Rust library built with cargo. Each is
+started on a free loopback port with its data in a temporary directory, and
+stopped afterwards. A machine without Go fails here with a clear message: the
+tests never skip.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.parse
 import urllib.request
+from typing import Optional
 
-VERSION = "1.8.10"
-CACHE = os.path.join(
-    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "dnfsmon-tests", f"influxd-{VERSION}"
-)
-BINARY = os.path.join(CACHE, "influxd")
+import go_servers
+
+# The go_servers names of the InfluxDB versions the tests run, oldest first.
+VERSIONS = ("influxd",)
 
 
-def ensure_binary() -> str:
-    if os.access(BINARY, os.X_OK):
-        return BINARY
-    go = shutil.which("go")
-    if go is None:
-        raise RuntimeError(
-            "the InfluxDB tests need Go to build influxd 1.8.10 (apt-get install golang, or the machine's Go)"
-        )
-    os.makedirs(CACHE, exist_ok=True)
-    env = dict(os.environ, GOBIN=CACHE, GOFLAGS="-mod=mod")
-    subprocess.run(
-        [
-            go,
-            "install",
-            "-ldflags",
-            f"-s -w -X main.version={VERSION}",
-            f"github.com/influxdata/influxdb/cmd/influxd@v{VERSION}",
-        ],
-        check=True,
-        env=env,
-        cwd=CACHE,
-        timeout=1500,
-    )
-    return BINARY
+def ensure_binary(name: str = VERSIONS[0]) -> str:
+    return go_servers.ensure(name)
 
 
 def free_port() -> int:
@@ -59,10 +38,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class InfluxServer:
-    def __init__(self, directory: str):
+class Stoppable:
+    """A server process a test stops (SIGTERM, then SIGKILL after `stop_timeout_s`) or kills."""
+
+    process: Optional[subprocess.Popen] = None
+    stop_timeout_s = 20.0
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class InfluxServer(Stoppable):
+    def __init__(self, directory: str, version: str = VERSIONS[0]):
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
+        self.version = version
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = None
@@ -88,7 +88,7 @@ bind-address = "127.0.0.1:{free_port()}"
 
     def start(self) -> InfluxServer:
         log = open(os.path.join(self.directory, "influxd.log"), "ab")
-        self.process = subprocess.Popen([ensure_binary(), "-config", self.config], stdout=log, stderr=log)
+        self.process = subprocess.Popen([ensure_binary(self.version), "-config", self.config], stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -100,19 +100,6 @@ bind-address = "127.0.0.1:{free_port()}"
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError("influxd did not answer /ping within 60 s")
-
-    def kill(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     def query(self, q: str, db: str = "") -> dict:
         params = urllib.parse.urlencode({"q": q, "db": db, "epoch": "ns"})

@@ -18,17 +18,13 @@ from configs import write_config
 from dnfsmon.points import Point, to_line
 from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.store import Store
+from runner import DNFSMON, run_dnfsmon
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
-def run(*args, check_rc=None, **kwargs):
-    result = subprocess.run(DNFSMON + [str(a) for a in args], capture_output=True, text=True, timeout=120, **kwargs)
-    if check_rc is not None:
-        assert result.returncode == check_rc, result.stderr
-    return result
+run = run_dnfsmon
 
 
 def host_config(tmp_path, **host):
@@ -65,26 +61,18 @@ def test_diff_json_and_table_carry_the_same_points():
     assert "rx_kib_per_s             10240.0 KiB/s" in table
 
 
-def test_diff_renders_its_points_with_the_garbage_collector_paused_and_restores_it(monkeypatch, capsys):
-    import gc
-
-    from dnfsmon import cli
-
-    seen = []
-
-    def spy(point):
-        seen.append(gc.isenabled())
-        return to_line(point)
-
-    monkeypatch.setattr(cli, "to_line", spy)
-    old, new = os.path.join(CASES, "basic", "old"), os.path.join(CASES, "basic", "new")
-    assert gc.isenabled()
-    assert cli.cmd_diff(old, new, "lp") == 0
-    assert seen and not any(seen)
-    assert gc.isenabled()
-    assert (
-        capsys.readouterr().out.splitlines() == run("diff", old, new, "--format", "lp", check_rc=0).stdout.splitlines()
+def test_a_run_has_one_garbage_collector_policy_the_threshold_set_at_start():
+    """cli.tune_gc is the one policy (bench/RESULTS.md): nothing pauses the collector on the way."""
+    code = (
+        "import gc, sys; from dnfsmon import cli, collect; seen = []; compute = collect.compute; "
+        "collect.compute = lambda *a, **k: (seen.append((gc.isenabled(), gc.get_threshold()[0])), compute(*a, **k))[1]; "
+        "cli.compute = collect.compute; "
+        f"rc = cli.main(['diff', {os.path.join(CASES, 'basic', 'old')!r}, {os.path.join(CASES, 'basic', 'new')!r}, '--format', 'lp']); "
+        "print(seen)"
     )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[(True, 50000), (True, 50000)]"
 
 
 def test_diff_reset_case_logs_why_lo_has_no_point():
@@ -157,8 +145,9 @@ def test_count_and_interval_take_samples_in_one_process(tmp_path):
     assert [p.fields["intervals"] > 0 for p in agents] == [False, True, True]
 
 
-def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path):
-    """As cron starts a run while the previous one still runs (holder frozen while we compare)."""
+def test_overlapping_run_exits_within_its_slot_without_touching_state_or_store(tmp_path):
+    """As cron starts a run while the previous one still runs (holder frozen while we compare):
+    it waits for the lock for its own slot (count x interval, here 1 s), then exits 75."""
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
     holder = subprocess.Popen(
@@ -176,8 +165,8 @@ def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path)
             + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]
         }
         started = time.monotonic()
-        result = run("--config", config, "collect", check_rc=75)
-        assert time.monotonic() - started < 10
+        result = run("--config", config, "collect", "--count", "1", "--interval", "1", check_rc=75)
+        assert 1 <= time.monotonic() - started < 10
         assert f"another dnfsmon run (pid {holder.pid}) holds" in result.stderr
         after = {p: open(p, "rb").read() for p in snapshot}
         assert after == snapshot

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -207,6 +208,12 @@ json_values = st.recursive(
 )
 def test_arbitrary_json_gives_only_documented_errors(document):
     try:
-        filer_tcp.samples(Raw({filer_tcp.SOCKETS: json.dumps(document)}, 0.0, 0.0), "h")
-    except ParseError:
-        pass
+        found, problems = filer_tcp.samples(Raw({filer_tcp.SOCKETS: json.dumps(document)}, 0.0, 0.0), "h")
+    except ParseError as error:
+        assert str(error).startswith(filer_tcp.SOCKETS)  # names the file
+        return
+    # Whatever is accepted is counters and gauges a diff can use: integer counters, finite numbers.
+    for sample in found:
+        assert all(type(value) is int for value in sample.counters.values())
+        assert all(not isinstance(value, float) or math.isfinite(value) for value in sample.gauges.values())
+    assert all(isinstance(problem, ParseError) for problem in problems)

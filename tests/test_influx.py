@@ -17,11 +17,11 @@ from dnfsmon import capture, catalogue
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.influx import ShipError, ship
-from dnfsmon.points import Point, to_line
-from dnfsmon.store import Store, encode_json_record
+from dnfsmon.points import Point, from_line, to_line
+from dnfsmon.store import Store, StoreWriteError, encode_json_record
+from runner import DNFSMON
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def settings(url, database, **overrides):
@@ -267,6 +267,7 @@ def test_malformed_points_are_quarantined_and_the_rest_arrive(influx, tmp_path):
     assert "cannot be written as line protocol" in quarantined[0][1]
     assert "InfluxDB rejected it: HTTP 400" in quarantined[1][1] and "field type conflict" in quarantined[1][1]
     assert list(store.unshipped()) == []
+    assert store.counts().quarantined_points == 2  # published as dnfsmon_agent.store_quarantined_points
 
 
 def test_a_store_of_the_old_format_ships_after_the_upgrade(influx, tmp_path):
@@ -407,3 +408,141 @@ def test_ship_with_a_token_to_a_server_with_authentication(influx_with_auth, tmp
     query = urllib.parse.urlencode({"q": 'SELECT * FROM "m"', "db": "shipauth", "u": "admin", "p": "right"})
     with urllib.request.urlopen(f"{influx_with_auth.url}/query?{query}", timeout=30) as response:
         assert len(json.loads(response.read())["results"][0]["series"][0]["values"]) == 3
+
+
+SHIP_CHILD = """
+import sys
+from dnfsmon.config import parse
+from dnfsmon.influx import ShipError, ship
+from dnfsmon.store import Store
+table = {"enabled": True, "url": sys.argv[2], "bucket": sys.argv[3], "max_retries": 0, "batch_size": 7,
+         "token_env": "DNFSMON_TEST_NO_TOKEN"}
+try:
+    ship(Store(sys.argv[1], int(sys.argv[4])), parse({"influxdb": table}, None).influxdb)
+except ShipError:
+    pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.influx
+@pytest.mark.parametrize("kills", [False, True], ids=["exact", "with-sigkill"])
+def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, tmp_path, caplog, kills):
+    """The accounting identity: every point generated ends in exactly one of InfluxDB, the store
+    (unshipped), the quarantine, or a counter (dropped, unwritten), whatever happens between:
+    30 faults of each kind - a ship killed by SIGKILL at a random moment, a disk that refuses an
+    append (the kernel's own short write, RLIMIT_FSIZE), a stalled InfluxDB, an erroring one
+    (HTTP 500), and a FIFO planted at cursor.json or latest.lp. The counters a dashboard reads
+    (dnfsmon_agent.store_*) agree with the log's lines.
+
+    One limit, measured by the run with kills: a ship killed after InfluxDB took a batch and
+    before it recorded that (cursor.json) leaves those points unshipped for the store; if the
+    size bound then drops them, they are counted as dropped although InfluxDB has them. That
+    over-counts, never under-counts (docs/reliability.md)."""
+    import logging
+    import resource
+    import signal as signals
+
+    from fake_influx import FakeInflux
+
+    server, db = influx
+    directory = str(tmp_path / "store")
+    max_bytes = 8 * 1024  # small: an outage drops points, which must be counted too
+    store = Store(directory, max_bytes)
+    rng = random.Random(29)
+    generated: set[int] = set()
+    unwritten_ids: set[int] = set()
+    quarantined_ids: set[int] = set()
+    next_id = 0
+    stall, failing = FakeInflux("stall"), FakeInflux("respond", responses=[(500, {}, b"down")])
+    caplog.set_level(logging.INFO)
+
+    def append_some():
+        nonlocal next_id
+        batch = []
+        for _ in range(rng.randint(5, 40)):
+            host = "bad\\" if rng.random() < 0.03 else "h"  # a tag no line protocol can end with: quarantined
+            batch.append(Point("acct", (("host", host),), {"i": next_id}, 1_700_000_000_000_000_000 + next_id))
+            generated.add(next_id)
+            if host != "h":
+                quarantined_ids.add(next_id)
+            next_id += 1
+        return batch
+
+    def append(batch, limit=None):
+        if limit is not None:
+            signals.signal(signals.SIGXFSZ, signals.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        try:
+            store.append(batch)
+        except StoreWriteError as error:
+            logging.getLogger("dnfsmon").error("%s", error)  # what the command line logs
+            unwritten_ids.update(p.fields["i"] for p in batch)
+            quarantined_ids.difference_update(p.fields["i"] for p in batch)
+        finally:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    faults = ["full-disk", "stalled", "erroring", "planted", *(["sigkill"] if kills else [])] * 30
+    rng.shuffle(faults)
+    try:
+        for fault in faults:
+            append(append_some())
+            if fault == "sigkill":
+                child = subprocess.Popen(
+                    [sys.executable, "-c", SHIP_CHILD, directory, server.url, db, str(max_bytes)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                time.sleep(rng.uniform(0.05, 0.6))
+                child.kill()
+                child.wait()
+            elif fault == "full-disk":
+                segments = store.segments()
+                largest = max(
+                    [os.path.getsize(p) for _, p in segments]
+                    + [os.path.getsize(os.path.join(directory, "counts.json"))]
+                )
+                append(append_some(), limit=largest + rng.randint(0, 200))
+            elif fault in ("stalled", "erroring"):
+                endpoint = stall if fault == "stalled" else failing
+                with pytest.raises(ShipError):
+                    ship(store, settings(endpoint.url, db, timeout_s=0.2, deadline_s=1))
+            else:
+                name = rng.choice(["cursor.json", "latest.lp"])
+                path = os.path.join(directory, name)
+                if os.path.lexists(path):
+                    os.unlink(path)
+                os.mkfifo(path, 0o600)
+                append(append_some())
+                ship(store, settings(server.url, db))
+        ship(store, settings(server.url, db, deadline_s=60))
+    finally:
+        stall.stop()
+        failing.stop()
+    in_influx = {row["i"] for row in server.rows('SELECT "i" FROM "acct"', db)}
+    unshipped = {from_line(line.decode()).fields["i"] for _, line in store.unshipped()}
+    quarantined = {point.fields["i"] for point, _ in store.quarantined()}
+    counts = store.counts()
+    assert unshipped == set()
+    # A point of a tag no line protocol can carry is quarantined, or, when the disk refused the
+    # quarantine too, counted as unwritten ("could not quarantine", below).
+    assert quarantined <= quarantined_ids and not quarantined & in_influx and not quarantined_ids & in_influx
+    assert unwritten_ids.isdisjoint(in_influx | quarantined)
+    missing = generated - in_influx - quarantined
+    # Exactly once: what is in no place is in a counter, and no counter holds more.
+    if kills:
+        assert len(missing) <= counts.dropped_points + counts.unwritten_points
+    else:
+        assert len(missing) == counts.dropped_points + counts.unwritten_points
+    assert counts.unwritten_points >= len(unwritten_ids) and unwritten_ids <= missing
+    assert counts.quarantined_points == len(quarantined)
+    # The counters agree with the log.
+    logged_unwritten = sum(int(m.group(1)) for m in re.finditer(r"(\d+) points not written", caplog.text))
+    logged_unwritten += caplog.text.count("could not quarantine a point of acct")
+    logged_dropped = sum(
+        int(m.group(1)) for m in re.finditer(r"dropped the (\d+) oldest unshipped points", caplog.text)
+    )
+    assert logged_unwritten == counts.unwritten_points and logged_dropped == counts.dropped_points
+    assert caplog.text.count("quarantined a point of acct") == counts.quarantined_points
+    assert len(generated) > 500 and counts.dropped_points > 0

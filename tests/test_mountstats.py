@@ -520,22 +520,3 @@ def test_mutated_captures_only_ever_give_documented_errors(case):
     for interval in rates.diff_all(previous, samples).intervals:
         for value in ms.fields(interval).values():
             assert not isinstance(value, float) or value >= 0
-
-
-def test_collection_runs_with_the_garbage_collector_paused_and_restores_it(monkeypatch):
-    import gc
-
-    from dnfsmon import collect
-
-    seen = []
-    diff_all = rates.diff_all
-
-    def spy(previous, current):
-        seen.append(gc.isenabled())
-        return diff_all(previous, current)
-
-    monkeypatch.setattr(collect.rates, "diff_all", spy)
-    assert gc.isenabled()
-    outcome = collect.compute({ms.NAME: Raw({ms.MOUNTSTATS: V3}, 500.0, 1.0)}, {}, "h", {})
-    assert seen == [False] and outcome.samples
-    assert gc.isenabled()

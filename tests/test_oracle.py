@@ -21,9 +21,8 @@ from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
+from runner import DNFSMON
 from sqlcheck import violations
-
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def facts_available(release):
@@ -149,6 +148,9 @@ class FakeConnection:
         self.failing = failing or {}
         self.call_timeout = 0
         self.executed = []
+        # What CONTAINER_SQL answers: (V$DATABASE.CDB, CON_NAME, MAX(GV$DATAFILE.CON_ID)).
+        self.container = ("NO", "ORCL", 0)
+        self.warning = None
 
     def cursor(self):
         return FakeCursor(self)
@@ -164,6 +166,8 @@ class FakeConnection:
         self.executed.append(sql)
         if sql == oracle_db.SESSION_SQL:
             return [], []  # ALTER SESSION returns no rows
+        if sql == oracle_db.CONTAINER_SQL:
+            return ["CDB", "CON_NAME", "MAX_CON_ID"], [self.container]
         if "all_tab_columns" in sql:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
@@ -1040,27 +1044,6 @@ def test_split_converts_column_by_column_as_value_by_value():
     assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
 
 
-def test_the_garbage_collector_is_paused_only_for_the_block_and_left_as_it_was():
-    import gc
-
-    from dnfsmon.sources.base import collector_paused
-
-    assert gc.isenabled()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()  # a caller that had paused it keeps it paused
-    finally:
-        gc.enable()
-    with pytest.raises(ValueError), collector_paused():
-        raise ValueError
-    assert gc.isenabled()
-
-
 # --- logon refusals and the run's time budget: a fake listener the real thin client talks to ---
 
 
@@ -1190,3 +1173,145 @@ def test_check_says_the_agent_is_backing_off_and_why_then_tries_one_logon(tmp_pa
     failed = next(line for line in lines if line.startswith("[FAIL] database ORCL:"))
     assert "ORA-28000" in failed and "ACCOUNT UNLOCK" in failed
     assert listener.accepted == 2  # the run's one logon, and the check's
+
+
+def connected(monkeypatch, connection):
+    """Database.connect() through a fake python-oracledb module handing out `connection`."""
+    fake = types.SimpleNamespace(connect=lambda **kwargs: connection, clientversion=lambda: (19, 0))
+    monkeypatch.setitem(sys.modules, "oracledb", fake)
+    monkeypatch.setenv("DNFSMON_TEST_PW", "x")
+    database = oracle_db.Database(settings())
+    raw = oracle_db.read_once(database, T0)
+    (status, *_), _ = oracle.samples(raw, "h")
+    return database, status
+
+
+@pytest.mark.parametrize(
+    "container, problem",
+    [
+        (("YES", "CDB$ROOT", 3), ""),
+        (("YES", "CDB$ROOT", 1), "DNFSMON sees only the root's rows (CONTAINER_DATA is not ALL)"),
+        (("YES", "CDB$ROOT", None), "ALTER USER DNFSMON SET CONTAINER_DATA = ALL CONTAINER = CURRENT"),
+        (("YES", "SALESPDB", 3), "connected to the container SALESPDB, not the CDB root"),
+        (("NO", None, 0), ""),
+    ],
+)
+def test_a_session_that_does_not_see_the_whole_cdb_is_reported_at_connect(monkeypatch, container, problem):
+    """dba-review A5: a PDB service, or a user without CONTAINER_DATA, gave partial IOPS and no error."""
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connection.container = container
+    database, status = connected(monkeypatch, connection)
+    assert oracle_db.CONTAINER_SQL in connection.executed
+    assert problem in database.container and bool(database.container) == bool(problem)
+    if problem:
+        assert problem in status.gauges["error"] and status.gauges["up"] is True  # what it could read is kept
+    else:
+        assert "error" not in status.gauges
+
+
+def test_the_container_check_is_not_sent_before_12_1():
+    assert violations(oracle_db.CONTAINER_SQL, "19c") == []
+    database = oracle_db.Database(settings())
+    database.available = facts_available("11.2.0.4")
+    database.check_container()  # no connection: it would fail if it sent anything
+    assert database.container == ""
+
+
+def test_check_fails_on_a_session_in_a_pdb_with_the_fix(tmp_path, monkeypatch):
+    from dnfsmon import check
+
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connection.container = ("YES", "SALESPDB", 3)
+    monkeypatch.setitem(sys.modules, "oracledb", types.SimpleNamespace(connect=lambda **kwargs: connection))
+    monkeypatch.setattr(sys.modules["oracledb"], "clientversion", lambda: (19, 0), raising=False)
+    monkeypatch.setenv("DNFSMON_TEST_PW", "x")
+    config = parse(
+        {
+            "oracle": {"enabled": True, "dsn": "db1/SALES", "user": "dnfsmon", "password_env": "DNFSMON_TEST_PW"},
+            "agent": {"state_dir": str(tmp_path)},
+        },
+        None,
+    )
+    found = check.check_database(config)
+    assert [i.status for i in found] == [check.FAIL] and found[0].exit_code == 3
+    assert "connected to the container SALESPDB" in found[0].line() and "CDB's own service" in found[0].line()
+
+
+def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(monkeypatch):
+    """dba-review A2: ORA-28002 was not surfaced; the monitoring stopped when the password expired."""
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connection.warning = types.SimpleNamespace(
+        full_code="ORA-28002", message="ORA-28002: the password will expire within 7 days"
+    )
+    _, status = connected(monkeypatch, connection)
+    assert status.gauges["up"] is True and "error" not in status.gauges
+    assert status.gauges["warning"].startswith("ORA-28002: the password will expire within 7 days (set a new password")
+
+
+@pytest.mark.slow
+def test_a_mounted_database_is_reported_and_the_host_still_monitored(tmp_path):
+    """dba-review A3: a mounted physical standby answers ORA-01033, and nothing said what it meant."""
+    from fake_tns import FakeListener
+
+    listener = FakeListener("refuse", error_code=1033)
+    try:
+        result = collect_run(listener_config(tmp_path, listener.dsn), 2, 0.2)
+    finally:
+        listener.close()
+    assert result.returncode == 3
+    [*_, status] = stored(tmp_path, "dnfsmon_oracle_status")
+    assert (
+        "database layer not readable in MOUNT" in status.fields["error"]
+        and "host layers monitored" in status.fields["error"]
+    )
+    assert listener.accepted == 2  # not a refusal of the user: asked again, nothing to lock
+    assert len(stored(tmp_path, "dnfsmon_agent")) == 2
+
+
+@pytest.mark.slow
+def test_several_databases_are_each_a_target_with_their_own_failures_and_back_off(tmp_path):
+    """Consolidated hosts run several databases: [[oracle]] tables, one target each. One database
+    unreachable and another refusing the logon cost neither each other's points nor the host's."""
+    from fake_tns import FakeListener
+
+    silent, refusing = FakeListener("backlog"), FakeListener("refuse", error_code=28000)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic"]})
+    with open(config, "a") as f:
+        for target, dsn in (("SALES", silent.dsn), ("HR", refusing.dsn)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "{dsn}"\nuser = "dnfsmon"\n')
+            f.write('password_file = "pw"\ncall_timeout_s = 2\n')
+    try:
+        result = collect_run(config, 3, 0.2)
+        again = collect_run(config, 2, 0.2)
+    finally:
+        silent.close()
+        refusing.close()
+    assert result.returncode == 3 and again.returncode == 3, result.stderr
+    statuses = stored(tmp_path, "dnfsmon_oracle_status")
+    by_database = {}
+    for point in statuses:
+        by_database.setdefault(dict(point.tags)["database"], []).append(point.fields["error"])
+    assert sorted(by_database) == ["HR", "SALES"] and all(len(v) == 5 for v in by_database.values())
+    assert all("ORA-28000" in e for e in by_database["HR"]) and not any("ORA-28000" in e for e in by_database["SALES"])
+    assert "no logon before" in by_database["HR"][-1]  # HR's back-off, kept across the runs
+    assert "not asked again in this run" in by_database["SALES"][2]  # SALES's own budget
+    assert refusing.accepted == 1  # one logon for HR in two runs
+    assert len(stored(tmp_path, "dnfsmon_agent")) == 5  # every host sample
+
+
+def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():
+    from dnfsmon.config import ConfigError
+
+    one = {"enabled": True, "dsn": "db1/ORCL", "user": "dnfsmon", "password_env": "X"}
+    single = parse({"oracle": one}, None)
+    assert single.databases == [single.oracle] and single.oracle.target == "db1/ORCL"
+    several = parse({"oracle": [one, dict(one, dsn="db2/HR"), dict(one, dsn="db3/OFF", enabled=False)]}, None)
+    assert [d.target for d in several.databases] == ["db1/ORCL", "db2/HR"] and several.oracle == several.databases[0]
+    with pytest.raises(ConfigError, match=r"target = 'db1/ORCL' is used twice"):
+        parse({"oracle": [one, one]}, None)
+    with pytest.raises(ConfigError, match=r"\[oracle\] user = ''.*\(in \[\[oracle\]\] number 2\)"):
+        parse({"oracle": [one, dict(one, user="", dsn="x/Y")]}, None)
+    with pytest.raises(ConfigError, match="both enabled"):
+        parse({"oracle": [one], "simulator": {"enabled": True}}, None)

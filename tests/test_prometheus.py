@@ -215,3 +215,27 @@ def test_an_unwritable_textfile_directory_stores_every_sample_then_exits_2_namin
     assert raised.value.exit_code == 2
     agent_points = [p for p in Store(cfg.store_dir, cfg.store_max_bytes).points() if p.measurement == "dnfsmon_agent"]
     assert len(agent_points) == 2
+
+
+def test_prometheus_naming_ships_the_exposition_names_units_and_labels(influx, tmp_path):
+    """[influxdb] naming = "prometheus" sends what the textfile publishes, as line protocol (a real InfluxDB reads it)."""
+    from dnfsmon.influx import ship
+    from test_influx import settings
+
+    server, db = influx
+    store = Store(str(tmp_path / "store"), 10**8)
+    store.append(
+        [
+            Point("dnfsmon_nic", (("host", "h"), ("interface", "eth0")), {"rx_kib_per_s": 2.0, "util_pct": 50.0}, 10),
+            Point("dnfsmon_oracle_status", (("host", "h"),), {"version": "19.0.0.0.0"}, 10),  # text only: not sent
+            Point("dnfsmon_dnfs_io", (("host", "h"), ("instance", "simdb1")), {"read_iops": 5.0}, 10),
+        ]
+    )
+    report = ship(store, settings(server.url, db, naming="prometheus"))
+    assert (report.sent, report.quarantined) == (2, 0)
+    assert list(store.unshipped()) == []
+    rows = {row["_measurement"]: row for row in server.rows("SELECT * FROM /dnfsmon_.*/ GROUP BY *", db)}
+    assert set(rows) == {"dnfsmon_nic", "dnfsmon_dnfs_io"}
+    assert rows["dnfsmon_nic"]["rx_bytes_per_second"] == 2048.0 and rows["dnfsmon_nic"]["util_ratio"] == 0.5
+    assert rows["dnfsmon_dnfs_io"]["read_ops_per_second"] == 5.0
+    assert rows["dnfsmon_dnfs_io"]["oracle_instance"] == "simdb1"

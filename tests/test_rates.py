@@ -221,3 +221,58 @@ def test_aggregate_refuses_members_of_different_lengths():
 def test_64_bit_declared_width_still_rejects_values_from_2_63():
     result = rates.diff(sample(0, widths={"c": 64}, c=0), sample(1, widths={"c": 64}, c=2**63))
     assert result.deltas == {} and "implausible" in result.dropped["c"]
+
+
+# --- rates.diff has two shortcuts (nothing moved; same counters, none wrapping) before its
+# counter-by-counter loop. The rules, written once more here as the plainest loop, must give
+# the same result whatever the counters: the shortcuts may only be faster, never different.
+
+
+def reference_diff(previous: Sample, current: Sample):
+    """The module docstring's rules for two samples of one identity and start, one counter at a time."""
+    dt = current.time - previous.time
+    deltas, dropped = {}, {}
+    for name, now in current.counters.items():
+        before = previous.counters.get(name)
+        if before is None:
+            continue
+        width = current.widths.get(name)
+        limit = min(2**width, rates.IMPLAUSIBLE_COUNTER) if width else rates.IMPLAUSIBLE_COUNTER
+        if not (0 <= before < limit and 0 <= now < limit):
+            dropped[name] = True
+            continue
+        delta = now - before
+        if delta < 0 and width and delta + 2**width < min(2 ** (width - 1), rates.IMPLAUSIBLE_COUNTER):
+            delta += 2**width
+        if delta < 0:
+            return "reset"
+        deltas[name] = delta
+    return dt, deltas, set(dropped)
+
+
+COUNTER_VALUES = st.one_of(
+    st.integers(0, 50),
+    st.integers(2**32 - 5, 2**32 + 5),
+    st.integers(rates.IMPLAUSIBLE_COUNTER - 2, rates.IMPLAUSIBLE_COUNTER + 2),
+    st.integers(-3, -1),
+)
+
+
+@given(
+    before=st.dictionaries(st.sampled_from("abcd"), COUNTER_VALUES, max_size=4),
+    after=st.dictionaries(st.sampled_from("abcd"), COUNTER_VALUES, max_size=4),
+    same=st.booleans(),
+    width=st.sampled_from([None, 32]),
+)
+def test_diff_shortcuts_agree_with_the_rules_counter_by_counter(before, after, same, width):
+    current_counters = dict(before) if same else after
+    widths = dict.fromkeys(current_counters, width) if width else {}
+    previous = Sample("m", (("k", "1"),), 100.0, 100.0, before, None, ("boot",))
+    current = Sample("m", (("k", "1"),), 110.0, 110.0, current_counters, None, ("boot",), widths=widths)
+    got = rates.diff(previous, current)
+    expected = reference_diff(previous, current)
+    if expected == "reset":
+        assert isinstance(got, Skip) and got.event == rates.COUNTER_RESET
+    else:
+        assert isinstance(got, Interval)
+        assert (got.dt, got.deltas, set(got.dropped)) == expected

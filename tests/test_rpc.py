@@ -52,6 +52,9 @@ def test_counters_are_declared_32_bits_wide_and_tunables_are_gauges():
 @given(st.text(alphabet=st.sampled_from(list("rpcnetproc3 0123456789-x\n")), max_size=80))
 def test_arbitrary_text_gives_only_documented_errors(text):
     try:
-        rpc.parse_rpc_nfs(text)
-    except ParseError:
-        pass
+        counters = rpc.parse_rpc_nfs(text)
+    except ParseError as error:
+        assert str(error).startswith(rpc.RPC_NFS)  # names the file
+        return
+    # What is accepted is counters: non-negative integers, each read from the text.
+    assert all(type(value) is int and value >= 0 and str(value) in text for value in counters.values())

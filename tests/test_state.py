@@ -276,3 +276,25 @@ def test_the_journal_is_owner_only_and_never_followed_through_a_symlink(tmp_path
     assert "symbolic link" in caplog.text and not os.path.islink(state.journal_path)
     reader.save(history[1].values())
     assert target.read_bytes() == b"" and StateFile(str(tmp_path), "host:h").load() == history[1]
+
+
+def test_a_snapshot_counter_of_infinity_is_set_aside_not_a_crash(tmp_path, caplog):
+    state = StateFile(str(tmp_path), "host:h")
+    state.save(samples())
+    document = json.loads(open(state.path).read())
+    document["samples"][0]["counters"]["c"] = float("inf")  # json writes it as Infinity
+    open(state.path, "w").write(json.dumps(document))
+    assert StateFile(str(tmp_path), "host:h").load() == {}
+    assert caplog.text.count("re-baselines") == 1 and "OverflowError" in caplog.text
+    assert not os.path.exists(state.path)
+
+
+def test_a_record_with_a_valid_checksum_and_ten_billion_starts_is_refused_unexpanded(tmp_path, caplog):
+    state, history = saved_steps(tmp_path, 2)
+    lines = open(state.journal_path, "rb").read().splitlines(keepends=True)
+    record = json.loads(lines[0][9:])
+    record["groups"]["nfs_op"]["started"] = [[10**10, 1.0]]
+    lines[0] = frame(json.dumps(record))
+    open(state.journal_path, "wb").write(b"".join(lines))
+    assert StateFile(str(tmp_path), "host:h").load() == history[0]
+    assert caplog.text.count("the state from before it is used") == 1 and "more starts for" in caplog.text

@@ -8,7 +8,15 @@ import os
 import pytest
 
 from dnfsmon.points import Point, from_line, measurement_of, series_key, to_line
-from dnfsmon.store import Store, decode_json_record, decode_line_record, encode_json_record, encode_record
+from dnfsmon.store import (
+    COUNTS_SLOT_BYTES,
+    Store,
+    StoreCounts,
+    decode_json_record,
+    decode_line_record,
+    encode_json_record,
+    encode_record,
+)
 
 
 def points(n, start=0):
@@ -205,3 +213,27 @@ def test_from_line_reads_what_to_line_writes(point):
     key = series_key(line)
     assert line.startswith(key + " ") and key == series_key(to_line(Point(point.measurement, point.tags, {"o": 1}, 0)))
     assert measurement_of(line) == point.measurement
+
+
+def test_quarantined_points_are_counted(tmp_path):
+    store = Store(str(tmp_path), 10**8)
+    unwritable = Point("m", (("host", "ends\\"),), {"i": 1}, 1)
+    store.append([unwritable])  # quarantined when appended: it could never be sent
+    store.quarantine(Point("m", (("host", "h"),), {"i": 2}, 2), "InfluxDB rejected it: HTTP 400")
+    assert len(store.quarantined()) == 2 and store.counts().quarantined_points == 2
+
+
+def test_counts_are_rewritten_in_place_and_read_from_a_store_written_before(tmp_path):
+    (tmp_path / "counts.json").write_text('{"dropped_points": 5, "torn_records": 2, "unwritten_points": 1}')
+    store = Store(str(tmp_path), 10**8)
+    assert store.counts() == StoreCounts(dropped_points=5, torn_records=2, unwritten_points=1)
+    inode = os.stat(tmp_path / "counts.json").st_ino
+    for _ in range(3):
+        store._add_counts(torn_records=1)
+    assert os.stat(tmp_path / "counts.json").st_ino == inode  # no new file: a full disk cannot stop it
+    assert store.counts().torn_records == 5
+    # A write torn in the middle of a slot leaves the other slot's counts, one change older.
+    with open(tmp_path / "counts.json", "r+b") as f:
+        f.seek(COUNTS_SLOT_BYTES + 20)  # the slot written last (serial 3, the second slot)
+        f.write(b"\0" * 40)
+    assert Store(str(tmp_path), 10**8).counts().torn_records == 4

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 from collections.abc import Mapping
 from typing import Optional
 
+from .config import _host as host_problem
 from .sources import ALL_SOURCES
 from .sources.base import Raw
 
@@ -49,6 +51,14 @@ def _safe_join(directory: str, relative: str) -> str:
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
+# capture.json lists the files and clocks of each source: some KiB, 1 MiB at 10 000 mounts.
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+# A source's clocks: `time` any finite number (only differences matter); `wall_time` seconds
+# since the epoch that a point's nanosecond timestamp can hold (a signed 64-bit integer, as
+# InfluxDB's: up to the year 2262).
+MAX_WALL_TIME_S = (2**63 - 1) / 1e9
+
+
 def _read_captured(directory: str, relative: str) -> Optional[str]:
     """One captured file's text; None when absent. Captures come from other hosts:
     a symlink (it could point at a local secret), a FIFO or device (it could
@@ -56,6 +66,12 @@ def _read_captured(directory: str, relative: str) -> Optional[str]:
     path = _safe_join(directory, relative)
     if not relative or "\0" in relative:
         raise CaptureError(f"{directory}/{MANIFEST}: file path {relative!r} is not a file name")
+    data = _read_bounded(path, MAX_FILE_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_bounded(path: str, limit: int) -> Optional[bytes]:
+    """A capture file's bytes (None when absent): a regular file, not a link, at most `limit` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -69,12 +85,12 @@ def _read_captured(directory: str, relative: str) -> Optional[str]:
         os.close(fd)
         raise CaptureError(f"{path}: not a regular file (a directory, FIFO or device)")
     with os.fdopen(fd, "rb") as f:
-        if info.st_size > MAX_FILE_BYTES:
-            raise CaptureError(f"{path}: {info.st_size} bytes, more than a captured input can be (64 MiB)")
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise CaptureError(f"{path}: more than a captured input can be (64 MiB)")
-    return data.decode("utf-8", errors="replace")
+        if info.st_size > limit:
+            raise CaptureError(f"{path}: {info.st_size} bytes, more than a capture's file can be ({limit >> 20} MiB)")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise CaptureError(f"{path}: more than a capture's file can be ({limit >> 20} MiB)")
+    return data
 
 
 def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[str, str]) -> None:
@@ -101,19 +117,25 @@ def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[
 def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
     """(host, raws, failures) of a capture; CaptureError names what is wrong."""
     manifest_path = os.path.join(directory, MANIFEST)
+    data = _read_bounded(manifest_path, MAX_MANIFEST_BYTES)
+    if data is None:
+        raise CaptureError(f"{manifest_path}: No such file or directory")
     try:
-        with open(manifest_path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except OSError as error:
-        raise CaptureError(f"{manifest_path}: {error.strerror}") from None
-    except ValueError as error:
-        raise CaptureError(f"{manifest_path}: not valid JSON: {error}") from None
+        manifest = json.loads(data)
+    except ValueError as error:  # UnicodeDecodeError included
+        raise CaptureError(f"{manifest_path}: not valid JSON: {str(error)[:200]}") from None
+    except RecursionError:
+        raise CaptureError(f"{manifest_path}: not a capture manifest (JSON nested too deep)") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
         raise CaptureError(f'{manifest_path}: expected an object with "format": {FORMAT_VERSION}')
     host = manifest.get("host")
     sources = manifest.get("sources")
     if not isinstance(host, str) or not host or not isinstance(sources, dict):
         raise CaptureError(f'{manifest_path}: needs "host" (a name) and "sources" (an object)')
+    # The host is a tag of every point: the config's rule for [agent] host applies.
+    problem = host_problem(host)
+    if problem:
+        raise CaptureError(f'{manifest_path}: "host" {problem}')
     raws: dict[str, Raw] = {}
     failures: dict[str, str] = {}
     for name, entry in sources.items():
@@ -128,8 +150,13 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
         try:
             time_s, wall_time = float(entry["time"]), float(entry["wall_time"])
             listed = [str(p) for p in entry["files"]]
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise CaptureError(f'{where} needs numeric "time" and "wall_time" and a "files" list') from None
+        if not math.isfinite(time_s) or not 0 <= wall_time <= MAX_WALL_TIME_S:
+            raise CaptureError(
+                f'{where}: "time" must be a finite number and "wall_time" seconds since 1970 before 2262 '
+                f"(a point's timestamp), not {time_s!r} and {wall_time!r}"
+            )
         files: dict[str, Optional[str]] = {}
         for relative in listed:
             files[relative] = _read_captured(directory, relative)

@@ -23,7 +23,6 @@ from . import config as configuration
 from .collect import collect, compute, diff_captures, read_targets, report
 from .errors import EnvironmentProblem
 from .points import Point, to_line
-from .sources.base import collector_paused
 from .state import LockHeld, RunLock
 from .store import SHIP_LOCK, Store, StoreLocked
 from .targets import targets_from
@@ -48,6 +47,16 @@ EXIT_CODES = {
     EXIT_FINDINGS_WARNING: "dnfsmon doctor: warning findings, none critical (docs/doctor.md)",
     EXIT_FINDINGS_CRITICAL: "dnfsmon doctor: at least one critical finding (docs/doctor.md)",
     EXIT_NOTHING_TO_JUDGE: "dnfsmon doctor, top --batch: nothing to judge: no database figures and no NFS or dNFS traffic",
+}
+
+# What each exit code means for the doctor's verdict (its --help and docs/doctor.md).
+DOCTOR_EXIT_CODES = {
+    EXIT_OK: "healthy: layers were measured and no rule fired",
+    EXIT_SOURCE_FAILED: "no finding, but a source failed (logged): the verdict may be incomplete",
+    EXIT_FINDINGS_WARNING: "warning findings only",
+    EXIT_FINDINGS_CRITICAL: "at least one critical finding",
+    EXIT_NOTHING_TO_JUDGE: "nothing to judge: no database figures and no NFS or dNFS traffic to a filer",
+    EXIT_USAGE: "bad arguments, configuration or capture (one line names it)",
 }
 
 log = logging.getLogger("dnfsmon")
@@ -142,6 +151,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
         "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
         "collect stores the same ladder and findings on every run.",
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = "exit codes (docs/doctor.md):\n" + "\n".join(
+        f"  {code:<3} {DOCTOR_EXIT_CODES[code]}" for code in DOCTOR_EXIT_CODES
     )
     p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
     p.add_argument(
@@ -274,7 +287,9 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
     for point in points:
         tags = " ".join(f"{k}={v}" for k, v in point.tags)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time_ns / 1e9))
-        age = f" ({summary.age(now_ns - point.time_ns)} ago)" if now_ns is not None else ""
+        age = ""
+        if now_ns is not None:
+            age = f" ({summary.age(now_ns - point.time_ns)}{' ago' if now_ns >= point.time_ns else ' of this clock'})"
         lines.append(f"{point.measurement} {tags}  @ {stamp}{age}")
         for name, value in sorted(point.fields.items()):
             entry = entries.get((point.measurement, "field", name))
@@ -332,9 +347,6 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     return EXIT_OK
 
 
-# Paused as in collect.compute (sources.base.collector_paused): rendering the points of a
-# 1000-mount diff makes as many objects again, and the collector's passes free none of them.
-@collector_paused()
 def cmd_diff(old: str, new: str, output: str, config_path: Optional[str] = None) -> int:
     # The sources' filters of the config named with -c; the built-in defaults without one.
     cfg = configuration.load(config_path) if config_path else None
@@ -584,6 +596,37 @@ def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
     return True
 
 
+def take_run_lock(lock: RunLock, count: int, interval_s: float) -> int:
+    """Take the run lock within this run's slot (count x interval); the samples still due in it.
+
+    The run before may overrun its slot by a moment (a slow read): waiting for it
+    costs the samples whose time has passed, not the whole run, as exiting 75 at
+    once did. A run that holds the lock past this slot too (stuck) still gives
+    LockHeld, so runs never pile up behind it. Samples are due every interval
+    from this run's start: after waiting w seconds, floor(w / interval) are past.
+    """
+    started = time.monotonic()
+    try:
+        lock.acquire(wait_s=count * interval_s)
+    except OSError as error:  # flock on a FIFO or the like names no file: name the lock
+        error.filename = error.filename or lock.path
+        raise
+    waited = time.monotonic() - started
+    due = count - int(waited // interval_s)
+    if due < count:
+        log.warning(
+            "waited %.1f s for the run before to release %s: %d of %d samples left in this run's slot",
+            waited,
+            lock.path,
+            due,
+            count,
+        )
+    if due < 1:
+        lock.release()
+        raise LockHeld(f"{lock.path} was held for this run's whole slot")
+    return due
+
+
 class CronFormatter(logging.Formatter):
     """One format for every message: ISO 8601 local time with its zone, so lines appended
     to a log file by cron can be matched with an incident (2026-01-31T03:00:01+01:00)."""
@@ -675,11 +718,14 @@ GC_FIRST_THRESHOLD = 50_000
 
 
 def tune_gc() -> None:
-    """A run is short and keeps nearly everything it makes (samples, points) to
-    its end: the collector's passes over them every 700 allocations free
-    nothing and cost 10 to 20 % of a run at 1000 NFS mounts (bench/RESULTS.md).
-    It runs less often; the few cycles a run makes are still collected.
-    (gc.freeze() after the imports was measured too, and saved nothing more.)"""
+    """The agent's one garbage-collector policy, set once for the whole process.
+
+    A run is short and keeps nearly everything it makes (samples, intervals,
+    points, none in a cycle) to its end: the collector's passes over them every
+    700 allocations free nothing and cost 10 to 20 % of a run at 1000 NFS mounts
+    (bench/RESULTS.md). It runs less often; the few cycles a run makes are still
+    collected. (A pause around compute on top of this, and gc.freeze() after the
+    imports, were measured too: within the noise of the bench, so neither stays.)"""
     _, second, third = gc.get_threshold()
     gc.set_threshold(max(GC_FIRST_THRESHOLD, gc.get_threshold()[0]), second, third)
 
@@ -731,13 +777,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         any_failure = False
         if args.command == "collect":
             lock = RunLock(cfg.state_dir)
+            count = take_run_lock(lock, args.count, args.interval)
             try:
-                lock.acquire()
-            except OSError as error:  # flock on a FIFO or the like names no file: name the lock
-                error.filename = error.filename or lock.path
-                raise
-            try:
-                any_failure = collect(cfg, args.count, args.interval)
+                any_failure = collect(cfg, count, args.interval)
             finally:
                 lock.release()
         # Shipping after the run lock is released: sampling never waits on shipping.

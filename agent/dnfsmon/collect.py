@@ -20,7 +20,7 @@ from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
 from .sources import build_all
-from .sources.base import ParseError, Raw, Source, collector_paused
+from .sources.base import ParseError, Raw, Source
 from .state import StateFile
 from .store import Store, StoreCounts
 from .targets import Reading, Target, read_or_fail, targets_from
@@ -42,10 +42,6 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-# Paused for the whole computation (sources.base.collector_paused): at 1000 NFS mounts it makes
-# some 100 000 samples, intervals and points, none in a cycle, and the cyclic garbage
-# collector's passes their allocations start free nothing and cost about a quarter of it.
-@collector_paused()
 def compute(
     raws: Mapping[str, Raw],
     failures: Mapping[str, str],
@@ -146,21 +142,35 @@ def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -
 
 
 def read_targets(targets: Iterable[Target]) -> Reading:
-    """One reading of every target's sources together (what a capture holds)."""
+    """One reading of every target's sources together (what a capture holds).
+
+    A capture holds one reading per source: with several databases ([[oracle]]),
+    the first database's (docs/oracle.md, "Several databases on one host").
+    """
     union = Reading()
     for target in targets:
+        if any(name in union.raws or name in union.failures for name in target.sources):
+            continue  # a second database: its source's place is taken
         reading = read_or_fail(target)
         union.raws.update(reading.raws)
         union.failures.update(reading.failures)
     return union
 
 
+# The malformed inputs of one sample logged one by one; the rest are counted in one line.
+PROBLEMS_LOGGED = 20
+
+
 def report(outcome: Outcome) -> None:
     """Log what a sample could not do; each reason once, with the input named."""
     for name, reason in sorted(outcome.failures.items()):
         log.error("source %s failed: %s", name, reason)
-    for problem in outcome.problems:
+    # A hostile or broken input can hold a million malformed lines: the first ones say what
+    # is wrong, a count says how much (a 60 MB capture once wrote 91 MB of warnings).
+    for problem in outcome.problems[:PROBLEMS_LOGGED]:
         log.warning("skipped malformed input: %s", problem)
+    if len(outcome.problems) > PROBLEMS_LOGGED:
+        log.warning("skipped %d more malformed inputs (not listed)", len(outcome.problems) - PROBLEMS_LOGGED)
     # A first run at 1000 NFS mounts has some 35 000 baselines: their lines (and
     # state keys) are made only when debug is on, as the log would drop them.
     debug = log.isEnabledFor(logging.DEBUG)
@@ -201,6 +211,7 @@ def agent_point(config: Config, outcomes: list[Outcome], counts: StoreCounts, se
         "store_dropped_points": counts.dropped_points,
         "store_torn_records": counts.torn_records,
         "store_unwritten_points": counts.unwritten_points,
+        "store_quarantined_points": counts.quarantined_points,
     }
     return Point("dnfsmon_agent", (("host", config.host),), values, time.time_ns())
 

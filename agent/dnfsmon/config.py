@@ -8,6 +8,7 @@ file's directory, so a cron job's working directory does not matter.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -211,6 +212,8 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ),
     ("nic", "include_interfaces"): (["*"], _names("interface globs", False), False),
     ("nic", "exclude_interfaces"): ([], _names("interface globs", True), False),
+    ("filer_tcp", "include_filers"): (["*"], _names("filer address globs", False), False),
+    ("filer_tcp", "exclude_filers"): ([], _names("filer address globs", True), False),
     ("influxdb", "enabled"): (False, _bool, False),
     ("influxdb", "url"): ("http://localhost:8086", _url, False),
     ("influxdb", "org"): ("-", _string, False),
@@ -225,6 +228,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("influxdb", "max_retries"): (3, _int_between(0, 10), False),
     ("influxdb", "retry_backoff_s"): (1.0, _number_between(0.01, 60), False),
     ("influxdb", "deadline_s"): (40.0, _number_between(1, 3600), False),
+    ("influxdb", "naming"): ("influxdb", _choice("influxdb", "prometheus"), False),
     ("prometheus", "textfile"): ("", _string, True),
     ("oracle", "enabled"): (False, _bool, False),
     ("oracle", "target"): ("", _string, False),
@@ -265,7 +269,7 @@ DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": Fal
 
 
 # The sections that configure one source each (Config.sources).
-SOURCE_SECTIONS = ("mountstats", "nic")
+SOURCE_SECTIONS = ("mountstats", "nic", "filer_tcp")
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
@@ -290,6 +294,9 @@ class InfluxSettings:
     retry_backoff_s: float
     # Wall-clock bound of one ship (every request, retry and wait included).
     deadline_s: float
+    # "influxdb": the catalogue's names; "prometheus": prometheus.py's names, units and labels,
+    # for a server that names a series <measurement>_<field> (VictoriaMetrics).
+    naming: str
 
 
 @dataclass(frozen=True)
@@ -356,6 +363,9 @@ class Config:
     oracle: Optional[OracleSettings]
     # None unless [simulator] enabled = true.
     simulator: Optional[SimulatorSettings]
+    # Every enabled database: one [oracle] table, or several [[oracle]] tables (one
+    # target each, with its own state, status, time budget and failures); oracle is the first.
+    databases: list[OracleSettings] = field(default_factory=list)
     # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
     dnfs_expected: Optional[bool] = None
     # Options of the sources' own sections ([mountstats], [nic]), defaults included, by section:
@@ -375,8 +385,18 @@ NORMALISE: dict[tuple[str, str], Callable[[Any], Any]] = {
 
 
 def parse(data: dict[str, Any], path: Optional[str]) -> Config:
-    """Validate a parsed TOML document; ConfigError names the key and value."""
+    """Validate a parsed TOML document; ConfigError names the key and value.
+
+    Several databases are several [[oracle]] tables (an array of tables), each
+    validated exactly as a single [oracle] table is.
+    """
     where = path or "built-in defaults"
+    if isinstance(data.get("oracle"), list):
+        config = parse({name: table for name, table in data.items() if name != "oracle"}, path)
+        databases = _databases(data["oracle"], path, where)
+        if databases and config.simulator:
+            raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
+        return dataclasses.replace(config, oracle=databases[0] if databases else None, databases=databases)
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     values: dict[tuple[str, str], Any] = {}
     for section, table in data.items():
@@ -448,10 +468,32 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         influxdb=influxdb,
         prometheus_textfile=get("prometheus", "textfile"),
         oracle=oracle,
+        databases=[oracle] if oracle else [],
         simulator=simulator,
         dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
         sources={name: options_of(name) for name in SOURCE_SECTIONS},
     )
+
+
+def _databases(tables: list, path: Optional[str], where: str) -> list[OracleSettings]:
+    """The enabled databases of [[oracle]] tables, each validated as a single [oracle] table."""
+    databases: list[OracleSettings] = []
+    for number, table in enumerate(tables, start=1):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: [[oracle]] number {number} is not a table")
+        try:
+            settings = parse({"oracle": table}, path).oracle
+        except ConfigError as error:
+            raise ConfigError(f"{error} (in [[oracle]] number {number})") from None
+        if settings is None:
+            continue  # enabled = false
+        if any(d.target == settings.target for d in databases):
+            raise ConfigError(
+                f"{where}: [[oracle]] number {number}: target = {settings.target!r} is used twice; give each "
+                "database its own target (it names its state file and its status point)"
+            )
+        databases.append(settings)
+    return databases
 
 
 def _refuse_thin_on_release_11(where: str, section: str, release: str, mode: str) -> None:
@@ -477,7 +519,7 @@ def load(path: Optional[str]) -> Config:
     return parse(data, path)
 
 
-def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
+def read_secret(path: Optional[str], env_var: Optional[str], what: str, http_header: bool = False) -> str:
     """A secret from an owner-only file, else from an environment variable.
 
     Secrets never come from argv (visible in ps) and are never logged. The
@@ -485,20 +527,34 @@ def read_secret(path: Optional[str], env_var: Optional[str], what: str) -> str:
     by this user or root, mode 0600/0400). Surrounding whitespace is stripped;
     a control character left inside (a second line) is refused without
     echoing the secret: it would otherwise reach an HTTP header and the text
-    of the error that header raises.
+    of the error that header raises. So is a UTF-8 byte order mark (Windows
+    Notepad writes one), and, for a secret sent in an HTTP header, any
+    character outside Latin-1, which http.client cannot encode there.
     """
     if path:
-        secret = _clean_secret(read_secret_file(path, what), f"{what} file {path}")
+        secret = _clean_secret(read_secret_file(path, what), f"{what} file {path}", http_header)
         if not secret:
             raise ConfigError(f"{what} file {path} is empty")
         return secret
     if env_var and os.environ.get(env_var, "").strip():
-        return _clean_secret(os.environ[env_var], f"{what} in the environment variable {env_var}")
+        return _clean_secret(os.environ[env_var], f"{what} in the environment variable {env_var}", http_header)
     raise ConfigError(f"no {what}: set a file readable by its owner only, or the environment variable {env_var}")
 
 
-def _clean_secret(text: str, where: str) -> str:
+def _clean_secret(text: str, where: str, http_header: bool = False) -> str:
+    if text.startswith("\ufeff"):
+        raise EnvironmentProblem(
+            f"{where} starts with a UTF-8 byte order mark (as Windows Notepad saves): save it as plain text without one"
+        )
     secret = text.strip()
+    if http_header:
+        # http.client encodes header values as Latin-1 (RFC 9110 5.5 allows no more); a token is ASCII.
+        beyond = [i for i, c in enumerate(secret) if ord(c) > 255]
+        if beyond:
+            raise EnvironmentProblem(
+                f"{where} holds a character an HTTP header cannot carry (at character {beyond[0] + 1}); "
+                "an InfluxDB token is ASCII: copy it again from InfluxDB"
+            )
     bad = [i for i, c in enumerate(secret) if ord(c) < 32 or ord(c) == 127]
     if bad:
         raise EnvironmentProblem(

@@ -10,16 +10,20 @@ Safety rules (docs/reliability.md, "What a run refuses"):
 - Every file in them is opened with O_NOFOLLOW (a symlink is refused, never
   followed) and checked with fstat to be a regular file owned by the running
   user; O_NONBLOCK keeps a planted FIFO from hanging the open.
-- Secret files: a regular file, not a symlink, owned by the running user or
-  root, mode 0600 or 0400 (no group or other bits), at most 64 KiB.
+- Secret files: a regular file, not a symlink, with one name (no other hard
+  link), owned by the running user or root, mode 0600 or 0400 (no group or
+  other bits), at most 64 KiB.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import tempfile
+import time
+from typing import BinaryIO
 
 from .errors import EnvironmentProblem
 
@@ -51,8 +55,10 @@ def check_directory(path: str, create: bool = True) -> None:
         info = os.lstat(path)
     except OSError as error:
         raise EnvironmentProblem(f"directory {path}: {error.strerror}") from None
+    _check_parent(path, info)
     if stat.S_ISLNK(info.st_mode):
-        # A symlinked directory chosen by the admin is fine if its target passes the checks.
+        # A symlinked directory chosen by the admin is fine if its target passes the checks
+        # (and no other user can replace the link: _check_parent).
         try:
             info = os.stat(path)
         except OSError as error:
@@ -71,11 +77,43 @@ def check_directory(path: str, create: bool = True) -> None:
         )
 
 
-def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
+def _check_parent(path: str, info: os.stat_result) -> None:
+    """Refuse a directory (or a link to one) that another user could replace.
+
+    Whoever can write the directory that holds `path` can rename it and put a
+    symlink in its place, pointing at any directory: a run would then check
+    and write there (a root run into a root-owned directory of the attacker's
+    choosing). So that parent must be owned by this user or root and not
+    writable by group or others - or sticky (like /tmp), where only the
+    owner of an entry may rename it, and the entry is this user's or root's.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        above = os.stat(parent)
+    except OSError as error:
+        raise EnvironmentProblem(f"directory {parent}: {error.strerror}") from None
+    trusted = (os.geteuid(), 0)
+    what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a directory"
+    if above.st_uid not in trusted:
+        changer = f"uid {above.st_uid} (its owner)"
+    elif above.st_mode & 0o022 and not (above.st_mode & stat.S_ISVTX and info.st_uid in trusted):
+        changer = f"its group or others (mode {above.st_mode & 0o777:04o})"
+    else:
+        return
+    raise EnvironmentProblem(
+        f"{path} is {what} in {parent}, which {changer} can change: they could replace it with a link to any "
+        f"directory for this run to write in; use a directory whose parent only this user or root can write "
+        f"(install -d -m 750 -o {os.geteuid()} <dir> under a root-owned directory) and set it in the config"
+    )
+
+
+def open_in_directory(path: str, flags: int, mode: int = 0o640, any_owner: bool = False) -> int:
     """os.open of a file inside a checked directory: no symlink, regular, ours.
 
     Raises FileNotFoundError when it does not exist (and O_CREAT is not given);
-    EnvironmentProblem for anything planted or foreign.
+    EnvironmentProblem for anything planted or foreign. `any_owner`: a reader
+    that writes nothing (`dnfsmon show`, run by a member of the agent's group)
+    takes a file of another owner, still never a link, FIFO or device.
     """
     try:
         fd = os.open(path, flags | SAFE_FLAGS, mode)
@@ -100,7 +138,7 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise EnvironmentProblem(f"{path} is not a regular file; remove it (dnfsmon recreates it)")
-        if info.st_uid != os.geteuid():
+        if info.st_uid != os.geteuid() and not any_owner:
             raise EnvironmentProblem(
                 f"{path} is owned by uid {info.st_uid}, not by this user: {_fix_for_owner(path, info.st_uid)}"
             )
@@ -110,6 +148,27 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_in_directory(path: str, limit: int, any_owner: bool = False) -> bytes:
+    """The bytes of a file inside a checked directory, opened as open_in_directory does.
+
+    FileNotFoundError when absent; EnvironmentProblem when planted, foreign or
+    larger than `limit` bytes (what the agent writes there never is: a bigger
+    file was not written by it, and reading it whole could exhaust memory).
+    """
+    with open_for_reading(path, any_owner) as f:
+        # The size first; a file that grows while read is cut at limit + 1 bytes anyway.
+        too_big = os.fstat(f.fileno()).st_size > limit
+        data = b"" if too_big else f.read(limit + 1)
+    if too_big or len(data) > limit:
+        raise EnvironmentProblem(f"{path} is over {limit} bytes, more than dnfsmon ever writes there: remove it")
+    return data
+
+
+def open_for_reading(path: str, any_owner: bool = False) -> BinaryIO:
+    """A buffered binary reader of a file inside a checked directory (a segment read line by line)."""
+    return os.fdopen(open_in_directory(path, os.O_RDONLY, any_owner=any_owner), "rb")
 
 
 def read_secret_file(path: str, what: str) -> str:
@@ -136,6 +195,13 @@ def read_secret_file(path: str, what: str) -> str:
                 f"{what} file {path} has mode {info.st_mode & 0o777:04o}; "
                 "it must be readable by its owner only (chmod 600)"
             )
+        if info.st_nlink > 1:
+            # Another name for the same file may be a link planted to a secret root keeps elsewhere
+            # (possible where fs.protected_hardlinks is 0): the owner and mode checks pass for it.
+            raise EnvironmentProblem(
+                f"{what} file {path} has {info.st_nlink} hard links; a secret file must have one name: "
+                f"replace it with a copy (cp --preserve=mode)"
+            )
         if info.st_size > SECRET_MAX_BYTES:
             raise EnvironmentProblem(f"{what} file {path} is {info.st_size} bytes; a secret is at most 64 KiB")
         data = os.read(fd, SECRET_MAX_BYTES + 1)
@@ -145,6 +211,34 @@ def read_secret_file(path: str, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise EnvironmentProblem(f"{what} file {path} is not UTF-8 text") from None
+
+
+def move_aside(path: str, problem: str) -> str:
+    """Rename an unusable file to <path>.bad-<unix time>, keeping it for a post-mortem; the new name.
+
+    os.replace renames a planted link, FIFO or directory itself, never its target.
+    EnvironmentProblem (naming `problem`) when it cannot be moved."""
+    aside = f"{path}.bad-{int(time.time())}"
+    try:
+        os.replace(path, aside)
+    except OSError as error:
+        raise EnvironmentProblem(f"{problem}, and it cannot be moved aside ({error.strerror}): remove it") from None
+    return aside
+
+
+def flock_within(fd: int, seconds: float) -> bool:
+    """Take an exclusive flock, waiting at most `seconds`; False when still held by another process."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as error:
+            if error.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def fsync_dir(path: str) -> None:

@@ -54,6 +54,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from . import prometheus
 from .config import ConfigError, InfluxSettings, read_secret
 from .errors import EnvironmentProblem
 from .points import Point, from_line, to_line
@@ -158,7 +159,7 @@ class HTTPStatusError(Exception):
 def token_of(settings: InfluxSettings) -> str:
     """The token from its file or environment variable; empty for 1.8 without auth."""
     try:
-        return read_secret(settings.token_file or None, settings.token_env or None, "InfluxDB token")
+        return read_secret(settings.token_file or None, settings.token_env or None, "InfluxDB token", http_header=True)
     except ConfigError:
         if settings.token_file:
             raise
@@ -400,6 +401,8 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     written as line protocol here. The caller holds the store's ship lock.
     """
     report = ShipReport()
+    # Prometheus names are made from each line as it is sent; the store keeps the catalogue's.
+    known = prometheus.metrics() if settings.naming == "prometheus" else None
     deadline = Deadline(settings.deadline_s)
     writer = Writer(settings, deadline)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dnfsmon-gzip") if settings.gzip else None
@@ -409,6 +412,13 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
         positions: list[Position] = []
         body = GzipBody(worker) if worker is not None else None
         for position, record in store.unshipped():
+            if known is not None:
+                named = prometheus.converted(from_line(record.decode()) if isinstance(record, bytes) else record, known)
+                if named is None:  # nothing but text: no Prometheus sample to send
+                    if not lines:
+                        done.append(position)
+                    continue
+                record = named
             if isinstance(record, Point):
                 try:
                     line = to_line(record).encode()

@@ -113,10 +113,56 @@ LOGON_REFUSALS = {
 }
 
 
+PASSWORD_SOON = (
+    "set a new password with sql/setup/set_monitor_password.sql before it expires, and see docs/oracle.md, "
+    '"Password profile"'
+)
+
+# A database that is not open: a mounted physical standby (not Active Data Guard) refuses a
+# logon that is not SYSDBA/SYSDG with ORA-01033, as does an instance starting or stopping
+# (Database Error Messages, ORA-01033); ORA-01219 answers a dictionary query in MOUNT. Not a
+# refusal of the user: tried again each sample, at no cost to the account.
+NOT_OPEN = {
+    "ORA-01033": "the database is not open: database layer not readable in MOUNT (a mounted standby, or the "
+    "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read",
+    "ORA-01219": "the database is not open: database layer not readable in MOUNT; host layers monitored",
+}
+
+
 def error_code(error: Exception) -> str:
     """The ORA-/DPY- code of a driver error ("" for anything else)."""
     detail = error.args[0] if error.args else None
     return str(getattr(detail, "full_code", "") or "")
+
+
+# In a CDB the agent must sit in the root with CONTAINER_DATA=ALL in effect: GV$ views are
+# CONTAINER_DATA objects, and a user in the root without it sees only the root's rows (and
+# those with CON_ID 0), a session in a PDB only that PDB's (Oracle Database Reference 12.1,
+# "About Dynamic Performance Views"). Either gives partial IOPS and coverage with no error.
+# The file list tells them apart without a grant on DBA_CONTAINER_DATA: V$DATAFILE comes
+# from the control file, and every CDB has the seed's files (CON_ID 2, PDB$SEED: Reference,
+# V$DATAFILE.CON_ID), so a root session that sees all containers sees a CON_ID of 2 or more.
+CONTAINER_SQL = (
+    "SELECT d.cdb, SYS_CONTEXT('USERENV', 'CON_NAME') AS con_name, "
+    "(SELECT MAX(f.con_id) FROM gv$datafile f) AS max_con_id FROM v$database d"
+)
+
+
+def container_problem(cdb: object, con_name: object, max_con_id: object, user: str) -> str:
+    """Why the session does not see the whole CDB, with the fix; "" when it does (or no CDB)."""
+    if cdb != "YES":
+        return ""
+    if con_name != "CDB$ROOT":
+        return (
+            f"connected to the container {con_name}, not the CDB root: dnfsmon reads the whole CDB from the "
+            "root; point [oracle] dsn at the CDB's own service and use the common user (C##DNFSMON)"
+        )
+    if max_con_id is None or float(str(max_con_id)) < 2:
+        return (
+            f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run sql/setup/create_monitor_user.sql "
+            f"in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT"
+        )
+    return ""
 
 
 def discovery_sql() -> str:
@@ -128,7 +174,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     """One clear line for an oracledb error: the code, the message, and what to do."""
     if isinstance(error, Hung):
         return str(error)
-    detail = error.args[0] if error.args else error
+    # An exception holds the driver's error in args[0]; a warning (Connection.warning) is one.
+    detail = error.args[0] if getattr(error, "args", None) else error
     code = getattr(detail, "full_code", "") or error.__class__.__name__
     message = str(getattr(detail, "message", detail)).strip().splitlines()[0]
     if not message.startswith(code):
@@ -140,6 +187,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
         return f"{message} ({LOGON_REFUSALS[code].format(user=user or '<user>')})"
     if code in ("DPY-6005", "DPY-6001", "ORA-12541", "ORA-12514", "ORA-12170"):
         return f"{message} (is the listener up and the DSN right?)"
+    if code in NOT_OPEN:
+        return f"{message} ({NOT_OPEN[code]})"
     if code == "DPY-3010":
         return f"{message} ({THIN_MODE_TOO_OLD})"
     if code in ("DPY-4024", "ORA-03156"):
@@ -169,6 +218,10 @@ class Database:
         self.given_up = ""
         # The code of this run's logon refusal (LOGON_REFUSALS), or "".
         self.refused = ""
+        # Why this session does not see the whole CDB (container_problem), or "".
+        self.container = ""
+        # A warning the database gave at logon (ORA-28002: the password expires soon), or "".
+        self.warning = ""
         # Seconds this run may still lose to steps that fail (a connect the driver times out,
         # a listener that answers late, a statement past call_timeout_s): one deadline per
         # run whatever the driver does, so a cron run stays inside its slot and keeps every
@@ -190,6 +243,7 @@ class Database:
         timeout = max(MIN_STEP_S, deadline - DEADLINE_GRACE_S)
         self.connection = within(deadline, "connect", lambda: self._connect(timeout))
         self.discover()
+        self.check_container()
 
     def _connect(self, timeout_s: float):
         import oracledb
@@ -218,6 +272,11 @@ class Database:
                 "older than 18c: use Instant Client 19c (it connects to 11.2.0.4 too)"
             )
         connection.call_timeout = int(s.call_timeout_s * 1000)
+        # A logon that worked with a warning: ORA-28002, the password is in its grace period and
+        # expires in n days (Database Error Messages, ORA-28002). python-oracledb keeps it in
+        # Connection.warning (python-oracledb API manual, Connection.warning).
+        warning = getattr(connection, "warning", None)
+        self.warning = f"{describe(warning)} ({PASSWORD_SOON})" if warning else ""
         with connection.cursor() as cursor:
             cursor.execute(SESSION_SQL)
         return connection
@@ -240,6 +299,24 @@ class Database:
             self.missing["GV$EVENT_HISTOGRAM"] = (
                 f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
             )
+
+    def check_container(self) -> None:
+        """Set self.container when the session sees only part of a CDB (CONTAINER_SQL)."""
+        if "CDB" not in self.available.get("V$DATABASE", ()) or "CON_ID" not in self.available.get("GV$DATAFILE", ()):
+            self.container = ""  # before 12.1, or the views not granted (named in missing)
+            return
+
+        def read() -> list:
+            with self.connection.cursor() as cursor:
+                cursor.execute(CONTAINER_SQL)
+                return cursor.fetchall()
+
+        rows = within(self.deadline_s(), "container", read)
+        if rows:
+            cdb, con_name, max_con_id = rows[0]
+            self.container = container_problem(cdb, con_name, max_con_id, self.settings.user.upper() or "<user>")
+        else:
+            self.container = ""
 
     def _discovery_rows(self) -> list:
         with self.connection.cursor() as cursor:
@@ -267,6 +344,8 @@ class Database:
         """
         results: dict[str, dict] = {}
         errors: dict[str, str] = dict(self.missing)
+        if self.container:
+            errors["container"] = self.container
         for combined in read_groups(build_queries(self.available, self.settings.scope), inventory):
             if self.budget_s < MIN_STEP_S:
                 errors[combined.name] = "not read: earlier statements timed out and used this run's time budget"
@@ -303,6 +382,7 @@ class Database:
             "results": results,
             "errors": errors,
             "down": None,
+            "warning": self.warning or None,
             "top_processes": self.settings.top_processes,
         }
 

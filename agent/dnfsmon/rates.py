@@ -242,8 +242,11 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
 
     counters, before_counters = current.counters, previous.counters
     dropped: dict[str, str] = {}
+    # Below the smallest limit any counter has (a declared width's, else IMPLAUSIBLE_COUNTER),
+    # no counter is implausible (tests/test_rates.py checks these shortcuts against the loop).
+    limit = min(2 ** min(current.widths.values()), IMPLAUSIBLE_COUNTER) if current.widths else IMPLAUSIBLE_COUNTER
     if counters == before_counters and (
-        not counters or (min(counters.values()) >= 0 and max(counters.values()) < IMPLAUSIBLE_COUNTER)
+        not counters or (min(counters.values()) >= 0 and max(counters.values()) < limit)
     ):
         # Nothing moved (an idle NFS op, most of them at any moment): every delta
         # is 0, which the loop below would also find, one counter at a time.

@@ -43,22 +43,28 @@ symlinks (files.open_in_directory).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import re
 import secrets
-import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from .errors import EnvironmentProblem
-from .files import check_directory, fsync_dir, open_in_directory, write_all, write_atomically
+from .files import (
+    check_directory,
+    flock_within,
+    fsync_dir,
+    move_aside,
+    open_in_directory,
+    read_in_directory,
+    write_all,
+    write_atomically,
+)
 from .rates import Sample
 
 log = logging.getLogger(__name__)
@@ -72,6 +78,9 @@ LOCK_NAME = "collect.lock"
 # or JOURNAL_TO_SNAPSHOT times the snapshot's size: a load replays at most that.
 MAX_JOURNAL_RECORDS = 32
 JOURNAL_TO_SNAPSHOT = 2
+# A state file is read whole: at 1000 NFS mounts a snapshot is some 17 MB (its journal at most
+# twice that); one far larger was not written by dnfsmon and is set aside unread.
+STATE_MAX_BYTES = 512 * 1024 * 1024
 
 
 def state_file_name(target_id: str) -> str:
@@ -117,7 +126,9 @@ def runs(values: list) -> list[list]:
     return found
 
 
-def _unrun(encoded: object) -> list[Optional[float]]:
+def _unrun(encoded: object, measurement: str, keys: int) -> list[Optional[float]]:
+    """The starts of a record's runs, for a measurement of `keys` keys: more is not this state's
+    record (and a crafted run of 10^10 keys must not be expanded to find that out)."""
     if not isinstance(encoded, list):
         raise BadRecord("started is not a list of runs")
     values: list[Optional[float]] = []
@@ -125,6 +136,8 @@ def _unrun(encoded: object) -> list[Optional[float]]:
         count, value = item
         if type(count) is not int or count < 1:
             raise BadRecord(f"run of {count!r} keys")
+        if len(values) + count > keys:
+            raise BadRecord(f"{measurement}: more starts for {keys} keys than it has")
         values.extend([None if value is None else float(value)] * count)
     return values
 
@@ -234,11 +247,17 @@ class Replay:
         try:
             removed = set(record["removed"])
             groups = {
-                str(m): (float(g["time"]), float(g["wall_time"]), _unrun(g["started"]), g["counters"], g["gauges"])
+                str(m): (
+                    float(g["time"]),
+                    float(g["wall_time"]),
+                    _unrun(g["started"], str(m), len(self.keys_of.get(str(m), ()))),
+                    g["counters"],
+                    g["gauges"],
+                )
                 for m, g in record["groups"].items()
             }
             written = {s.state_key: s for s in (Sample.from_json(item) for item in record["samples"])}
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError, RecursionError) as error:
             raise BadRecord(f"malformed ({error.__class__.__name__}: {str(error)[:200]})") from None
         refreshed: dict[str, list[str]] = {}
         for measurement, (_, _, starts, counters, gauges) in groups.items():
@@ -317,15 +336,12 @@ class StateFile:
     def _read(self, path: str) -> Optional[bytes]:
         """A file's bytes; None when absent or unusable (then set aside)."""
         try:
-            fd = open_in_directory(path, os.O_RDONLY)
+            return read_in_directory(path, STATE_MAX_BYTES)
         except FileNotFoundError:
             return None
         except EnvironmentProblem as problem:
             self._set_aside(path, f"unusable ({problem})")
             return None
-        try:
-            with os.fdopen(fd, "rb") as f:
-                return f.read()
         except OSError as error:
             self._set_aside(path, f"unreadable ({error.strerror})")
             return None
@@ -348,7 +364,8 @@ class StateFile:
             else:
                 samples = [Sample.from_json(item) for item in data["samples"]]
                 generation = str(data.get("generation", ""))
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        # OverflowError: a counter of Infinity (int() of it); bit rot never writes one, an edit can.
+        except (ValueError, KeyError, TypeError, OverflowError, AttributeError, RecursionError) as error:
             problem = f"unreadable ({error.__class__.__name__}: {str(error)[:200]})"
         if problem is not None:
             self._set_aside(self.path, problem)
@@ -392,13 +409,7 @@ class StateFile:
         return True
 
     def _set_aside(self, path: str, problem: str) -> None:
-        aside = f"{path}.bad-{int(time.time())}"
-        try:
-            os.replace(path, aside)  # renames a symlink or directory itself, never its target
-        except OSError as error:
-            raise EnvironmentProblem(
-                f"state file {path} {problem}, and it cannot be moved aside ({error.strerror}); remove it"
-            ) from None
+        aside = move_aside(path, f"state file {path} {problem}")
         log.warning("state file %s %s: moved to %s; this run re-baselines", path, problem, aside)
 
     def load_json(self) -> dict:
@@ -524,19 +535,31 @@ class RunLock:
         self.path = os.path.join(directory, name)
         self.fd: Optional[int] = None
 
-    def acquire(self) -> None:
+    def acquire(self, wait_s: float = 0.0) -> None:
+        """Take the lock, waiting up to `wait_s` seconds for the run that holds it; LockHeld after that."""
         check_directory(self.directory)
         fd = open_in_directory(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = flock_within(fd, wait_s)
         except OSError as error:
+            os.close(fd)
+            raise EnvironmentProblem(f"cannot lock {self.path}: {error.strerror}") from None
+        if not taken:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            if error.errno in (errno.EWOULDBLOCK, errno.EACCES):
-                raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}") from None
-            raise EnvironmentProblem(f"cannot lock {self.path}: {error.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            waited = f" (waited {wait_s:g} s)" if wait_s else ""
+            raise LockHeld(f"another dnfsmon run (pid {holder}) holds {self.path}{waited}")
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as error:
+            # The pid is for people only (the flock is the lock), but a file system that cannot
+            # take 8 bytes cannot take this run's points or cursor either: say where.
+            os.close(fd)
+            raise EnvironmentProblem(
+                f"cannot write {self.path} ({error.strerror}): free space on its file system "
+                "(or make it writable by the agent's user); this run wrote nothing more"
+            ) from None
         self.fd = fd
 
     def release(self) -> None:

@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -88,7 +87,18 @@ from dataclasses import dataclass
 from typing import NamedTuple, NoReturn, Optional, Union
 
 from .errors import EnvironmentProblem
-from .files import check_directory, fsync_dir, open_in_directory, remove_stale_temps, write_all, write_atomically
+from .files import (
+    check_directory,
+    flock_within,
+    fsync_dir,
+    move_aside,
+    open_for_reading,
+    open_in_directory,
+    read_in_directory,
+    remove_stale_temps,
+    write_all,
+    write_atomically,
+)
 from .points import Point, from_line, series_key, to_line
 
 log = logging.getLogger(__name__)
@@ -110,6 +120,15 @@ SHIP_LOCK = "ship.lock"
 STORE_LOCK_WAIT_S = 30.0
 # The quarantine keeps at most twice this (the file and one rotation).
 QUARANTINE_MIN_BYTES = 64 * 1024
+# A segment's sequence number has 16 digits (SEGMENT_RE): a cursor naming a larger one is not ours.
+SEGMENT_SEQUENCE_LIMIT = 10**16 - 1
+# What the agent writes in cursor.json is some 40 bytes: a bigger file is not its own.
+CURSOR_MAX_BYTES = 4096
+# counts.json: two slots of this size, each a checksum and the counters as JSON padded with
+# spaces; a change rewrites the older slot in place (see _write_counts).
+COUNTS_SLOT_BYTES = 256
+# latest.lp holds one line per series; far past the store's own bound it is not the agent's.
+LATEST_MIN_LIMIT = 64 * 1024 * 1024
 
 
 class StoreWriteError(EnvironmentProblem):
@@ -127,6 +146,7 @@ class StoreCounts:
     dropped_points: int = 0
     torn_records: int = 0
     unwritten_points: int = 0
+    quarantined_points: int = 0
 
 
 class Position(NamedTuple):
@@ -193,21 +213,6 @@ def decode_json_record(line: bytes) -> Point:
         raise ValueError(f"not a point ({error.__class__.__name__})") from None
 
 
-def flock_within(fd: int, seconds: float) -> bool:
-    """Take an exclusive flock, waiting at most `seconds`; False when still held by another process."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError as error:
-            if error.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-                raise
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-
-
 def _stamp(line: str) -> int:
     """The timestamp of a line of line protocol: its last word (points.to_line)."""
     return int(line[line.rindex(" ") + 1 :])
@@ -241,10 +246,13 @@ class Store:
         self.read_only = read_only
         # Positions of bad records met by `unshipped`, counted when the cursor passes them.
         self._bad_seen: set[Position] = set()
+        # Counts this process could not write to counts.json (see _add_counts).
+        self._unsaved_counts = StoreCounts()
         if not read_only:
             check_directory(directory)
             with self.locked():  # every write in the store holds the lock: no temp is in use now
                 remove_stale_temps(directory)
+                self._prepare_counts()
 
     def segments(self) -> list[tuple[int, str]]:
         """(sequence, path) of every segment, oldest first."""
@@ -359,6 +367,11 @@ class Store:
         else:
             # Never reuse a sequence number the cursor may still name.
             sequence = self.cursor().segment + 1
+        if sequence > SEGMENT_SEQUENCE_LIMIT:
+            raise EnvironmentProblem(
+                f"store {self.directory}: segment {segments[-1][1]} has the last sequence number a segment "
+                "can have (16 digits; not written by dnfsmon): move it away"
+            )
         path = self._path(f"seg-{sequence:016d}{SEGMENT_SUFFIX}")
         os.close(open_in_directory(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         fsync_dir(self.directory)
@@ -370,9 +383,14 @@ class Store:
             size = os.fstat(fd).st_size
             if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
                 return
-            with open(fd, "rb", closefd=False) as f:
-                data = f.read()
-            keep = data.rfind(b"\n") + 1
+            keep = end = size
+            while end > 0:  # back to the last newline, a block at a time
+                start = max(0, end - 65536)
+                newline = os.pread(fd, end - start, start).rfind(b"\n")
+                keep = start + newline + 1
+                if newline >= 0:
+                    break
+                end = start
             os.ftruncate(fd, keep)
             os.fsync(fd)
         finally:
@@ -415,10 +433,14 @@ class Store:
         Lines are merged by their series key and timestamp, never decoded to
         points: at 1000 mounts an append brings 33 400 of them."""
         latest = self._latest_by_series()
+        # A point held with a time after now was stored before the wall clock stepped back:
+        # the new point replaces it, or `show` would give it as the latest (with an age
+        # "ahead") until the clock caught up - ten years after a step from the future.
+        now_ns = time.time_ns()
         for line in lines:
             key = series_key(line)
             known = latest.get(key)
-            if known is None or _stamp(line) >= _stamp(known):
+            if known is None or _stamp(line) >= _stamp(known) or _stamp(known) > now_ns:
                 latest[key] = line
         document = "".join([_latest_entry(line) for _, line in sorted(latest.items())])
         try:
@@ -445,23 +467,25 @@ class Store:
                     continue  # never shippable; the segments hold it for `dnfsmon show` until bounded away
         return {series_key(line): line for line in lines}
 
+    def _latest_limit(self) -> int:
+        return max(LATEST_MIN_LIMIT, 2 * self.max_bytes)
+
     def latest_lines(self) -> Optional[list[str]]:
-        """latest.lp: the newest point of every series as a line of line protocol; None when missing or unusable."""
+        """latest.lp: the newest point of every series as a line of line protocol; None when missing or unusable
+        (a link, FIFO or device planted there is never read; the next append replaces it)."""
         try:
-            with open(self._path(LATEST_FILE), "rb") as f:
-                text = f.read().decode()
+            text = read_in_directory(self._path(LATEST_FILE), self._latest_limit(), self.read_only).decode()
             # See _latest_entry: a space, or J and a JSON string.
             return [line[1:] if line[0] == " " else _json_string(line[1:]) for line in text.split("\n")[:-1]]
-        except (OSError, ValueError, IndexError):
+        except (OSError, EnvironmentProblem, ValueError, IndexError, RecursionError):
             return None
 
     def old_latest_index(self) -> Optional[dict[str, Point]]:
         """latest.json of a store written before latest.lp, as series key -> point; None when missing or unusable."""
         try:
-            with open(self._path(OLD_LATEST_FILE), "rb") as f:
-                document = json.load(f)
+            document = json.loads(read_in_directory(self._path(OLD_LATEST_FILE), self._latest_limit(), self.read_only))
             return {key: Point.from_json(data) for key, data in document.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        except (OSError, EnvironmentProblem, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
     # --- reading ---
@@ -477,7 +501,7 @@ class Store:
         may be a write in progress; the next writer cuts it and counts it.
         """
         decode = decode_json_record if path.endswith(OLD_SEGMENT_SUFFIX) else decode_line_record
-        with open(path, "rb") as f:
+        with open_for_reading(path, self.read_only) as f:
             f.seek(start)
             offset = start
             for line in f:
@@ -539,7 +563,7 @@ class Store:
     def _unshipped_lines(self, sequence: int, path: str, start: int, newest: bool) -> Iterator[tuple[Position, bytes]]:
         """unshipped's reading of one segment of line protocol records: what _read_segment and
         decode_line_record do, with the common record checked here (a ship reads 100 000 of them)."""
-        with open(path, "rb") as f:
+        with open_for_reading(path, self.read_only) as f:
             f.seek(start)
             offset = start
             for line in f:
@@ -561,16 +585,42 @@ class Store:
     # --- shipping ---
 
     def cursor(self) -> Position:
+        """Where the ship stands; the oldest point when there is no cursor or it is unusable (a warning)."""
+        data = self._read_own_file(CURSOR_FILE, CURSOR_MAX_BYTES)
+        if data is None:
+            return Position(0, 0)
         try:
-            with open(self._path(CURSOR_FILE), encoding="utf-8") as f:
-                data = json.load(f)
-            return Position(int(data["segment"]), int(data["offset"]))
-        except FileNotFoundError:
-            return Position(0, 0)
-        except (OSError, ValueError, KeyError, TypeError) as error:
+            document = json.loads(data, parse_constant=_refuse_constant)
+            position = Position(document["segment"], document["offset"])
+            if not all(type(value) is int and value >= 0 for value in position):
+                raise ValueError(f"not two whole numbers of 0 or more: {position}")
+            if position.segment >= SEGMENT_SEQUENCE_LIMIT:
+                # The next segment's name would need 17 digits, which SEGMENT_RE never lists.
+                raise ValueError(f"segment {position.segment} leaves no 16-digit segment number after it")
+            return position
+        except (ValueError, KeyError, TypeError, RecursionError) as error:
             # Re-sending everything is safe (InfluxDB overwrites); skipping is not.
-            log.warning("store cursor unreadable (%s): shipping restarts from the oldest stored point", error)
+            log.warning(
+                "store cursor unreadable (%s): shipping restarts from the oldest stored point", str(error)[:200]
+            )
             return Position(0, 0)
+
+    def _read_own_file(self, name: str, limit: int) -> Optional[bytes]:
+        """A small file the store keeps (cursor, counters); None when absent. One that is not the
+        store's own (a link, FIFO or device planted there, another owner's, too big) is moved
+        aside with one warning and never read: the run goes on as if it were absent."""
+        path = self._path(name)
+        try:
+            return read_in_directory(path, limit, self.read_only)
+        except FileNotFoundError:
+            return None
+        except (EnvironmentProblem, OSError) as problem:
+            if self.read_only:
+                log.warning("store %s: %s; ignored", self.directory, problem)
+                return None
+            aside = move_aside(path, str(problem))
+            log.warning("store %s: %s: moved to %s; the store goes on without it", self.directory, problem, aside)
+            return None
 
     def _valid_cursor(self, segments: list[tuple[int, str]], warn: bool = False) -> Position:
         """The cursor, or the oldest point when it points beyond the data (restored or edited store)."""
@@ -583,7 +633,7 @@ class Store:
             problem = f"names segment {cursor.segment}, beyond the newest ({segments[-1][0]})"
         elif cursor.segment in paths and cursor.offset > 0:
             try:
-                with open(paths[cursor.segment], "rb") as f:
+                with open_for_reading(paths[cursor.segment], self.read_only) as f:
                     size = os.fstat(f.fileno()).st_size
                     if cursor.offset > size:
                         problem = f"offset {cursor.offset} is beyond segment {cursor.segment}'s {size} bytes"
@@ -645,13 +695,14 @@ class Store:
             os.fsync(fd)
         finally:
             os.close(fd)
+        self._add_counts(quarantined_points=1)
         log.error("quarantined a point of %s (%s) in %s: %s", point.measurement, dict(point.tags), path, reason)
 
     def quarantined(self) -> list[tuple[Point, str]]:
         found = []
         for path in (self._path(QUARANTINE_FILE + ".1"), self._path(QUARANTINE_FILE)):
             try:
-                with open(path, "rb") as f:
+                with open_for_reading(path, self.read_only) as f:
                     for line in f:
                         try:
                             point = decode_json_record(line)
@@ -663,19 +714,140 @@ class Store:
         return found
 
     # --- the store's own counters, reported by the agent ---
+    #
+    # counts.json is two slots of COUNTS_SLOT_BYTES, each "<crc32> <JSON>" padded with spaces.
+    # A change rewrites the older slot in place (pwrite, fsync): blocks the file holds already,
+    # so a full disk does not stop it (a new temp file would need a free block), and a crash in
+    # the middle of a write tears only that slot, never the other. The reader takes the valid
+    # slot with the higher serial number.
 
-    def _add_counts(self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0) -> None:
-        counts = self.counts()
-        counts.dropped_points += dropped_points
-        counts.torn_records += torn_records
-        counts.unwritten_points += unwritten_points
-        write_atomically(self._path(COUNTS_FILE), json.dumps(counts.__dict__).encode())
+    def _add_counts(
+        self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0, quarantined_points: int = 0
+    ) -> None:
+        """Add to the totals; the store's lock held. What cannot be written (the file missing on a
+        full disk, an I/O error) is kept in this process, published with its points (counts())
+        and written with the next change."""
+        unsaved = self._unsaved_counts
+        unsaved.dropped_points += dropped_points
+        unsaved.torn_records += torn_records
+        unsaved.unwritten_points += unwritten_points
+        unsaved.quarantined_points += quarantined_points
+        saved, serial = self._read_counts()
+        total = _sum_counts(saved, unsaved)
+        try:
+            self._write_counts(total, serial + 1)
+        except OSError as error:
+            log.warning(
+                "store %s: could not write %s (%s); the counts are kept by this run and written by its next change",
+                self.directory,
+                COUNTS_FILE,
+                error.strerror or error,
+            )
+            return
+        self._unsaved_counts = StoreCounts()
+
+    def _prepare_counts(self) -> None:
+        """Give counts.json its two slots while there is space (the store's lock held), so that a
+        full disk later never stops a count from being written; a store written before gets them
+        from its one JSON object."""
+        path = self._path(COUNTS_FILE)
+        try:
+            if os.lstat(path).st_size == 2 * COUNTS_SLOT_BYTES:
+                return
+        except FileNotFoundError:
+            pass
+        counts, serial = self._read_counts()
+        try:
+            write_atomically(path, _counts_slot(counts, serial) * 2)
+        except OSError as error:
+            log.warning(
+                "store %s: could not create %s (%s): the counts are written once there is space",
+                self.directory,
+                COUNTS_FILE,
+                error.strerror or error,
+            )
+
+    def _write_counts(self, counts: StoreCounts, serial: int) -> None:
+        path = self._path(COUNTS_FILE)
+        try:
+            fd = open_in_directory(path, os.O_WRONLY)
+        except FileNotFoundError:
+            write_atomically(path, _counts_slot(counts, serial) * 2)
+            return
+        try:
+            if os.fstat(fd).st_size != 2 * COUNTS_SLOT_BYTES:
+                os.close(fd)
+                fd = -1
+                write_atomically(path, _counts_slot(counts, serial) * 2)
+                return
+            slot = _counts_slot(counts, serial)
+            if os.pwrite(fd, slot, (serial % 2) * COUNTS_SLOT_BYTES) != len(slot):
+                raise OSError(errno.EIO, "short write of a counts slot")
+            os.fsync(fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _read_counts(self) -> tuple[StoreCounts, int]:
+        """(the totals in counts.json, their serial number); zeros when absent or unusable (a warning)."""
+        data = self._read_own_file(COUNTS_FILE, 2 * COUNTS_SLOT_BYTES)
+        if data is None:
+            return StoreCounts(), 0
+        if data.startswith(b"{"):  # one JSON object: a store written before the slots
+            found = [_counts_of(data)]
+        else:
+            found = [
+                _counts_of(data[start : start + COUNTS_SLOT_BYTES], with_serial=True)
+                for start in range(0, len(data), COUNTS_SLOT_BYTES)
+            ]
+        usable = [(counts, serial) for counts, serial in found if counts is not None]
+        if not usable:
+            log.warning(
+                "store %s: %s holds no usable counts (edited or corrupt): they start again from 0",
+                self.directory,
+                COUNTS_FILE,
+            )
+            return StoreCounts(), 0
+        counts, serial = max(usable, key=lambda pair: pair[1])
+        assert counts is not None
+        return counts, serial
 
     def counts(self) -> StoreCounts:
-        """The store's totals since it was created."""
-        try:
-            with open(self._path(COUNTS_FILE), encoding="utf-8") as f:
-                data = json.load(f)
-            return StoreCounts(**{k: int(v) for k, v in data.items() if k in StoreCounts.__dataclass_fields__})
-        except (OSError, ValueError, TypeError, AttributeError):
-            return StoreCounts()
+        """The store's totals since it was created (with those this process could not write yet)."""
+        return _sum_counts(self._read_counts()[0], self._unsaved_counts)
+
+
+def _refuse_constant(name: str) -> None:
+    """json.loads' parse_constant: NaN and Infinity are never in what the store writes."""
+    raise ValueError(f"{name} is not a number the store writes")
+
+
+def _sum_counts(one: StoreCounts, other: StoreCounts) -> StoreCounts:
+    return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.__dataclass_fields__})
+
+
+def _counts_slot(counts: StoreCounts, serial: int) -> bytes:
+    """One slot of counts.json: the checksum of the text, a space, the text padded with spaces, a newline."""
+    text = json.dumps({**counts.__dict__, "serial": serial}, separators=(",", ":")).encode()
+    text = text.ljust(COUNTS_SLOT_BYTES - 10)
+    if len(text) > COUNTS_SLOT_BYTES - 10:
+        raise ValueError(f"counts too large for a slot: {text[:80]!r}")
+    return b"%08x %s\n" % (zlib.crc32(text), text)
+
+
+def _counts_of(data: bytes, with_serial: bool = False) -> tuple[Optional[StoreCounts], int]:
+    """(the counts of a slot, or of the JSON object of a store written before; None when unusable, serial)."""
+    try:
+        if with_serial:
+            if len(data) != COUNTS_SLOT_BYTES or b"%08x" % zlib.crc32(data[9:-1]) != data[:8]:
+                return None, 0
+            data = data[9:-1]
+        document = json.loads(data, parse_constant=_refuse_constant)
+        serial = document.pop("serial", 0) if with_serial else 0
+        values = {name: document.get(name, 0) for name in StoreCounts.__dataclass_fields__}
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return None, 0
+    # Counters only grow from 0: a negative, fractional or huge value was not written by a store.
+    if not all(type(v) is int and 0 <= v < 2**63 for v in (*values.values(), serial)):
+        return None, 0
+    return StoreCounts(**values), serial

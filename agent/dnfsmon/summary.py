@@ -155,14 +155,15 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def age(nanoseconds: int) -> str:
-    """A point's age for people: 42s, 5m, 3h, 2d (negative: the clock moved back)."""
+    """A point's age for people: 42s, 5m, 3h, 2d; "2d ahead" when its time is after now
+    (the wall clock stepped back since it was stored)."""
     seconds = nanoseconds / 1e9
-    sign = "-" if seconds < 0 else ""
+    ahead = " ahead" if seconds < 0 else ""
     seconds = abs(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
-            return f"{sign}{int(seconds // size)}{unit}"
-    return f"{sign}{int(seconds)}s"
+            return f"{int(seconds // size)}{unit}{ahead}"
+    return f"{int(seconds)}s{ahead}"
 
 
 def render(latest: Latest, now_ns: int) -> str:

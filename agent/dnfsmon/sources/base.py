@@ -43,12 +43,10 @@ its JSON text, and read back from it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -163,27 +161,6 @@ class HostInputs:
             return sorted(os.listdir(self.path(relative)))
         except OSError:
             return []
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for the block, as it was again after it.
-
-    For a step that builds tens of thousands of small objects without cycles
-    (the rows and samples of an Oracle sample at 4 instances x 2000
-    processes): each batch of new objects otherwise starts a collection that
-    walks every object alive, which cost a third of that sample's CPU time
-    (bench/README.md). Reference counting still frees what the block drops;
-    a cycle made in it is collected after. The pause is process-wide: no
-    other thread's cycles are collected during the block either.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def host_clock() -> float:

@@ -13,7 +13,8 @@ path), and a capture stores its JSON text as "oracle/results.json":
      "database": {"DBID": 1, "NAME": "ORCL", "DB_UNIQUE_NAME": "ORCL", "CDB": "NO"},
      "results": {"<query>": {"columns": ["INST_ID", ...], "rows": [[1, ...], ...]}},
      "errors": {"<query>": "ORA-00942: ... (grant SELECT ON SYS.GV_$X TO USER)"},
-     "down": null | "ORA-01017: invalid username/password; logon denied"}
+     "down": null | "ORA-01017: invalid username/password; logon denied",
+     "warning": null | "ORA-28002: the password will expire within 7 days (...)"}
 
 DB_TIME (every query reads SYS_EXTRACT_UTC(SYSTIMESTAMP) in the same round
 trip as its counters) is seconds since the Unix epoch; STARTUP_TIME is an
@@ -49,7 +50,7 @@ from typing import TYPE_CHECKING, Callable, Optional, cast
 from .. import oracle_facts, rates
 from ..points import Point
 from ..rates import Sample
-from .base import Parsed, ParseError, Raw, Source, collector_paused
+from .base import Parsed, ParseError, Raw, Source
 
 if TYPE_CHECKING:
     from ..config import Config, OracleSettings
@@ -347,8 +348,7 @@ def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dic
     processes brings some 650 000 values, and one call per value cost about
     twice all the source's own work (bench/README.md).
     """
-    with collector_paused():
-        return _split(combined, rows)
+    return _split(combined, rows)
 
 
 def _split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
@@ -755,6 +755,8 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
     reason = reason_of(document)
     if reason:
         gauges["error"] = reason
+    if document.get("warning"):
+        gauges["warning"] = str(document["warning"])
     key = (("host", agent_host), *context.database_tags)
     return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
@@ -1350,15 +1352,13 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
 def parse(raw: Raw, host: str) -> Parsed:
     """The contract's parse step (dnfsmon.sources.base): the samples, their problems
     and what could not be read this time (the status sample carries it)."""
-    with collector_paused():
-        found, problems = samples(raw, host)
+    found, problems = samples(raw, host)
     return Parsed(found, problems, failure(found))
 
 
 def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-    """The contract's publish step: aggregate(), with the garbage collector paused (collector_paused)."""
-    with collector_paused():
-        return aggregate(result, current)
+    """The contract's publish step: aggregate()."""
+    return aggregate(result, current)
 
 
 class OracleSource(Source):
