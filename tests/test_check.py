@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 from configs import write_config
 from dnfsmon import check, oracle_db, oracle_facts
 from dnfsmon.config import load
-
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
+from runner import DNFSMON
 
 
 def run_check(config):

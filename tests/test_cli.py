@@ -18,17 +18,13 @@ from configs import write_config
 from dnfsmon.points import Point, to_line
 from dnfsmon.sources import HOST_SOURCES
 from dnfsmon.store import Store
+from runner import DNFSMON, run_dnfsmon
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
-def run(*args, check_rc=None, **kwargs):
-    result = subprocess.run(DNFSMON + [str(a) for a in args], capture_output=True, text=True, timeout=120, **kwargs)
-    if check_rc is not None:
-        assert result.returncode == check_rc, result.stderr
-    return result
+run = run_dnfsmon
 
 
 def host_config(tmp_path, **host):
@@ -149,8 +145,9 @@ def test_count_and_interval_take_samples_in_one_process(tmp_path):
     assert [p.fields["intervals"] > 0 for p in agents] == [False, True, True]
 
 
-def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path):
-    """As cron starts a run while the previous one still runs (holder frozen while we compare)."""
+def test_overlapping_run_exits_within_its_slot_without_touching_state_or_store(tmp_path):
+    """As cron starts a run while the previous one still runs (holder frozen while we compare):
+    it waits for the lock for its own slot (count x interval, here 1 s), then exits 75."""
     config = host_config(tmp_path)
     run("--config", config, "collect", check_rc=0)
     holder = subprocess.Popen(
@@ -168,8 +165,8 @@ def test_overlapping_run_exits_at_once_without_touching_state_or_store(tmp_path)
             + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]
         }
         started = time.monotonic()
-        result = run("--config", config, "collect", check_rc=75)
-        assert time.monotonic() - started < 10
+        result = run("--config", config, "collect", "--count", "1", "--interval", "1", check_rc=75)
+        assert 1 <= time.monotonic() - started < 10
         assert f"another dnfsmon run (pid {holder.pid}) holds" in result.stderr
         after = {p: open(p, "rb").read() for p in snapshot}
         assert after == snapshot

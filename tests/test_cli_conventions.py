@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 from configs import write_config
 from dnfsmon import config as configuration
+from runner import DNFSMON
 
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMANDS = ["collect", "ship", "capture", "diff", "show", "metrics", "check", "init-config"]
 

@@ -23,12 +23,12 @@ from dnfsmon import capture, catalogue, diagnosis, rates
 from dnfsmon.collect import compute
 from dnfsmon.diagnosis import rules
 from dnfsmon.store import Store
+from runner import DNFSMON
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases", "doctor")
 NAMES = sorted(n for n in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, n)) and n != "__pycache__")
 DOCS = os.path.join(HERE, "..", "docs", "doctor.md")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def doctor(*args: str) -> subprocess.CompletedProcess:
@@ -309,3 +309,22 @@ def test_paths_join_dnfs_channels_tcp_and_kernel_mounts_to_their_interface():
     # (61035.156 KiB/s) + a tenth of that sent: 8400 / 67138.672 = 12.511 %.
     assert by_server["10.0.1.5"]["share_of_interface_pct"] == pytest.approx(12.511, abs=1e-3)
     assert by_server["10.0.1.5"]["mtu_bytes"] == 9000
+
+
+def test_doctor_help_top_and_docs_give_the_same_exit_codes():
+    from dnfsmon import cli, top
+
+    result = subprocess.run([*DNFSMON, "doctor", "--help"], capture_output=True, text=True, timeout=60)
+    with open(DOCS, encoding="utf-8") as f:
+        text = f.read()
+    for code, meaning in cli.DOCTOR_EXIT_CODES.items():
+        assert f"  {code:<3} {meaning}" in result.stdout
+        assert f"| {code} | {meaning}" in text, code
+    # top --once/--batch exit with the doctor's code of their last refresh, and say the same.
+    _, old_raws, old_failures = capture.read(os.path.join(CASES, "nothing-to-judge", "old"))
+    host, raws, failures = capture.read(os.path.join(CASES, "nothing-to-judge", "new"))
+    outcome = compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples)
+    found = diagnosis.diagnose(outcome.points, host)
+    assert cli.doctor_exit_code(found, []) == 12 and cli.doctor_exit_code(found, ["nic"]) == 3
+    line = top.verdict(found)
+    assert line is not None and line[0].startswith("Verdict: nothing to judge: no database configured")

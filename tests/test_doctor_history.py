@@ -29,12 +29,12 @@ from dnfsmon.collect import compute
 from dnfsmon.diagnosis import rules, timeline
 from dnfsmon.points import Point
 from dnfsmon.store import Store
+from runner import DNFSMON
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "cases", "doctor"))
 import make_cases  # noqa: E402 - the doctor cases' capture writer
 
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 DAY = calendar.timegm((2026, 11, 19, 0, 0, 0))  # midnight UTC; the test runs the doctor with TZ=UTC
 SURGE = (DAY + 3 * 3600 + 600, DAY + 3 * 3600 + 1500)  # 03:10 to 03:25
 PEAK = (DAY + 3 * 3600 + 1080, DAY + 3 * 3600 + 1090)  # 03:18:00 to 03:18:10, the worst of it

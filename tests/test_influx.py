@@ -19,9 +19,9 @@ from dnfsmon.config import parse
 from dnfsmon.influx import ShipError, ship
 from dnfsmon.points import Point, from_line, to_line
 from dnfsmon.store import Store, StoreWriteError, encode_json_record
+from runner import DNFSMON
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def settings(url, database, **overrides):

@@ -21,9 +21,8 @@ from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
+from runner import DNFSMON
 from sqlcheck import violations
-
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 
 
 def facts_available(release):
@@ -1267,3 +1266,52 @@ def test_a_mounted_database_is_reported_and_the_host_still_monitored(tmp_path):
     )
     assert listener.accepted == 2  # not a refusal of the user: asked again, nothing to lock
     assert len(stored(tmp_path, "dnfsmon_agent")) == 2
+
+
+@pytest.mark.slow
+def test_several_databases_are_each_a_target_with_their_own_failures_and_back_off(tmp_path):
+    """Consolidated hosts run several databases: [[oracle]] tables, one target each. One database
+    unreachable and another refusing the logon cost neither each other's points nor the host's."""
+    from fake_tns import FakeListener
+
+    silent, refusing = FakeListener("backlog"), FakeListener("refuse", error_code=28000)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic"]})
+    with open(config, "a") as f:
+        for target, dsn in (("SALES", silent.dsn), ("HR", refusing.dsn)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "{dsn}"\nuser = "dnfsmon"\n')
+            f.write('password_file = "pw"\ncall_timeout_s = 2\n')
+    try:
+        result = collect_run(config, 3, 0.2)
+        again = collect_run(config, 2, 0.2)
+    finally:
+        silent.close()
+        refusing.close()
+    assert result.returncode == 3 and again.returncode == 3, result.stderr
+    statuses = stored(tmp_path, "dnfsmon_oracle_status")
+    by_database = {}
+    for point in statuses:
+        by_database.setdefault(dict(point.tags)["database"], []).append(point.fields["error"])
+    assert sorted(by_database) == ["HR", "SALES"] and all(len(v) == 5 for v in by_database.values())
+    assert all("ORA-28000" in e for e in by_database["HR"]) and not any("ORA-28000" in e for e in by_database["SALES"])
+    assert "no logon before" in by_database["HR"][-1]  # HR's back-off, kept across the runs
+    assert "not asked again in this run" in by_database["SALES"][2]  # SALES's own budget
+    assert refusing.accepted == 1  # one logon for HR in two runs
+    assert len(stored(tmp_path, "dnfsmon_agent")) == 5  # every host sample
+
+
+def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():
+    from dnfsmon.config import ConfigError
+
+    one = {"enabled": True, "dsn": "db1/ORCL", "user": "dnfsmon", "password_env": "X"}
+    single = parse({"oracle": one}, None)
+    assert single.databases == [single.oracle] and single.oracle.target == "db1/ORCL"
+    several = parse({"oracle": [one, dict(one, dsn="db2/HR"), dict(one, dsn="db3/OFF", enabled=False)]}, None)
+    assert [d.target for d in several.databases] == ["db1/ORCL", "db2/HR"] and several.oracle == several.databases[0]
+    with pytest.raises(ConfigError, match=r"target = 'db1/ORCL' is used twice"):
+        parse({"oracle": [one, one]}, None)
+    with pytest.raises(ConfigError, match=r"\[oracle\] user = ''.*\(in \[\[oracle\]\] number 2\)"):
+        parse({"oracle": [one, dict(one, user="", dsn="x/Y")]}, None)
+    with pytest.raises(ConfigError, match="both enabled"):
+        parse({"oracle": [one], "simulator": {"enabled": True}}, None)

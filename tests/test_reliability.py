@@ -32,8 +32,8 @@ from dnfsmon.points import Point, from_line, to_line
 from dnfsmon.state import RunLock, StateFile
 from dnfsmon.store import Position, Store, StoreWriteError, encode_record
 from fake_influx import FakeInflux
+from runner import DNFSMON
 
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 # Only a hang guard: every bounded run here ends in a few seconds.
 HANG_GUARD_S = 120
 

@@ -63,6 +63,21 @@ def test_interface_globs_include_then_exclude():
     assert {dict(s.key)["interface"] for s in source.parse(raw, "h").samples} == {"eth0"}
 
 
+def test_filer_globs_include_then_exclude():
+    import json
+
+    from dnfsmon.sources import filer_tcp
+
+    sockets = [
+        {"src": "10.0.0.1", "sport": p, "dst": dst, "dport": 2049, "cookie": p, "tcp_info": {"bytes_acked": 1}}
+        for p, dst in ((700, "10.1.0.5"), (701, "10.2.0.5"), (702, "10.1.0.6"))
+    ]
+    raw = Raw({filer_tcp.SOCKETS: json.dumps({"sockets": sockets, "interfaces": {}})}, 1.0, 1.0)
+    source = build("filer_tcp", configured(filer_tcp={"include_filers": ["10.1.*"], "exclude_filers": ["*.6"]}))
+    assert {dict(s.key)["server"] for s in source.parse(raw, "h").samples} == {"10.1.0.5"}
+    assert len(build("filer_tcp").parse(raw, "h").samples) == 3
+
+
 @pytest.mark.parametrize(
     "section, key, value",
     [

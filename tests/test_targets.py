@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 from configs import write_config
 from dnfsmon.collect import collect_targets
@@ -13,8 +12,7 @@ from dnfsmon.config import load
 from dnfsmon.state import RunLock, StateFile, state_file_name
 from dnfsmon.store import Store
 from dnfsmon.targets import HostTarget, Reading, SimulatedTarget, Target, targets_from
-
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
+from runner import DNFSMON
 
 
 def run(*args, rc):

@@ -18,7 +18,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -27,10 +26,10 @@ import pytest
 from configs import write_config
 from dnfsmon import diagnosis, rates, top
 from dnfsmon.collect import diff_captures
+from runner import DNFSMON
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 BASIC = os.path.join(CASES, "basic", "old")
-DNFSMON = [sys.executable, "-m", "dnfsmon"]
 DEADLINE_S = 90.0
 # A foreground colour in tmux's rendering of the screen (capture-pane -e).
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-7](?:;[0-9;]*)?m")

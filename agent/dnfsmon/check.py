@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from . import config as configuration
-from .config import Config, ConfigError, read_secret
+from .config import Config, ConfigError, OracleSettings, read_secret
 from .errors import EnvironmentProblem
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -109,7 +109,9 @@ def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
     return Item(OK, what, "none set (InfluxDB without authentication)")
 
 
-def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
+def check_database(
+    cfg: Config, connect: Optional[Callable] = None, settings: Optional[OracleSettings] = None
+) -> list[Item]:
     """Log in and list the views the user cannot see, each with the GRANT that fixes it.
 
     When the agent is backing off after a logon refusal (oracle_db.LogonBackoff), a line
@@ -119,8 +121,8 @@ def check_database(cfg: Config, connect: Optional[Callable] = None) -> list[Item
     from .oracle_db import Database, backoff_file_id, credentials_of, describe, load_backoff
     from .state import StateFile
 
-    assert cfg.oracle is not None
-    settings = cfg.oracle
+    settings = settings or cfg.oracle
+    assert settings is not None
     what = f"database {settings.target or settings.dsn}"
     found = []
     target_id = f"oracle:{settings.target}"
@@ -200,15 +202,16 @@ def items(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
     found = [Item(OK, "config", cfg.path or f"built-in defaults ({configuration.DEFAULT_PATH} does not exist)")]
     found += check_directory("[agent] state_dir", cfg.state_dir)
     found += check_directory("[store] dir", cfg.store_dir)
-    if cfg.oracle is not None and not cfg.oracle.external_auth:
-        found.append(check_secret("Oracle password", cfg.oracle.password_file, cfg.oracle.password_env, True))
+    for database in cfg.databases:
+        if not database.external_auth:
+            found.append(check_secret("Oracle password", database.password_file, database.password_env, True))
     if cfg.influxdb is not None:
         found.append(check_secret("InfluxDB token", cfg.influxdb.token_file, cfg.influxdb.token_env, False))
-    if cfg.oracle is not None:
-        found += check_database(cfg, connect)
-    elif cfg.simulator is not None:
+    for database in cfg.databases:  # each database its own lines
+        found += check_database(cfg, connect, database)
+    if not cfg.databases and cfg.simulator is not None:
         found.append(Item(WARN, "database", "the simulator is on ([simulator] enabled): no real database is read"))
-    else:
+    elif not cfg.databases:
         found.append(Item(WARN, "database", "[oracle] is not enabled: only the host is monitored"))
     if cfg.influxdb is not None:
         found += check_influxdb(cfg)

@@ -49,6 +49,16 @@ EXIT_CODES = {
     EXIT_NOTHING_TO_JUDGE: "dnfsmon doctor, top --batch: nothing to judge: no database figures and no NFS or dNFS traffic",
 }
 
+# What each exit code means for the doctor's verdict (its --help and docs/doctor.md).
+DOCTOR_EXIT_CODES = {
+    EXIT_OK: "healthy: layers were measured and no rule fired",
+    EXIT_SOURCE_FAILED: "no finding, but a source failed (logged): the verdict may be incomplete",
+    EXIT_FINDINGS_WARNING: "warning findings only",
+    EXIT_FINDINGS_CRITICAL: "at least one critical finding",
+    EXIT_NOTHING_TO_JUDGE: "nothing to judge: no database figures and no NFS or dNFS traffic to a filer",
+    EXIT_USAGE: "bad arguments, configuration or capture (one line names it)",
+}
+
 log = logging.getLogger("dnfsmon")
 
 # init-config writes [agent] state_dir and [store] dir as DIR/state and
@@ -141,6 +151,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
         "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
         "collect stores the same ladder and findings on every run.",
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = "exit codes (docs/doctor.md):\n" + "\n".join(
+        f"  {code:<3} {DOCTOR_EXIT_CODES[code]}" for code in DOCTOR_EXIT_CODES
     )
     p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
     p.add_argument(

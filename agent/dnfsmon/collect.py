@@ -142,9 +142,15 @@ def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -
 
 
 def read_targets(targets: Iterable[Target]) -> Reading:
-    """One reading of every target's sources together (what a capture holds)."""
+    """One reading of every target's sources together (what a capture holds).
+
+    A capture holds one reading per source: with several databases ([[oracle]]),
+    the first database's (docs/oracle.md, "Several databases on one host").
+    """
     union = Reading()
     for target in targets:
+        if any(name in union.raws or name in union.failures for name in target.sources):
+            continue  # a second database: its source's place is taken
         reading = read_or_fail(target)
         union.raws.update(reading.raws)
         union.failures.update(reading.failures)

@@ -8,6 +8,7 @@ file's directory, so a cron job's working directory does not matter.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -211,6 +212,8 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ),
     ("nic", "include_interfaces"): (["*"], _names("interface globs", False), False),
     ("nic", "exclude_interfaces"): ([], _names("interface globs", True), False),
+    ("filer_tcp", "include_filers"): (["*"], _names("filer address globs", False), False),
+    ("filer_tcp", "exclude_filers"): ([], _names("filer address globs", True), False),
     ("influxdb", "enabled"): (False, _bool, False),
     ("influxdb", "url"): ("http://localhost:8086", _url, False),
     ("influxdb", "org"): ("-", _string, False),
@@ -266,7 +269,7 @@ DNFS_EXPECTED: dict[str, Optional[bool]] = {"auto": None, "yes": True, "no": Fal
 
 
 # The sections that configure one source each (Config.sources).
-SOURCE_SECTIONS = ("mountstats", "nic")
+SOURCE_SECTIONS = ("mountstats", "nic", "filer_tcp")
 
 
 # Keys whose rejected value is not echoed in the error (it may hold a password).
@@ -360,6 +363,9 @@ class Config:
     oracle: Optional[OracleSettings]
     # None unless [simulator] enabled = true.
     simulator: Optional[SimulatorSettings]
+    # Every enabled database: one [oracle] table, or several [[oracle]] tables (one
+    # target each, with its own state, status, time budget and failures); oracle is the first.
+    databases: list[OracleSettings] = field(default_factory=list)
     # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
     dnfs_expected: Optional[bool] = None
     # Options of the sources' own sections ([mountstats], [nic]), defaults included, by section:
@@ -379,8 +385,18 @@ NORMALISE: dict[tuple[str, str], Callable[[Any], Any]] = {
 
 
 def parse(data: dict[str, Any], path: Optional[str]) -> Config:
-    """Validate a parsed TOML document; ConfigError names the key and value."""
+    """Validate a parsed TOML document; ConfigError names the key and value.
+
+    Several databases are several [[oracle]] tables (an array of tables), each
+    validated exactly as a single [oracle] table is.
+    """
     where = path or "built-in defaults"
+    if isinstance(data.get("oracle"), list):
+        config = parse({name: table for name, table in data.items() if name != "oracle"}, path)
+        databases = _databases(data["oracle"], path, where)
+        if databases and config.simulator:
+            raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
+        return dataclasses.replace(config, oracle=databases[0] if databases else None, databases=databases)
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     values: dict[tuple[str, str], Any] = {}
     for section, table in data.items():
@@ -452,10 +468,32 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         influxdb=influxdb,
         prometheus_textfile=get("prometheus", "textfile"),
         oracle=oracle,
+        databases=[oracle] if oracle else [],
         simulator=simulator,
         dnfs_expected=DNFS_EXPECTED[get("doctor", "dnfs_expected")],
         sources={name: options_of(name) for name in SOURCE_SECTIONS},
     )
+
+
+def _databases(tables: list, path: Optional[str], where: str) -> list[OracleSettings]:
+    """The enabled databases of [[oracle]] tables, each validated as a single [oracle] table."""
+    databases: list[OracleSettings] = []
+    for number, table in enumerate(tables, start=1):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: [[oracle]] number {number} is not a table")
+        try:
+            settings = parse({"oracle": table}, path).oracle
+        except ConfigError as error:
+            raise ConfigError(f"{error} (in [[oracle]] number {number})") from None
+        if settings is None:
+            continue  # enabled = false
+        if any(d.target == settings.target for d in databases):
+            raise ConfigError(
+                f"{where}: [[oracle]] number {number}: target = {settings.target!r} is used twice; give each "
+                "database its own target (it names its state file and its status point)"
+            )
+        databases.append(settings)
+    return databases
 
 
 def _refuse_thin_on_release_11(where: str, section: str, release: str, mode: str) -> None:

@@ -215,9 +215,9 @@ def targets_from(config: Config, keep_memory: bool = True) -> list[Target]:
     never in the state directory (`dnfsmon top` runs beside the agent).
     """
     targets: list[Target] = [HostTarget(config)]
-    if config.oracle is not None:
-        targets.append(OracleTarget(config.oracle, config.state_dir, persist=keep_memory))
-    elif config.simulator is not None:
+    # One target per database: each its own state, status, time budget and failures, read in turn.
+    targets.extend(OracleTarget(settings, config.state_dir, persist=keep_memory) for settings in config.databases)
+    if config.simulator is not None:
         targets.append(SimulatedTarget(config.simulator, config.state_dir if keep_memory else None))
     return targets
 

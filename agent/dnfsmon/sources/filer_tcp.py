@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import TYPE_CHECKING, Optional
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import netlink, rates
 from ..points import Point, epoch_ns
@@ -89,7 +91,10 @@ def _int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
+def samples(
+    raw: Raw, host: str, wanted: Callable[[str], bool] = lambda server: True
+) -> tuple[list[Sample], list[ParseError]]:
+    """A sample per socket to a filer `wanted` keeps (by its address as published)."""
     try:
         data = json.loads(raw.text(SOCKETS))
         sockets, interfaces = data["sockets"], data["interfaces"]
@@ -110,6 +115,8 @@ def samples(raw: Raw, host: str) -> tuple[list[Sample], list[ParseError]]:
             problems.append(
                 ParseError(SOCKETS, f"socket {number} lacks src, sport, dst, dport, cookie or tcp_info: {error}")
             )
+            continue
+        if not wanted(dst):
             continue
         counters = {k: v for k, v in ((k, _int(info.get(k))) for k in COUNTERS) if v is not None}
         gauges: dict[str, rates.Gauge] = {k: v for k, v in ((k, _int(info.get(k))) for k in GAUGES) if v is not None}
@@ -183,24 +190,37 @@ def parse(raw: Raw, host: str) -> Parsed:
 
 
 class FilerTcpSource(HostSource):
-    """tcp_info of the connections to the filers; no option of its own ([host] nfs_ports is the target's)."""
+    """tcp_info of the connections to the filers, with the [filer_tcp] filer filters
+    ([host] nfs_ports, which says which connections are NFS, is the target's)."""
 
     name = NAME
     measurements = MEASUREMENTS
+
+    def __init__(self, include_filers: Sequence[str] = ("*",), exclude_filers: Sequence[str] = ()):
+        self.include_filers = tuple(include_filers)
+        self.exclude_filers = tuple(exclude_filers)
+
+    def wanted(self, server: str) -> bool:
+        """Shell-style globs (fnmatch) on the filer's address as published: included and not excluded."""
+        return any(fnmatchcase(server, g) for g in self.include_filers) and not any(
+            fnmatchcase(server, g) for g in self.exclude_filers
+        )
 
     def read(self, inputs: HostInputs) -> Raw:
         return read(inputs)
 
     def parse(self, raw: Raw, host: str) -> Parsed:
-        return parse(raw, host)
+        found, problems = samples(raw, host, self.wanted)
+        return Parsed(found, problems)
 
     def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         return aggregate(result, current)
 
 
+# Every filer: the tests' and the doctor's cases' source.
 SOURCE = FilerTcpSource()
 
 
 def build(config: Config) -> FilerTcpSource:
-    """This source has no option: the one instance serves every run."""
-    return SOURCE
+    """The source as [filer_tcp] configures it (the options and their defaults: dnfsmon.config)."""
+    return FilerTcpSource(**config.sources[NAME])
