@@ -1,4 +1,5 @@
-"""Write grafana/dashboards/*.json from the panel lists below.
+"""Write grafana/dashboards/*.json and the alert rules (grafana/provisioning/alerting/dnfsmon.json)
+from the panel and rule lists below.
 
 The dashboards are committed JSON (provisioned as files); this script only
 spares writing twenty near-identical panels by hand. Run it after changing a
@@ -1042,15 +1043,171 @@ def fleet_dashboard() -> dict:
 DASHBOARDS = {"dnfsmon-host.json": host_dashboard, "dnfsmon-fleet.json": fleet_dashboard}
 
 
+# --- alert rules ---
+# Grafana alerting file provisioning (Grafana documentation, "Use configuration files to provision
+# alerting resources"; pkg/services/provisioning/alerting reads .yaml, .yml and .json files from
+# provisioning/alerting/). Each rule: query A on the provisioned data source over a relative time
+# range, B reduces each series to its last value (server-side expression "reduce", mode dropNN:
+# nulls dropped), C compares it with a threshold; every series (one per host, database...) is an
+# alert instance with the series' tags as labels.
+DATASOURCE_UID = "dnfsmon-influxdb"  # provisioning/datasources/dnfsmon.yaml
+ALERT_FOLDER = "dnfsmon"
+
+
+def alert_rule(
+    uid: str,
+    title: str,
+    query: str,
+    seconds: int,
+    condition: tuple[str, float],
+    summary: str,
+    description: str,
+    severity: str,
+) -> dict:
+    """One rule: `query` over the last `seconds`, the last value of each series compared by `condition` (gt or lt)."""
+    evaluator, limit = condition
+    return {
+        "uid": uid,
+        "title": title,
+        "condition": "C",
+        "data": [
+            {
+                "refId": "A",
+                "relativeTimeRange": {"from": seconds, "to": 0},
+                "datasourceUid": DATASOURCE_UID,
+                "model": {
+                    "refId": "A",
+                    "rawQuery": True,
+                    "query": query,
+                    "resultFormat": "time_series",
+                    "intervalMs": 1000,
+                    "maxDataPoints": 43200,
+                },
+            },
+            {
+                "refId": "B",
+                "datasourceUid": "__expr__",
+                "model": {
+                    "refId": "B",
+                    "type": "reduce",
+                    "expression": "A",
+                    "reducer": "last",
+                    "settings": {"mode": "dropNN"},
+                },
+            },
+            {
+                "refId": "C",
+                "datasourceUid": "__expr__",
+                "model": {
+                    "refId": "C",
+                    "type": "threshold",
+                    "expression": "B",
+                    "conditions": [{"evaluator": {"type": evaluator, "params": [limit]}}],
+                },
+            },
+        ],
+        # No series at all: nothing to alert on (the agent-silent rule covers a host that stopped).
+        "noDataState": "OK",
+        "execErrState": "Error",
+        "for": "0s",
+        "annotations": {"summary": summary, "description": description},
+        "labels": {"severity": severity},
+    }
+
+
+def agent_samples_now() -> str:
+    """agent_samples() for an alert rule: alerting has no ${__to}; InfluxDB's now() is the evaluation time."""
+    recent = (
+        f'SELECT count("sample_seconds") AS "samples" FROM "dnfsmon_agent" WHERE time > now() - {SILENT_AFTER} '
+        'AND time <= now() GROUP BY "host"'
+    )
+    seen = 'SELECT last("sample_seconds") * 0 AS "samples" FROM "dnfsmon_agent" WHERE $timeFilter GROUP BY "host"'
+    return f'SELECT sum("samples") AS "samples" FROM ({recent}), ({seen}) GROUP BY "host"'
+
+
+def alert_rules() -> dict:
+    rules = [
+        alert_rule(
+            "dnfsmon-critical-finding",
+            "dnfsmon: critical finding",
+            'SELECT count("summary") FROM "dnfsmon_finding" WHERE "severity" = \'critical\' AND $timeFilter '
+            'GROUP BY "host", "id", "layer"',
+            120,
+            ("gt", 0),
+            "{{ $labels.host }}: {{ $labels.id }} ({{ $labels.layer }})",
+            "A critical finding of dnfsmon doctor's rules held in the last 2 minutes; the host dashboard's "
+            "verdict names it with its remedy (docs/doctor.md).",
+            "critical",
+        ),
+        alert_rule(
+            "dnfsmon-database-unreachable",
+            "dnfsmon: database not reachable",
+            'SELECT last("reachable") FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database"',
+            300,
+            ("lt", 1),
+            "{{ $labels.host }}: database {{ $labels.database }} not reachable",
+            "The agent's latest sample could not read the database; dnfsmon_oracle_status.error and the agent's log say why.",
+            "critical",
+        ),
+        alert_rule(
+            "dnfsmon-agent-silent",
+            "dnfsmon: agent silent",
+            agent_samples_now(),
+            86400,
+            ("lt", 1),
+            "{{ $labels.host }}: no sample for more than 100 s",
+            "The agent stored nothing in the last 100 s (it samples every 10 s and ships every minute): cron, the "
+            "agent or the way to InfluxDB stopped; every figure of this host is old. Hosts silent for more than a "
+            "day are no longer listed.",
+            "critical",
+        ),
+        alert_rule(
+            "dnfsmon-store-dropping",
+            "dnfsmon: local store dropping points",
+            'SELECT spread("store_dropped_points") FROM "dnfsmon_agent" WHERE $timeFilter GROUP BY "host"',
+            600,
+            ("gt", 0),
+            "{{ $labels.host }}: the local store dropped points",
+            "The store reached store.max_bytes and dropped its oldest unshipped points in the last 10 minutes: "
+            "InfluxDB was unreachable for too long; those points are lost.",
+            "warning",
+        ),
+        alert_rule(
+            "dnfsmon-source-failing",
+            "dnfsmon: a source keeps failing",
+            'SELECT min("sources_failed") FROM "dnfsmon_agent" WHERE $timeFilter GROUP BY "host"',
+            300,
+            ("gt", 0),
+            "{{ $labels.host }}: a source failed in every sample for 5 minutes",
+            "At least one source could not be read in every sample of the last 5 minutes; the agent's log names "
+            "it and why.",
+            "warning",
+        ),
+    ]
+    return {
+        "apiVersion": 1,
+        "groups": [{"orgId": 1, "name": "dnfsmon", "folder": ALERT_FOLDER, "interval": "1m", "rules": rules}],
+    }
+
+
+ALERTING = os.path.join("provisioning", "alerting", "dnfsmon.json")
+
+
 def render() -> dict[str, str]:
-    return {name: json.dumps(build(), indent=2, ensure_ascii=False) + "\n" for name, build in DASHBOARDS.items()}
+    """File under grafana/ -> its text, for every file this script writes."""
+    files = {
+        os.path.join("dashboards", name): json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+        for name, build in DASHBOARDS.items()
+    }
+    files[ALERTING] = json.dumps(alert_rules(), indent=2, ensure_ascii=False) + "\n"
+    return files
 
 
 def main() -> None:
-    directory = os.path.join(HERE, "dashboards")
-    os.makedirs(directory, exist_ok=True)
     for name, text in render().items():
-        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+        path = os.path.join(HERE, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
             f.write(text)
 
 

@@ -15,6 +15,15 @@
 --              query that may change it.
 
 store set dnfs_saved_settings.sql replace
+-- A login.sql may change what the pack relies on (dba-review P3): SET DEFINE OFF would
+-- leave @@&_dnfs_step unsubstituted (SP2-0310 at each step), SQLCASE UPPER would
+-- upper-case the event names, PAUSE ON would wait at every query, a TTITLE would print
+-- above every query. STORE SET saves these and _dnfs_end restores them (SQL*Plus User's
+-- Guide and Reference, "SET System Variable Summary" and STORE); TTITLE and BTITLE it
+-- does not save, so they are switched off here (SQL*Plus User's Guide, TTITLE).
+set define '&' concat '.' sqlterminator ';' pause off sqlcase mixed
+ttitle off
+btitle off
 set verify off feedback off heading on pagesize 50000 linesize 200 trimspool on tab off
 set sqlblanklines on echo off timing off autoprint off autotrace off serveroutput off newpage 1 numformat ""
 

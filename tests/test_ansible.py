@@ -423,6 +423,16 @@ def test_site_yml_on_an_inventory_with_a_database_host(fleet):
     provider = yaml.safe_load((base / "grafana" / "provisioning" / "dashboards" / "dnfsmon.yaml").read_text())
     assert provider["providers"][0]["options"]["path"] == str(base / "grafana" / "dashboards")
     assert provider["providers"][0]["allowUiUpdates"] is False
+    # The alert rules beside them, as the repository has them, on the provisioned data source.
+    rules = base / "grafana" / "provisioning" / "alerting" / "dnfsmon.json"
+    assert rules.read_text() == open(os.path.join(ROOT, "grafana", "provisioning", "alerting", "dnfsmon.json")).read()
+    datasource = yaml.safe_load(open(os.path.join(ROOT, "grafana", "provisioning", "datasources", "dnfsmon.yaml")))
+    assert {
+        d["datasourceUid"] for g in json.loads(rules.read_text())["groups"] for r in g["rules"] for d in r["data"]
+    } == {
+        datasource["datasources"][0]["uid"],
+        "__expr__",
+    }
 
     # A second run changes nothing (the Oracle user's grants are reconciled: unchanged), nor does a dry run.
     rc, changed, failed, output = site(inventory)

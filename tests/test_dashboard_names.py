@@ -37,3 +37,15 @@ def test_the_known_name_follows_the_newest_answer():
     assert oracle.last_known_name([*new, *old]) == "SIMDB"
     up = simulator.read(simulator.Workload(db_name="NEWNAME"), 1_700_000_800.0)
     assert oracle.name_down_reading(up, "SIMDB") == "NEWNAME"
+
+
+def test_the_name_survives_a_run_that_only_saw_the_database_down():
+    """The next run starts from the state of one in which every sample was down: the down status
+    sample replaced the up one (same key), and still carries the name."""
+    up, _ = oracle.samples(simulator.read(simulator.Workload(db_name="SIMDB"), 1_700_000_600.0), "h1")
+    down = to_raw(down_document("DPY-6005: cannot connect to database", DSN), 1_700_000_610.0)
+    oracle.name_down_reading(down, oracle.last_known_name(up))
+    state = [status_of(oracle.samples(down, "h1")[0])]  # what the state holds after that run
+    later = to_raw(down_document("DPY-6005: cannot connect to database", DSN), 1_700_000_670.0)
+    oracle.name_down_reading(later, oracle.last_known_name(state))
+    assert dict(status_of(oracle.samples(later, "h1")[0]).key)["database"] == "SIMDB"

@@ -1143,3 +1143,19 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
     manual = read(os.path.join(SQL, "README.md"))
     for block in (iops, latency, histogram):
         assert "\n".join(block) in manual, "\n" + "\n".join(block)
+
+
+def test_the_loop_resets_what_a_login_sql_may_change_before_any_substitution():
+    """dba-review P3: a login.sql with SET DEFINE OFF made @@&_dnfs_step open a file named
+    '&_dnfs_step.sql' (SP2-0310, 60 times); SQLCASE UPPER, PAUSE ON and a TTITLE broke it too.
+    _dnfs_start resets them right after STORE SET (which restores them at the end), before the
+    first line that holds an '&'."""
+    lines = read(os.path.join(SQL, "_dnfs_start.sql")).splitlines()
+    code = [(n, line.lower()) for n, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")]
+    reset = next(n for n, line in code if line.startswith("set define '&'"))
+    for setting in ("concat '.'", "sqlterminator ';'", "pause off", "sqlcase mixed"):
+        assert setting in lines[reset].lower()
+    assert any(line == "ttitle off" for _, line in code) and any(line == "btitle off" for _, line in code)
+    store = next(n for n, line in code if line.startswith("store set"))
+    first_ampersand = next(n for n, line in code if "&" in line and n != reset)
+    assert store < reset < first_ampersand

@@ -140,7 +140,7 @@ def error_code(error: Exception) -> str:
 # those with CON_ID 0), a session in a PDB only that PDB's (Oracle Database Reference 12.1,
 # "About Dynamic Performance Views"). Either gives partial IOPS and coverage with no error.
 # The file list tells them apart without a grant on DBA_CONTAINER_DATA: V$DATAFILE comes
-# from the control file, and every CDB has the seed's files (CON_ID 2, PDB$SEED: Reference,
+# from the control file, and every CDB has PDB$SEED's files (CON_ID 2: Reference,
 # V$DATAFILE.CON_ID), so a root session that sees all containers sees a CON_ID of 2 or more.
 CONTAINER_SQL = (
     "SELECT d.cdb, SYS_CONTEXT('USERENV', 'CON_NAME') AS con_name, "

@@ -1058,11 +1058,13 @@ INVENTORY_QUERIES = ("instances", "dnfs_servers", "dnfs_files", "iostat_file")
 
 
 def last_known_name(previous: Iterable[Sample]) -> str:
-    """The database tag of the newest status sample that read the database: its DB_UNIQUE_NAME."""
-    answered = [s for s in previous if s.measurement == STATUS_MEASUREMENT and s.gauges.get("up")]
-    if not answered:
+    """The database tag of the newest status sample: the DB_UNIQUE_NAME the database last answered
+    with, which a sample that could not reach it carries on (it replaces the up sample in the state:
+    same key); the configured target only if the database never answered."""
+    status = [s for s in previous if s.measurement == STATUS_MEASUREMENT]
+    if not status:
         return ""
-    return dict(max(answered, key=lambda s: s.time).key).get("database", "")
+    return dict(max(status, key=lambda s: s.time).key).get("database", "")
 
 
 def name_down_reading(raw: Raw, known_name: str) -> str:

@@ -1,0 +1,222 @@
+"""What Grafana does with a dashboard panel or an alert rule before and after its InfluxQL query,
+reimplemented from Grafana's source so that a test can show the value a viewer would see.
+
+No Grafana server runs where dnfsmon is tested. Each step below names the Grafana file and
+function it follows (github.com/grafana/grafana unless said otherwise); docs/testing.md lists
+them and what is not reproduced (rendering, time zones, legends).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+# --- the interval -----------------------------------------------------------------------
+
+# roundInterval (packages/grafana-data/src/datetime/rangeutil.ts): the interval a range divided by
+# the resolution is rounded to, as (upper bound exclusive, rounded value), both in ms.
+ROUND_INTERVAL_MS = (
+    (10, 1),
+    (15, 10),
+    (35, 20),
+    (75, 50),
+    (150, 100),
+    (350, 200),
+    (750, 500),
+    (1_500, 1_000),
+    (3_500, 2_000),
+    (7_500, 5_000),
+    (12_500, 10_000),
+    (17_500, 15_000),
+    (25_000, 20_000),
+    (45_000, 30_000),
+    (90_000, 60_000),
+    (210_000, 120_000),
+    (450_000, 300_000),
+    (750_000, 600_000),
+    (1_050_000, 900_000),
+    (1_500_000, 1_200_000),
+    (2_700_000, 1_800_000),
+    (5_400_000, 3_600_000),
+    (9_000_000, 7_200_000),
+    (16_200_000, 10_800_000),
+    (32_400_000, 21_600_000),
+    (86_400_000, 43_200_000),
+    (604_800_000, 86_400_000),
+    (1_814_400_000, 604_800_000),
+    (3_628_800_000, 2_592_000_000),
+)
+
+
+def round_interval(ms: float) -> int:
+    for bound, rounded in ROUND_INTERVAL_MS:
+        if ms < bound:
+            return rounded
+    return 31_536_000_000
+
+
+def seconds_to_hms(seconds: float) -> str:
+    """secondsToHms (rangeutil.ts): the largest whole unit, as Grafana writes $__interval."""
+    for unit, size in (("y", 31_536_000), ("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        whole = math.floor(seconds / size)
+        if whole:
+            return f"{whole}{unit}"
+    return f"{math.floor(seconds * 1000)}ms"
+
+
+def interval_ms(range_ms: int, max_data_points: int, low_limit_ms: int) -> int:
+    """calculateInterval (rangeutil.ts): round(range / resolution), at least the low limit.
+
+    The resolution is the panel's maxDataPoints, else the width of its container in pixels
+    (grafana/scenes, SceneQueryRunner.getMaxDataPoints); the low limit is the panel's
+    interval (minInterval), else the data source's timeInterval (PanelQueryRunner.run:
+    lowerIntervalLimit = minInterval ?? ds.interval).
+    """
+    return max(round_interval(range_ms / max_data_points), low_limit_ms)
+
+
+# The dashboard's width in pixels this harness assumes: a 1920-pixel screen less Grafana's side
+# menu and margins. A panel w columns wide (of 24) is w/24 of it, less its own padding.
+DASHBOARD_WIDTH_PX = 1_840
+PANEL_PADDING_PX = 16
+
+
+def panel_width_px(columns: int) -> int:
+    return columns * DASHBOARD_WIDTH_PX // 24 - PANEL_PADDING_PX
+
+
+def duration_ms(text: str) -> int:
+    """intervalToMs (rangeutil.ts) for the forms the provisioned data source uses ("10s")."""
+    number, unit = re.fullmatch(r"(\d+)(ms|s|m|h|d)", text).groups()
+    return int(number) * {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit]
+
+
+# --- the query ----------------------------------------------------------------------------
+
+
+def regex_escape(value: str) -> str:
+    """The InfluxDB data source's regex format of a variable value (public/app/plugins/datasource/
+    influxdb/datasource.ts, interpolateQueryExpr -> escapeRegex of @grafana/data): a selected value
+    is matched literally inside /^...$/."""
+    return re.sub(r"[\\^$*+?.()|[\]{}/]", lambda m: "\\" + m.group(0), value)
+
+
+def interpolate(query: str, start_ms: int, end_ms: int, interval: int, variables: dict[str, str]) -> str:
+    """The query as the data source sends it to InfluxDB.
+
+    - template variables (TemplateSrv.replace with the regex format): a value set by a link is
+      escaped; "All" is the variable's allValue, ".*";
+    - ${__from} and ${__to}: the range in ms since the epoch (the global variables);
+    - $__interval and $__interval_ms: the scoped variables PanelQueryRunner.run adds;
+    - $timeFilter: "time >= <from>ms and time <= <to>ms" (pkg/tsdb/influxdb/models/query.go,
+      renderTimeFilter and epochMStoInfluxTime).
+    """
+    for name in sorted(variables, key=len, reverse=True):
+        value = variables[name]
+        query = query.replace(f"${name}", ".*" if value == "All" else regex_escape(value))
+    query = query.replace("${__from}", str(start_ms)).replace("${__to}", str(end_ms))
+    query = query.replace("$__interval_ms", str(interval)).replace("$__interval", seconds_to_hms(interval / 1000))
+    return query.replace("$timeFilter", f"time >= {start_ms}ms and time <= {end_ms}ms")
+
+
+# --- the result -------------------------------------------------------------------------------
+
+
+@dataclass
+class Frame:
+    """One series of an InfluxQL result as Grafana's converter makes it a data frame
+    (pkg/tsdb/influxdb/influxql/converter: one frame per series, its tags as labels)."""
+
+    name: str
+    tags: dict[str, str]
+    columns: list[str]
+    rows: list[list] = field(default_factory=list)
+
+    def values(self, column: str) -> list:
+        index = self.columns.index(column)
+        return [r[index] for r in self.rows]
+
+
+def frames_of(result: dict) -> list[Frame]:
+    if "error" in result:
+        raise RuntimeError(result["error"])
+    return [
+        Frame(s["name"], dict(s.get("tags") or {}), list(s["columns"]), list(s["values"]))
+        for s in result.get("series", [])
+    ]
+
+
+def last_not_null(values: list) -> Optional[float]:
+    """The stat panel's 'lastNotNull' (packages/grafana-data/src/transformations/fieldReducer.ts,
+    calculateLastNotNull: the last value that is neither null nor NaN)."""
+    for v in reversed(values):
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            return v
+    return None
+
+
+REDUCERS = {"lastNotNull": last_not_null}
+
+
+def stat_values(panel: dict, frames: list[Frame]) -> list[Optional[float]]:
+    """What a stat panel shows: its reducer over each numeric field, one value per series
+    (public/app/plugins/panel/stat, getFieldDisplayValues with reduceOptions.values false)."""
+    (calc,) = panel["options"]["reduceOptions"]["calcs"]
+    return [REDUCERS[calc](f.values(c)) for f in frames for c in f.columns if c != "time"]
+
+
+def table_rows(frames: list[Frame]) -> list[dict]:
+    """A table-format result as one table: each row with its series' tags as columns
+    (pkg/tsdb/influxdb/influxql/converter, resultFormat "table")."""
+    rows = []
+    for f in frames:
+        for r in f.rows:
+            # The converter names InfluxDB's time column "Time".
+            row = dict(zip(["Time" if c == "time" else c for c in f.columns], r))
+            row.update(f.tags)
+            rows.append(row)
+    return rows
+
+
+def transform(rows: list[dict], transformations: list[dict]) -> list[dict]:
+    """The transformations the dashboards use, as Grafana applies them in order
+    (public/app/features/transformers/: sortBy; packages/grafana-data/src/transformations/
+    transformers/: limit, organize)."""
+    for t in transformations:
+        options = t.get("options", {})
+        if t["id"] == "sortBy":
+            (rule,) = options["sort"]
+            rows = sorted(
+                rows,
+                key=lambda r: (r.get(rule["field"]) is None, r.get(rule["field"])),
+                reverse=rule.get("desc", False),
+            )
+        elif t["id"] == "limit":
+            rows = rows[: options["limitField"]]
+        elif t["id"] == "organize":
+            hidden = {k for k, v in options.get("excludeByName", {}).items() if v}
+            rows = [{k: v for k, v in r.items() if k not in hidden} for r in rows]
+        else:
+            raise ValueError(f"transformation {t['id']} is not reproduced here")
+    return rows
+
+
+# --- alert rules --------------------------------------------------------------------------
+
+
+def reduce_last(values: list, mode: str) -> Optional[float]:
+    """Server-side expression 'reduce' with reducer last (pkg/expr/mathexp/reduce.go): mode
+    dropNN drops null and NaN first; an empty series gives NaN (here None)."""
+    if mode == "dropNN":
+        values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return values[-1] if values else None
+
+
+def threshold(value: Optional[float], evaluator: dict) -> bool:
+    """Server-side expression 'threshold' (pkg/expr/threshold.go): gt, lt, within_range..."""
+    if value is None:
+        return False
+    (limit, *_rest) = evaluator["params"]
+    return {"gt": value > limit, "lt": value < limit}[evaluator["type"]]
