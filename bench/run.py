@@ -274,8 +274,8 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison], quick: 
         notes.append(
             f"`dnfsmon ship`: {ours_rate / 1000:.0f} k points/s, the raw POST {raw_rate / 1000:.0f} k points/s "
             f"(medians; {statistics.median(ship.theirs) / statistics.median(ship.ours):.2f}× its rate). "
-            "dnfsmon ships with its defaults (5000 points a request, gzip); the peer sends the same "
-            "requests uncompressed."
+            "dnfsmon ships with its defaults (5000 points a request, gzip) but the peer's time bounds "
+            "(timeout_s 60, deadline_s 3600); the peer sends the same requests uncompressed."
         )
     finally:
         influx.stop()
