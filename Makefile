@@ -25,15 +25,23 @@ $(TOOLS): $(AGENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-## make demo: the agent's main job on the embedded default, then dnfsmon doctor; about 40 s.
+## make demo: the agent on this host and a simulated two-instance RAC, then the doctor on
+## replays of bundled fault cases, ending with a named layer, its evidence and the remedy; under a minute.
+## (The live `dnfsmon doctor` needs a host with NFS or dNFS traffic to judge: docs/doctor.md.)
+DEMO_CASES := lossy-link linux-client-16-slots
 demo: $(AGENT)
 	rm -rf demo-data
+	@echo "== 1/2 dnfsmon collect for 30 s: this host, and a simulated two-instance RAC database (its points are tagged simulated=true)"
 	$(DEMO) collect --count 7 --interval 5
 	@echo
 	$(DEMO) show
 	@echo
-	@# The doctor's verdict on the same host and (simulated) database; exit 10/11 only report findings.
-	$(DEMO) doctor --interval 5 || [ $$? -ge 10 ]
+	@echo "== 2/2 dnfsmon doctor on replays of bundled fault cases: two captures 10 s apart of a host whose NICs, TCP"
+	@echo "==     and NFS client carry filer traffic, with simulated database answers (tests/cases/doctor/, each with a README)"
+	@for case in $(DEMO_CASES); do \
+	    echo; echo "-- replay: tests/cases/doctor/$$case"; \
+	    $(DEMO) doctor tests/cases/doctor/$$case/old tests/cases/doctor/$$case/new || [ $$? -ge 10 ] || exit 1; \
+	done
 
 ## make lint: the Python's lint rules, layout and types (configured in pyproject.toml).
 lint: $(TOOLS)

@@ -25,7 +25,7 @@ from typing import Optional
 import go_servers
 
 # The go_servers names of the InfluxDB versions the tests run, oldest first.
-VERSIONS = ("influxd",)
+VERSIONS = ("influxd", "influxd-1.13")
 
 
 def ensure_binary(name: str = VERSIONS[0]) -> str:

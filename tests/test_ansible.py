@@ -496,6 +496,77 @@ def test_site_yml_on_an_inventory_with_a_database_host(fleet):
         grp.getgrnam(USER)
 
 
+BAD_HOST = "db2.test"  # a database host without the Oracle software owner or sqlplus
+BAD_USER = "dnfsmon_t2"
+BAD_CRON_FILE = "dnfsmon-test2"
+
+
+def add_bad_database_host(base, inventory):
+    """db2.test in the agents and the databases, as the example's db1: no Oracle OS user, no sqlplus, and an
+    InfluxDB that refuses connections (so its `dnfsmon check` fails)."""
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    for group in ("dnfsmon_agents", "dnfsmon_databases"):
+        hosts["all"]["children"][group]["hosts"][BAD_HOST] = None
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    db_vars = yaml.safe_load((inventory / "host_vars" / f"{DB_HOST}.yml").read_text())
+    bad = base / "db2"
+    db_vars.update(
+        dnfsmon_agent_user=BAD_USER,
+        dnfsmon_agent_group=BAD_USER,
+        dnfsmon_agent_install_dir=str(bad / "opt"),
+        dnfsmon_agent_config_dir=str(bad / "etc"),
+        dnfsmon_agent_data_dir=str(bad / "lib"),
+        dnfsmon_agent_log_dir=str(bad / "log"),
+        dnfsmon_agent_systemd_dir=str(bad / "systemd"),
+        dnfsmon_agent_cron_file=BAD_CRON_FILE,
+        dnfsmon_agent_logrotate_file=str(bad / "logrotate"),
+        dnfsmon_oracle_user_os_user="nosuchoracle_t",
+        dnfsmon_oracle_user_sqlplus="/nonexistent/bin/sqlplus",
+        dnfsmon_oracle_user_work_dir=str(bad / "oracle-work"),
+    )
+    db_vars["dnfsmon_agent_config"]["influxdb"] = {"enabled": True, "url": "http://127.0.0.1:9", "bucket": "dnfsmon"}
+    (inventory / "host_vars" / f"{BAD_HOST}.yml").write_text(yaml.safe_dump(db_vars))
+
+
+@pytest.mark.slow
+@pytest.mark.system
+def test_site_yml_with_one_bad_database_host_deploys_the_rest_and_says_what_failed(fleet):
+    base, inventory, record = fleet
+    add_bad_database_host(base, inventory)
+    try:
+        # A dry run already names what the bad host lacks, and what it cannot know.
+        rc, _, failed, output = site(inventory, "--check")
+        assert rc != 0 and failed == {"localhost": 0, DB_HOST: 0, BAD_HOST: 1, GRAFANA_HOST: 0}, output
+        assert "no OS user nosuchoracle_t (dnfsmon_oracle_user_os_user" in output, output
+        assert "dry run: the setup script was not run" in output
+        assert "dnfsmon check runs at the end of a real run" in output
+
+        rc, changed, failed, output = site(inventory)
+        assert rc != 0 and failed == {"localhost": 0, DB_HOST: 0, BAD_HOST: 1, GRAFANA_HOST: 0}, output
+        assert changed[DB_HOST] > 0 and changed[GRAFANA_HOST] > 0 and changed[BAD_HOST] > 0, output
+        # The good database host got its Oracle user; the bad one got its agent, and the report names
+        # what it lacks and each line its `dnfsmon check` failed.
+        assert [args[3].rsplit("/", 1)[-1] for args, _, _ in sqlplus_calls(record)] == [
+            "create_monitor_user.sql",
+            "set_monitor_password.sql",
+        ]
+        assert os.path.exists(f"/etc/cron.d/{BAD_CRON_FILE}") and os.path.exists(
+            base / "db2" / "opt" / "bin" / "dnfsmon"
+        )
+        report = output[output.index("TASK [Report what failed on this host]") :]
+        assert f"fatal: [{BAD_HOST}]" in report and f"fatal: [{DB_HOST}]" not in report, report
+        for text in (
+            "no OS user nosuchoracle_t (dnfsmon_oracle_user_os_user names the Oracle software owner)",
+            "no sqlplus at /nonexistent/bin/sqlplus (set dnfsmon_oracle_user_oracle_home or dnfsmon_oracle_user_sqlplus)",
+            "[FAIL] InfluxDB",
+        ):
+            assert text in report, report
+        for secret in VAULT.values():
+            assert secret not in output
+    finally:
+        site(inventory, "--limit", BAD_HOST, "--tags", "dnfsmon_agent", "-e", "dnfsmon_agent_state=absent")
+
+
 @pytest.mark.slow
 @pytest.mark.system
 def test_site_yml_names_the_setting_and_the_levels_for_an_unknown_log_level(fleet):
@@ -537,3 +608,26 @@ def test_site_yml_names_the_python_package_when_the_targets_python_is_too_old(fl
     )
     assert rc != 0 and failed[DB_HOST] == 1
     assert f"dnfsmon_agent_python={old_python} is Python 3.6" in output and "dnf install python3.11" in output
+
+
+def test_the_readme_the_role_and_contrib_share_one_layout():
+    """One install layout: the command, the config and the secret files' names (review finding: two layouts)."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    service = dict(systemd_units.settings(open(os.path.join(ROOT, "contrib", "dnfsmon.service")).read()))
+    with open(os.path.join(ANSIBLE, "roles", "dnfsmon_agent", "vars", "main.yml"), encoding="utf-8") as f:
+        role = yaml.safe_load(f)
+    defaults = role_defaults("dnfsmon_agent")
+    command = "/opt/dnfsmon/bin/dnfsmon --config /etc/dnfsmon/dnfsmon.toml collect"
+    assert service["ExecStart"].startswith(command)
+    assert "$PREFIX/bin/dnfsmon --config $ETC/dnfsmon.toml collect" in readme
+    assert "PREFIX=${PREFIX:-/opt/dnfsmon}" in readme and "ETC=${ETC:-/etc/dnfsmon}" in readme
+    rendered = role["_dnfsmon_agent_collect"].replace(
+        "{{ dnfsmon_agent_install_dir }}", defaults["dnfsmon_agent_install_dir"]
+    )
+    rendered = rendered.replace("{{ dnfsmon_agent_config_dir }}", defaults["dnfsmon_agent_config_dir"])
+    assert rendered.startswith(command), rendered
+    for secret in ("oracle.password", "influxdb.token"):
+        assert f"/etc/dnfsmon/{secret}" in readme
+        assert any(secret in str(value) for value in role["_dnfsmon_agent_managed"].values())
+    troubleshooting = open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8").read()
+    assert "/opt/dnfsmon/bin/dnfsmon check" in troubleshooting and "venv/bin" not in troubleshooting

@@ -308,7 +308,7 @@ def test_show_prints_labelled_tables_and_says_what_is_missing(tmp_path):
     run("--config", config, "collect", "--count", 2, "--interval", 0.5, check_rc=0)
     out = run("--config", config, "show", check_rc=0).stdout
     assert "dNFS I/O per instance  (SIMULATED)" in out
-    assert "read_iops [ops/s]" in out and "simdb1" in out
+    assert re.search(r"^age +database +instance +read_iops ", out, re.M) and "simdb1" in out
     assert "Network interfaces (nicstat)" in out
     # One series per event and bucket hit since startup (at most 8 x 23).
     histogram = re.search(r"dnfsmon_oracle_latency_histogram \((\d+) series\)", out)
@@ -316,3 +316,79 @@ def test_show_prints_labelled_tables_and_says_what_is_missing(tmp_path):
     assert "dnfsmon_rpc                      source rpc" in out  # not configured: said, not hidden
     everything = run("--config", config, "show", "--measurement", "dnfsmon_dnfs_io", check_rc=0).stdout
     assert "read_mib_per_s" in everything and "MiB/s" in everything and "dnfsmon_nic" not in everything
+
+
+def test_show_fits_120_columns_by_default_and_is_wide_on_request(tmp_path):
+    """The demo's tables were up to 175 columns wide, its list of other measurements 335."""
+    config = write_config(
+        tmp_path, host={"sources": ["nic", "tcp"]}, simulator={"enabled": True, "instances": 2, "scope": "cluster"}
+    )
+    run("--config", config, "collect", "--count", 2, "--interval", 0.5, check_rc=0)
+    out = run("--config", config, "show", check_rc=0).stdout
+    assert max(len(line) for line in out.splitlines()[1:]) <= 120, out  # after the line naming the store's path
+    # The units on a row of their own under the names; counts of what the name says have none.
+    header, units = re.search(r"^(age +database +instance +read_iops .*)\n(.*)$", out, re.M).groups()
+    assert units.split() == ["[ops/s]", "[ops/s]", "[MiB/s]", "[MiB/s]", "[KiB]", "[KiB]"]
+    assert header.split()[-1] == "processes"
+    wide = run("--config", config, "show", "--wide", check_rc=0).stdout
+    assert "read_iops [ops/s]" in wide and max(len(line) for line in wide.splitlines()) > 120
+
+
+def test_show_and_check_as_json(tmp_path):
+    config = write_config(tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "instances": 1})
+    empty = json.loads(run("--config", config, "show", "--format", "json", check_rc=0).stdout)
+    assert empty["series"] == []
+    run("--config", config, "collect", "--count", 2, "--interval", 0.5, check_rc=0)
+    shown = json.loads(run("--config", config, "show", "--format", "json", check_rc=0).stdout)
+    [io] = [s for s in shown["series"] if s["measurement"] == "dnfsmon_dnfs_io"]
+    assert io["tags"]["instance"] == "simdb1" and io["units"]["read_iops"] == "ops/s" and io["fields"]["read_iops"] > 0
+    assert 0 <= io["age_s"] < 60
+    one = json.loads(
+        run("--config", config, "show", "--format", "json", "--measurement", "dnfsmon_nic", check_rc=0).stdout
+    )
+    assert {s["measurement"] for s in one["series"]} == {"dnfsmon_nic"}
+
+    checked = run("--config", config, "check", "--format", "json", check_rc=0)
+    report = json.loads(checked.stdout)
+    assert report["exit_code"] == 0 and {i["status"] for i in report["items"]} <= {"ok", "warn"}
+    assert all(i["exit_code"] == 0 for i in report["items"])
+    (tmp_path / "bad").mkdir()
+    bad = write_config(tmp_path / "bad", influxdb={"enabled": True, "url": "http://127.0.0.1:9", "bucket": "b"})
+    checked = run("--config", bad, "check", "--format", "json", check_rc=4)
+    report = json.loads(checked.stdout)
+    [failed] = [i for i in report["items"] if i["status"] == "FAIL"]
+    assert report["exit_code"] == 4 and failed["exit_code"] == 4 and failed["what"].startswith("InfluxDB")
+
+
+def test_an_environment_problem_of_a_source_is_one_line_without_a_class_name_and_one_check_failure(tmp_path):
+    """The log said `source oracle failed: EnvironmentProblem: ...`, and check printed two FAIL lines for it."""
+    password = tmp_path / "oracle.password"
+    password.write_text("secret-pw\n")
+    password.chmod(0o644)
+    oracle = {"enabled": True, "dsn": "127.0.0.1:9/X", "user": "u", "password_file": str(password)}
+    config = write_config(tmp_path, host={"sources": ["nic"]}, oracle=oracle)
+    result = run("--config", config, "collect", "--count", 1, check_rc=3)
+    assert f"source oracle failed: Oracle password file {password} has mode 0644" in result.stderr, result.stderr
+    assert "EnvironmentProblem" not in result.stderr and "secret-pw" not in result.stderr
+    checked = run("--config", config, "check", check_rc=2).stdout
+    failures = [line for line in checked.splitlines() if line.startswith("[FAIL]")]
+    assert failures == [
+        f"[FAIL] Oracle password file {password}: has mode 0644; it must be readable by its owner only (chmod 600)"
+    ]
+    assert "[warn] database 127.0.0.1:9/X: not tried: fix the password first" in checked
+
+
+def test_check_names_the_state_files_of_a_target_no_longer_configured(tmp_path):
+    """The state of a former database (a changed DSN or name) stayed behind, unread and unmentioned."""
+    config = write_config(tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "db_name": "OLDDB"})
+    run("--config", config, "collect", "--count", 1, check_rc=0)
+    before = run("--config", config, "check", check_rc=0).stdout
+    assert "no longer configured" not in before
+    config = write_config(tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True, "db_name": "NEWDB"})
+    run("--config", config, "collect", "--count", 1, check_rc=0)
+    after = run("--config", config, "check", check_rc=0).stdout
+    [line] = [line for line in after.splitlines() if "no longer configured" in line]
+    former = sorted(n for n in os.listdir(tmp_path / "state") if "OLDDB" in n)
+    assert len(former) >= 2 and line.startswith("[warn] [agent] state_dir")
+    assert line.endswith("rm " + " ".join(str(tmp_path / "state" / n) for n in former)), line
+    assert "NEWDB" not in line

@@ -1,10 +1,18 @@
 """The README's install recipe, run verbatim as root, then the agent as its new service user, as cron runs it.
 
+The README's wheelhouse block runs first, on a copy of the checkout (it needs
+a package index: PyPI). The install block then runs with no index at all, as
+on a database host: in a network namespace of its own (`unshare -n`, only a
+loopback that is down) and with PIP_INDEX_URL naming a closed port, so any
+download pip would try fails. It runs under /bin/sh, as pasted, without the
+test adding `set -e`: the block's own stop at the first failure is tested.
+
 The recipe takes its paths as variables (PREFIX, ETC, VAR, LOG, CRON_D,
 LOGROTATE_D): here they point under a temporary directory, so the machine's
 /opt, /etc and /var are untouched; the service user is real (useradd) and is
-removed afterwards. Every environment error a user can meet is then driven
-through the installed command as that user, not as root.
+removed by the README's uninstall block at the end. Every environment error
+a user can meet is then driven through the installed command as that user,
+not as root.
 """
 
 from __future__ import annotations
@@ -13,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest
@@ -30,11 +37,58 @@ CRON_ENV = ["env", "-i", "PATH=/usr/bin:/bin"]
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d dnfsmon\[\d+\] (DEBUG|INFO|WARNING|ERROR): ")
 
 
-def recipe_block() -> str:
-    """The shell block between the install-recipe markers of README.md, as a user would copy it."""
+def recipe_block(name: str = "install") -> str:
+    """The shell block between the NAME-recipe markers of README.md, as a user would copy it."""
     text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
-    section = text.split("<!-- install-recipe: begin", 1)[1].split("<!-- install-recipe: end -->", 1)[0]
+    section = text.split(f"<!-- {name}-recipe: begin", 1)[1].split(f"<!-- {name}-recipe: end -->", 1)[0]
     return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+# A port nothing listens on: pip's index, were it asked (and the namespace has no network anyway).
+NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def without_network(argv: list[str]) -> list[str]:
+    """argv in a new network namespace: no route anywhere, as on a database host with no package index."""
+    return ["unshare", "--net", *argv]
+
+
+def build_wheelhouse(base: str) -> str:
+    """The README's wheelhouse block, verbatim, in a copy of the checkout; the wheelhouse's path."""
+    source = os.path.join(base, "src")
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv", "demo-data", "build", "wheelhouse", "*.egg-info"),
+    )
+    # The machine's python3 with pip (Debian's python3-pip), as on a build machine.
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    result = subprocess.run(
+        ["sh", "-c", recipe_block("wheelhouse")], cwd=source, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return os.path.join(source, "wheelhouse")
+
+
+def run_install_recipe(installation: Installation, wheelhouse: str) -> subprocess.CompletedProcess:
+    """The README's install block under /bin/sh, from a directory holding wheelhouse/, with no index."""
+    host = os.path.join(installation.base, "host")
+    os.makedirs(host, exist_ok=True)
+    if not os.path.exists(os.path.join(host, "wheelhouse")):
+        shutil.copytree(wheelhouse, os.path.join(host, "wheelhouse"))
+    for parent in ("opt", "etc/cron.d", "etc/logrotate.d", "var/lib", "var/log"):
+        os.makedirs(os.path.join(installation.base, parent), exist_ok=True)
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "DNFSMON_USER": installation.user,
+        **NO_INDEX,
+        **installation.paths,
+    }
+    return subprocess.run(
+        without_network(["sh", "-c", recipe_block()]), cwd=host, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 class Installation:
@@ -69,42 +123,34 @@ class Installation:
 
 
 @pytest.fixture(scope="module")
-def installed():
+def wheelhouse():
     if os.geteuid() != 0:
         raise RuntimeError("tests/test_install.py runs the install recipe as root (useradd): run the tests as root")
-    base = tempfile.mkdtemp(prefix="dnfsmon-install-")
-    os.chmod(base, 0o755)  # the service user must reach its directories below
-    user = f"dnfsmont{os.getpid() % 100000}"
-    installation = Installation(base, user)
+    base = tempfile.mkdtemp(prefix="dnfsmon-wheelhouse-")
     try:
-        source = os.path.join(base, "src")
-        shutil.copytree(
-            REPO, source, symlinks=True, ignore=shutil.ignore_patterns(".git", ".venv", "demo-data", "*.egg-info")
-        )
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", os.path.join(base, "dist"), source],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-        for parent in ("opt", "etc/cron.d", "etc/logrotate.d", "var/lib", "var/log"):
-            os.makedirs(os.path.join(base, parent), exist_ok=True)
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": os.environ.get("HOME", "/root"), "DNFSMON_USER": user}
-        env.update(installation.paths)
-        result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", recipe_block()],
-            cwd=base,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        yield build_wheelhouse(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def new_installation(prefix: str, number: int) -> Installation:
+    """Paths under a new temporary directory, and a service user's name no other run of this module uses."""
+    base = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(base, 0o755)  # the service user must reach its directories below
+    return Installation(base, f"dnfsmont{os.getpid() % 100000}{number}")
+
+
+@pytest.fixture(scope="module")
+def installed(wheelhouse):
+    installation = new_installation("dnfsmon-install-", 0)
+    try:
+        result = run_install_recipe(installation, wheelhouse)
         assert result.returncode == 0, result.stdout + result.stderr
         installation.recipe_output = result.stdout + result.stderr
         yield installation
     finally:
-        subprocess.run(["userdel", user], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        subprocess.run(["userdel", installation.user], capture_output=True)
+        shutil.rmtree(installation.base, ignore_errors=True)
 
 
 def test_recipe_ends_with_a_clean_check_and_owned_directories(installed):
@@ -204,7 +250,7 @@ def case_root_owned_lock(installed, d):
 
 def case_state_dir_not_writable(installed, d):
     shutil.chown(os.path.join(d, "state"), "root", "root")
-    return ["collect"], 2, [f"{d}/state", "owned by uid 0", "chown"]
+    return ["collect"], 2, [f"{d}/state", "owned by root", f"As root: chown -R {installed.user} {d}/state"]
 
 
 def case_lock_is_a_directory(installed, d):
@@ -319,11 +365,11 @@ def test_check_as_the_service_user_names_a_directory_it_cannot_write(installed):
     assert line.startswith("[FAIL]") and f"chown -R {installed.user} {directory}/state" in line
 
 
-def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(installed):
+def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(wheelhouse):
     import zipfile
 
-    [wheel] = [n for n in os.listdir(os.path.join(installed.base, "dist")) if n.endswith(".whl")]
-    with zipfile.ZipFile(os.path.join(installed.base, "dist", wheel)) as archive:
+    [wheel] = [n for n in os.listdir(wheelhouse) if n.startswith("dnfsmon-")]
+    with zipfile.ZipFile(os.path.join(wheelhouse, wheel)) as archive:
         names = set(archive.namelist())
         [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
         headers = archive.read(metadata).decode()
@@ -331,3 +377,123 @@ def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(instal
         assert f"dnfsmon/{name}" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in headers
+    # The whole SQL pack, every file git tracks in it (`dnfsmon sql` names where it lands).
+    pack = subprocess.run(
+        ["git", "ls-files", "agent/dnfsmon/sql"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "agent/dnfsmon/sql/dnfs_iops.sql" in pack and "agent/dnfsmon/sql/setup/create_monitor_user.sql" in pack
+    assert {"dnfsmon/" + os.path.relpath(path, "agent/dnfsmon") for path in pack} <= names
+
+
+def test_dnfsmon_sql_names_the_installed_pack_and_the_readme_command_runs_there(installed):
+    """`dnfsmon sql` as the service user prints a directory holding the pack; the README's cd line works."""
+    result = installed.as_user([installed.dnfsmon, "sql"])
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    directory = result.stdout.strip()
+    assert directory.startswith(installed.paths["PREFIX"] + "/"), directory
+    for script in ("dnfs_iops.sql", "dnfs_check.sql", "README.md", "setup/create_monitor_user.sql"):
+        assert os.path.isfile(os.path.join(directory, script)), script
+    # The README's line with sqlplus replaced by a command that reads the script it is given.
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    [line] = [line for line in text.splitlines() if line.startswith('cd "$(dnfsmon sql)" && sqlplus')]
+    shell = line.replace("dnfsmon sql", f"{installed.dnfsmon} sql").split(" && ")[0] + " && head -1 dnfs_iops.sql"
+    result = installed.as_user(["sh", "-c", shell])
+    assert result.returncode == 0 and result.stdout == "-- File name:   dnfs_iops.sql\n", result.stdout + result.stderr
+
+
+# --- The wheelhouse, a failed install, and the uninstall.
+
+
+def readme_python_versions() -> list[str]:
+    return re.search(r"for version in ([\d. ]+); do", recipe_block("wheelhouse")).group(1).split()
+
+
+def runtime_dependencies() -> list[str]:
+    """The names of the runtime dependencies in pyproject.toml."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.9/3.10
+        import tomli as tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        dependencies = tomllib.load(f)["project"]["dependencies"]
+    return [re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in dependencies]
+
+
+def test_the_wheelhouse_has_every_dependency_for_every_python_of_the_readme(wheelhouse):
+    """Binary wheels only (a database host has no compiler): each Python's own build where there is one."""
+    names = os.listdir(wheelhouse)
+    assert all(name.endswith(".whl") for name in names), names
+    for version in readme_python_versions():
+        tag = "cp" + version.replace(".", "")
+        for package in ("oracledb", "cffi"):  # built per Python version
+            assert any(n.startswith(f"{package}-") and f"-{tag}-" in n for n in names), (package, version, names)
+    # Every runtime dependency pyproject.toml names, and python-oracledb's own (abi3 or pure: one wheel serves all).
+    for package in [*runtime_dependencies(), "cryptography", "pycparser"]:
+        assert any(n.lower().startswith(f"{package}-") for n in names), (package, names)
+
+
+def test_the_readme_the_playbook_and_the_example_inventory_name_the_same_pythons():
+    import yaml
+
+    with open(os.path.join(REPO, "ansible", "site.yml"), encoding="utf-8") as f:
+        [build] = [play for play in yaml.safe_load(f) if play.get("hosts") == "localhost"]
+    with open(os.path.join(REPO, "ansible", "inventory", "example", "group_vars", "all", "main.yml")) as f:
+        example = yaml.safe_load(f)["dnfsmon_wheelhouse_python_versions"]
+    assert build["vars"]["dnfsmon_wheelhouse_default_python_versions"] == example == readme_python_versions()
+
+
+def test_every_dependency_with_a_python_version_marker_is_downloaded_by_name():
+    """pip download evaluates markers for the Python running it (pip issue 11010): such a dependency is named."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.9/3.10
+        import tomli as tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        dependencies = tomllib.load(f)["project"]["dependencies"]
+    marked = [d.split(";")[0].strip() for d in dependencies if "python_version" in d]
+    assert marked
+    site = open(os.path.join(REPO, "ansible", "site.yml"), encoding="utf-8").read()
+    for requirement in marked:
+        assert f"'{requirement}'" in recipe_block("wheelhouse") and f'"{requirement}"' in site, requirement
+
+
+def test_the_recipe_stops_at_a_missing_wheel_before_writing_cron_or_logrotate(wheelhouse, tmp_path):
+    """A wheelhouse without python-oracledb: pip fails (no index to fall back on), and nothing is scheduled."""
+    partial = tmp_path / "wheelhouse"
+    partial.mkdir()
+    for name in os.listdir(wheelhouse):
+        if not name.startswith("oracledb-"):
+            shutil.copy(os.path.join(wheelhouse, name), partial)
+    installation = new_installation("dnfsmon-failed-install-", 1)
+    try:
+        result = run_install_recipe(installation, str(partial))
+        assert result.returncode != 0, result.stdout + result.stderr
+        assert "oracledb" in result.stderr, result.stderr
+        assert not os.path.exists(f"{installation.paths['CRON_D']}/dnfsmon")
+        assert not os.path.exists(f"{installation.paths['LOGROTATE_D']}/dnfsmon")
+        assert not os.path.exists(installation.paths["ETC"])
+    finally:
+        subprocess.run(["userdel", installation.user], capture_output=True)
+        shutil.rmtree(installation.base, ignore_errors=True)
+
+
+def test_zz_the_readmes_uninstall_removes_everything_the_recipe_installed(installed):
+    """Last in this module (it removes the installation the tests above use): the README's block, verbatim."""
+    import pwd
+
+    written = [
+        f"{installed.paths['CRON_D']}/dnfsmon",
+        f"{installed.paths['LOGROTATE_D']}/dnfsmon",
+        *(installed.paths[key] for key in ("PREFIX", "ETC", "VAR", "LOG")),
+    ]
+    assert all(os.path.exists(path) for path in written)
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DNFSMON_USER": installed.user, **installed.paths}
+    result = subprocess.run(
+        ["sh", "-c", recipe_block("uninstall")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [path for path in written if os.path.exists(path)] == []
+    with pytest.raises(KeyError):
+        pwd.getpwnam(installed.user)

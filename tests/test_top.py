@@ -539,3 +539,20 @@ def test_findings_are_the_doctors(case):
         assert verdict.startswith(f"Verdict: {rows[0]['severity']} {rows[0]['id']} [{rows[0]['layer']}]")
     else:
         assert verdict == "Verdict: healthy, no rule fired"
+
+
+def test_the_loopback_is_never_ranked_as_the_busiest_nic():
+    """On a quiet host `lo` carried the most (the agent's own InfluxDB or listener traffic): "NIC lo speed unknown"."""
+    from dnfsmon.points import Point
+
+    def nic(name, rx_kib_per_s, util_pct=None):
+        fields = {"rx_kib_per_s": rx_kib_per_s, "tx_kib_per_s": rx_kib_per_s, "saturation_per_s": 0.0}
+        if util_pct is not None:
+            fields["util_pct"] = util_pct
+        return Point("dnfsmon_nic", (("host", "h"), ("interface", name)), fields, 0)
+
+    points = [nic("lo", 500.0), nic("eth0", 2.0), nic("eth1", 1.0)]  # a VM: no link speed, so no %Util
+    assert [row["interface"] for row in top.nics_table(points).rows] == ["eth0", "eth1", "lo"]
+    summary = top.layers_summary(points)
+    assert summary.startswith("Host: NIC eth0 speed unknown"), summary
+    assert not top.layers_summary([nic("lo", 500.0)]).startswith("Host: NIC")

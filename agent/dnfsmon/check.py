@@ -15,6 +15,8 @@ The lowest failing code wins, because the local items must be right first.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import pwd
 import ssl
@@ -85,6 +87,38 @@ def check_directory(setting: str, path: str) -> list[Item]:
     return [Item(OK, what, f"owned by {who}, mode {info.st_mode & 0o777:04o}")]
 
 
+def check_former_targets(cfg: Config) -> list[Item]:
+    """State files of targets the config no longer names (a changed DSN, target or host name):
+    dnfsmon never reads them again, so they are named here, to be removed by hand."""
+    from .state import state_file_name
+    from .targets import targets_from
+
+    ids = {target.id for target in targets_from(cfg, keep_memory=False)}
+    # A target's snapshot NAME.state.json, its journal NAME.state.journal; the simulator's memory file too.
+    current = {state_file_name(i).removesuffix(".json") for i in ids | {f"{i}:memory" for i in ids}}
+    try:
+        names = sorted(os.listdir(cfg.state_dir))
+    except OSError:
+        return []  # the directory's own item says why
+    former = [
+        name
+        for name in names
+        if name.endswith((".state.json", ".state.journal"))
+        and name.removesuffix(".json").removesuffix(".journal") not in current
+    ]
+    if not former:
+        return []
+    paths = " ".join(os.path.join(cfg.state_dir, name) for name in former)
+    return [
+        Item(
+            WARN,
+            f"[agent] state_dir {cfg.state_dir}",
+            f"{len(former)} state file(s) of a target no longer configured (a former DSN, target or host name), "
+            f"never read again: rm {paths}",
+        )
+    ]
+
+
 def check_secret(what: str, path: str, env_var: str, required: bool) -> Item:
     """A secret file readable by its owner only and owned by this user; else the environment variable."""
     if path:
@@ -133,7 +167,7 @@ def check_database(
     database = Database(settings)
     try:
         (connect or Database.connect)(database)
-    except ConfigError as error:
+    except (ConfigError, EnvironmentProblem) as error:
         return [*found, Item(FAIL, what, str(error), EXIT_LOCAL)]
     except Exception as error:  # oracledb.Error and anything the driver raises: one line via describe()
         return [*found, Item(FAIL, what, describe(error, user=settings.user.upper()), EXIT_DATABASE)]
@@ -202,13 +236,23 @@ def items(cfg: Config, connect: Optional[Callable] = None) -> list[Item]:
     found = [Item(OK, "config", cfg.path or f"built-in defaults ({configuration.DEFAULT_PATH} does not exist)")]
     found += check_directory("[agent] state_dir", cfg.state_dir)
     found += check_directory("[store] dir", cfg.store_dir)
+    found += check_former_targets(cfg)
+    passwords = {}
     for database in cfg.databases:
         if not database.external_auth:
-            found.append(check_secret("Oracle password", database.password_file, database.password_env, True))
+            passwords[id(database)] = check_secret(
+                "Oracle password", database.password_file, database.password_env, True
+            )
+            found.append(passwords[id(database)])
     if cfg.influxdb is not None:
         found.append(check_secret("InfluxDB token", cfg.influxdb.token_file, cfg.influxdb.token_env, False))
     for database in cfg.databases:  # each database its own lines
-        found += check_database(cfg, connect, database)
+        password = passwords.get(id(database))
+        if password is not None and password.status == FAIL:
+            # One FAIL line per cause: the login would fail on the same password file.
+            found.append(Item(WARN, f"database {database.target or database.dsn}", "not tried: fix the password first"))
+        else:
+            found += check_database(cfg, connect, database)
     if not cfg.databases and cfg.simulator is not None:
         found.append(Item(WARN, "database", "the simulator is on ([simulator] enabled): no real database is read"))
     elif not cfg.databases:
@@ -225,15 +269,22 @@ def exit_code(found: list[Item]) -> int:
     return min(failed) if failed else 0
 
 
-def run(load: Callable[[], Config], connect: Optional[Callable] = None) -> int:
+def run(load: Callable[[], Config], connect: Optional[Callable] = None, output: str = "text") -> int:
     try:
         cfg = load()
     except ConfigError as error:
         found = [Item(FAIL, "config", str(error))]
     else:
         found = items(cfg, connect)
+    code = exit_code(found)
+    if output == "json":
+        # An item's exit code means something only when it failed.
+        rows = [
+            dict(dataclasses.asdict(item), exit_code=item.exit_code if item.status == FAIL else 0) for item in found
+        ]
+        print(json.dumps({"exit_code": code, "items": rows}, indent=1))
+        return code
     for item in found:
         print(item.line())
-    code = exit_code(found)
     print("all good" if code == 0 else "fix the FAIL lines above, then run dnfsmon check again")
     return code

@@ -1,14 +1,16 @@
-"""Command line: dnfsmon collect | ship | capture | diff | show | metrics | check | init-config."""
+"""Command line: dnfsmon collect | ship | capture | diff | show | metrics | check | init-config | sql."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import errno
 import gc
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -144,6 +146,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument("--measurement", help="every field of this measurement only (e.g. dnfsmon_nic)")
     p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
+    p.add_argument(
+        "--wide", action="store_true", help="each unit beside its field, tables unsplit (wider than 120 columns)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="json: the latest point of every series, with its age and units (default: table)",
+    )
 
     p = command(
         "doctor",
@@ -187,13 +198,28 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
     p.add_argument("--record", metavar="DIR", help="write each refresh's raw inputs to DIR/NNNN (capture format)")
 
+    p = command(
+        "sql",
+        "print the directory of the SQL pack installed with the agent",
+        "Print the directory of the SQL*Plus pack installed with the agent, for cd or SQLPATH: "
+        'cd "$(dnfsmon sql)" && sqlplus USER@DB @dnfs_iops (sql/README.md).',
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = sql_pack_listing()
+
     p = command("metrics", "print the metric catalogue", "Print every measurement, tag and field.")
     p.add_argument("--markdown", action="store_true", help="as the Markdown of docs/metrics.md")
 
-    command(
+    p = command(
         "check",
         "check config, directories, secrets, database and InfluxDB",
         "Check everything a run needs and print one line per item with what to do (see docs/troubleshooting.md).",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: the items (status, what, detail, exit code) and the exit code, for scripts (default: text)",
     )
 
     p = command(
@@ -231,6 +257,65 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="only this NFS operation, e.g. READ (repeat for more; default: all)",
     )
     return parser
+
+
+# The SQL pack, installed with the package as data (pyproject.toml [tool.setuptools.package-data]).
+SQL_PACK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql")
+
+
+def sql_pack_listing() -> str:
+    """`dnfsmon sql --help`: what the pack holds, each script with the first line of its own header."""
+    lines = [f"in {SQL_PACK_DIR}:"]
+    for relative in sorted_scripts(SQL_PACK_DIR):
+        lines.append(f"  {relative:<34} {script_summary(os.path.join(SQL_PACK_DIR, relative))}")
+    lines.append("  README.md                          every script, its arguments and the SQL*Plus settings it needs")
+    return "\n".join(lines)
+
+
+def sorted_scripts(directory: str) -> list[str]:
+    """The scripts a DBA runs, those whose header has a Usage field (not the helpers they call), then setup/."""
+    names = []
+    for subdirectory in ("", "setup"):
+        try:
+            listing = sorted(os.listdir(os.path.join(directory, subdirectory)))
+        except OSError:
+            return []  # a broken install: `dnfsmon sql` itself says so
+        for name in listing:
+            relative = os.path.join(subdirectory, name)
+            if (
+                name.endswith(".sql")
+                and not name.startswith("_")
+                and script_field(os.path.join(directory, relative), "Usage")
+            ):
+                names.append(relative)
+    return names
+
+
+def script_field(path: str, name: str) -> str:
+    """A field of the script's header comment (Purpose:, Usage:), its continuation lines joined."""
+    lines: list[str] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("--"):
+                break
+            field, _, text = line[2:].partition(":")
+            if lines and field.strip() and " " not in field.strip():  # the next field
+                break
+            if lines or field.strip() == name:
+                lines.append((line[2:] if lines else text).strip())
+    return " ".join(lines)
+
+
+def script_summary(path: str) -> str:
+    """The first phrase of the script's Purpose (every script has one: tests/test_sql_pack.py)."""
+    return re.split(r"(?<=\?) |\. | \(|: |; ", script_field(path, "Purpose"), maxsplit=1)[0].rstrip(".")
+
+
+def cmd_sql() -> int:
+    if not os.path.isfile(os.path.join(SQL_PACK_DIR, "dnfs_iops.sql")):
+        raise EnvironmentProblem(f"{SQL_PACK_DIR} holds no SQL pack: reinstall dnfsmon from its wheel")
+    print(SQL_PACK_DIR)
+    return EXIT_OK
 
 
 # Bounds of --count and --interval: a typo must not make a run sleep for years holding the lock.
@@ -297,7 +382,30 @@ def format_points(points: Iterable[Point], header: str = "", now_ns: Optional[in
     return "\n".join(lines)
 
 
-def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: bool) -> int:
+def show_json(store_dir: str, points: list[Point], now_ns: int) -> str:
+    """The latest point of every series for scripts: tags and fields by name, the time, the age, the units."""
+    from . import catalogue
+
+    entries = catalogue.load()
+    series = [
+        {
+            "measurement": p.measurement,
+            "tags": dict(p.tags),
+            "fields": dict(p.fields),
+            "units": {
+                f: entries[(p.measurement, "field", f)].unit for f in p.fields if (p.measurement, "field", f) in entries
+            },
+            "time_ns": p.time_ns,
+            "age_s": round((now_ns - p.time_ns) / 1e9, 3),
+        }
+        for p in points
+    ]
+    return json.dumps({"store": store_dir, "series": series}, indent=1, sort_keys=True)
+
+
+def cmd_show(
+    cfg: configuration.Config, measurement: Optional[str], everything: bool, wide: bool = False, output: str = "table"
+) -> int:
     """Read-only: creates, locks and writes nothing, so any user who can read the store can run it."""
     from . import catalogue, summary
 
@@ -310,6 +418,9 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
         )
         return EXIT_USAGE
     if not os.path.isdir(cfg.store_dir):
+        if output == "json":
+            print(show_json(cfg.store_dir, [], time.time_ns()))
+            return EXIT_OK
         print(
             f"The local store {cfg.store_dir} holds no points yet (it does not exist): run `dnfsmon collect` "
             f"(config: {cfg.path or 'built-in defaults'})."
@@ -325,6 +436,9 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     if measurement is not None:
         latest = latest.only(measurement)
     series = latest.count()
+    if output == "json":
+        print(show_json(cfg.store_dir, latest.all_points(), time.time_ns()))
+        return EXIT_OK
     if not series:
         print(
             f"The local store {cfg.store_dir} holds no points{' of ' + measurement if measurement else ''} yet: "
@@ -336,7 +450,7 @@ def cmd_show(cfg: configuration.Config, measurement: Optional[str], everything: 
     if everything or measurement:
         print(format_points(latest.all_points(), now_ns=now_ns))
     else:
-        print(summary.render(latest, now_ns))
+        print(summary.render(latest, now_ns, wide))
     if measurement is None:
         seen = {m for m, entries in latest.by_measurement.items() if entries}
         absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
@@ -564,20 +678,55 @@ def cmd_top(cfg: configuration.Config, interval_s: float, batch: Optional[int], 
         sampler.close()
 
 
-def ship_stored(cfg: configuration.Config, after_collect: bool) -> bool:
+# cron and dnfsmon.timer start one collect a minute: a run is one slot of that schedule
+# (or as many whole minutes as its sampling spans), and ends SLOT_MARGIN_S before the next
+# run starts. docs/reliability.md ("Time") has the arithmetic.
+SCHEDULE_SLOT_S = 60.0
+# For the interpreter's exit after the ship (about a second on a loaded host).
+SLOT_MARGIN_S = 3.0
+
+
+def process_age_s() -> float:
+    """Seconds since this process started, imports included (a second on a loaded host): proc(5)
+    /proc/self/stat field 22, starttime, in clock ticks since boot, against CLOCK_BOOTTIME."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()  # field 3 (state) onwards: the name may hold spaces
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def run_slot_end(started: float, count: int, interval_s: float) -> float:
+    """The monotonic time by which a collect run started at `started` must have ended."""
+    minutes = int((count - 1) * interval_s // SCHEDULE_SLOT_S) + 1
+    return started + minutes * SCHEDULE_SLOT_S - SLOT_MARGIN_S
+
+
+def ship_stored(cfg: configuration.Config, after_collect: bool, until: Optional[float] = None) -> bool:
     """Ship the store to InfluxDB; False when InfluxDB failed (logged, points kept).
 
     Shipping holds the store's own ship.lock, not the run lock: a slow
     InfluxDB never delays the next run's samples. After a collect, a ship
-    already under way (an earlier run's) is left to finish its work.
+    already under way (an earlier run's) is left to finish its work, and
+    this one stops at `until` (the end of the run's slot), so that a
+    systemd timer, which skips a start while the last run is still active,
+    never loses a run's samples to a slow InfluxDB.
     """
     from .influx import ShipError, ship  # only when shipping: http.client, ssl and gzip are not a collect's to load
 
     assert cfg.influxdb is not None
+    settings = cfg.influxdb
+    if until is not None:
+        remaining = until - time.monotonic()
+        if remaining < 1.0:
+            log.info("no time left in this run's slot to ship: the points wait in %s for the next run", cfg.store_dir)
+            return True
+        settings = dataclasses.replace(settings, deadline_s=min(settings.deadline_s, remaining))
     store = Store(cfg.store_dir, cfg.store_max_bytes)
     try:
         with RunLock(cfg.store_dir, SHIP_LOCK):
-            report = ship(store, cfg.influxdb)
+            report = ship(store, settings)
     except LockHeld as error:
         if not after_collect:
             raise
@@ -743,6 +892,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             entries = catalogue.load()
             print(catalogue.format_markdown(entries) if args.markdown else catalogue.format_table(entries))
             return EXIT_OK
+        if args.command == "sql":
+            return cmd_sql()
         if args.command == "init-config":
             return cmd_init_config(args.path, args.var_dir)
         if args.command == "wire":
@@ -762,11 +913,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "check":
             from . import check
 
-            return check.run(lambda: load_config(getattr(args, "config", None)))
+            return check.run(lambda: load_config(getattr(args, "config", None)), output=args.format)
         cfg = load_config(getattr(args, "config", None))
         setup_logging(log_level(args, cfg.log_level))
         if args.command == "show":
-            return cmd_show(cfg, args.measurement, args.everything)
+            return cmd_show(cfg, args.measurement, args.everything, args.wide, args.format)
         if args.command == "capture":
             return cmd_capture(cfg, args.dir)
         if args.command == "top":
@@ -775,7 +926,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log.error("[influxdb] enabled = true is needed to ship (config: %s)", cfg.path or "built-in defaults")
             return EXIT_USAGE
         any_failure = False
+        slot_end = None
         if args.command == "collect":
+            slot_end = run_slot_end(time.monotonic() - process_age_s(), args.count, args.interval)
             lock = RunLock(cfg.state_dir)
             count = take_run_lock(lock, args.count, args.interval)
             try:
@@ -783,7 +936,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             finally:
                 lock.release()
         # Shipping after the run lock is released: sampling never waits on shipping.
-        if cfg.influxdb is not None and not ship_stored(cfg, after_collect=args.command == "collect"):
+        if cfg.influxdb is not None and not ship_stored(cfg, args.command == "collect", slot_end):
             return EXIT_SHIP_FAILED
         return EXIT_SOURCE_FAILED if any_failure else EXIT_OK
     except (configuration.ConfigError, capture.CaptureError) as error:

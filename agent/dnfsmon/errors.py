@@ -20,3 +20,11 @@ class EnvironmentProblem(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_ENVIRONMENT):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def reason(error: BaseException) -> str:
+    """An error as one line for the log: an environment problem's own message (it names the
+    path and the fix; its class name would only puzzle the reader), anything else with its type."""
+    if isinstance(error, EnvironmentProblem):
+        return str(error)
+    return f"{error.__class__.__name__}: {error}"

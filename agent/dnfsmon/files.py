@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import pwd
 import stat
 import tempfile
 import time
@@ -33,8 +34,24 @@ SECRET_MAX_BYTES = 64 * 1024
 SAFE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
+def user_name(uid: int) -> str:
+    """The user's name, or "uid N" when it has none."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def _fix_for_owner(path: str, owner: int) -> str:
-    return f"run dnfsmon as uid {owner} (the owner, e.g. sudo -u <that user> dnfsmon ...) or chown -R {os.geteuid()} {path}"
+    """What to do about a path another user owns. As root it is the agent's own state: run as its
+    owner, never take it over (a chown to root would lock the agent's cron runs out)."""
+    owner_name = user_name(owner)
+    if os.geteuid() == 0:
+        return f"run dnfsmon as {owner_name}, its owner: runuser -u {owner_name} -- dnfsmon ..."
+    me = user_name(os.geteuid())
+    if owner == 0:
+        return f"left by a run as root? As root: chown -R {me} {path}"
+    return f"run dnfsmon as {owner_name}, or, if {me} runs the agent, as root: chown -R {me} {path}"
 
 
 def check_directory(path: str, create: bool = True) -> None:
@@ -67,7 +84,7 @@ def check_directory(path: str, create: bool = True) -> None:
         raise EnvironmentProblem(f"{path} is not a directory; remove it or point the config elsewhere")
     if info.st_uid != os.geteuid():
         raise EnvironmentProblem(
-            f"directory {path} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()}): "
+            f"directory {path} is owned by {user_name(info.st_uid)}, not by this user ({user_name(os.geteuid())}): "
             f"{_fix_for_owner(path, info.st_uid)}"
         )
     if info.st_mode & 0o022:
@@ -140,7 +157,7 @@ def open_in_directory(path: str, flags: int, mode: int = 0o640, any_owner: bool 
             raise EnvironmentProblem(f"{path} is not a regular file; remove it (dnfsmon recreates it)")
         if info.st_uid != os.geteuid() and not any_owner:
             raise EnvironmentProblem(
-                f"{path} is owned by uid {info.st_uid}, not by this user: {_fix_for_owner(path, info.st_uid)}"
+                f"{path} is owned by {user_name(info.st_uid)}, not by this user: {_fix_for_owner(path, info.st_uid)}"
             )
         # O_NONBLOCK only guarded the open; regular files ignore it, but clear it anyway.
         os.set_blocking(fd, True)

@@ -172,7 +172,7 @@ def discovery_sql() -> str:
 
 def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> str:
     """One clear line for an oracledb error: the code, the message, and what to do."""
-    if isinstance(error, Hung):
+    if isinstance(error, (Hung, EnvironmentProblem)):  # their message names the cause and the fix
         return str(error)
     # An exception holds the driver's error in args[0]; a warning (Connection.warning) is one.
     detail = error.args[0] if getattr(error, "args", None) else error

@@ -144,14 +144,39 @@ def _cell(value: object) -> str:
 NUMBER = re.compile(r"^-?[\d,]+(\.\d+)?$")
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    """Aligned columns: numbers to the right, text to the left."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+# `dnfsmon show` fits a terminal this wide unless asked for --wide (a table too wide is
+# split into parts that repeat its tag columns; the list of other measurements wraps).
+WIDTH = 120
+GAP = "  "
+
+
+def _table(header_rows: list[list[str]], rows: list[list[str]]) -> list[str]:
+    """Aligned columns under one or more header rows: numbers to the right, text to the left."""
+    widths = [max(len(r[i]) for r in header_rows + rows) for i in range(len(header_rows[0]))]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if NUMBER.match(c) else c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return GAP.join(c.rjust(w) if NUMBER.match(c) else c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    return [line(h) for h in header_rows] + [line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def _parts(keys: int, columns: list[list[str]], width: int) -> list[list[int]]:
+    """Column indexes of each part of a table: the first `keys` columns in every part, the others
+    in order, as many per part as fit in `width` (at least one)."""
+
+    def size(column: list[str]) -> int:
+        return max(len(cell) for cell in column) + len(GAP)
+
+    head = list(range(keys))
+    used = sum(size(columns[i]) for i in head)
+    parts: list[list[int]] = [list(head)]
+    for i in range(keys, len(columns)):
+        if len(parts[-1]) > keys and used + size(columns[i]) > width + len(GAP):
+            parts.append(list(head))
+            used = sum(size(columns[k]) for k in head)
+        parts[-1].append(i)
+        used += size(columns[i])
+    return parts
 
 
 def age(nanoseconds: int) -> str:
@@ -166,8 +191,22 @@ def age(nanoseconds: int) -> str:
     return f"{int(seconds)}s{ahead}"
 
 
-def render(latest: Latest, now_ns: int) -> str:
-    """Tables of the latest point per series, each with its age; measurements not tabled are counted at the end."""
+def _wrapped(words: list[str], width: int) -> list[str]:
+    """The words joined by spaces into lines of at most `width` (a longer word alone), never splitting one."""
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] += " " + word
+    return lines
+
+
+def render(latest: Latest, now_ns: int, wide: bool = False) -> str:
+    """Tables of the latest point per series, each with its age; measurements not tabled are counted at the end.
+
+    By default every line fits WIDTH columns: units on a header row of their own, and a table
+    still too wide in parts; wide: each unit beside its field's name, every table in one piece."""
     entries = catalogue.load()
     out: list[str] = []
     shown = set()
@@ -177,31 +216,35 @@ def render(latest: Latest, now_ns: int) -> str:
             continue
         shown.add(measurement)
         simulated = any(dict(p.tags).get("simulated") == "true" for p in points)
-        headers = (
-            ["age"]
-            + list(tags)
-            + [
-                f"{f} [{entries[(measurement, 'field', f)].unit}]"
-                if entries.get((measurement, "field", f)) and entries[(measurement, "field", f)].unit
-                else f
-                for f in fields
-            ]
-        )
+        keys = ["age", *tags]
+        units = [
+            entries[(measurement, "field", f)].unit if (measurement, "field", f) in entries else "" for f in fields
+        ]
         rows = [
             [age(now_ns - p.time_ns)]
             + [dict(p.tags).get(t, "") for t in tags]
             + [_cell(p.fields[f]) if f in p.fields else "-" for f in fields]
             for p in points
         ]
-        out.append(f"{title}{'  (SIMULATED)' if simulated else ''}")
-        out.extend(_table(headers, rows))
-        out.append("")
+        heading = f"{title}{'  (SIMULATED)' if simulated else ''}"
+        if wide:
+            names = [f"{f} [{u}]" if u else f for f, u in zip(fields, units)]
+            out += [heading, *_table([keys + names], rows), ""]
+            continue
+        # A count of what its name says (processes [processes]) needs no unit row of its own.
+        unit_row = [f"[{u}]" if u and u != f else "" for f, u in zip(fields, units)]
+        header_rows = [keys + list(fields), [""] * len(keys) + unit_row]
+        columns = [[h[i] for h in header_rows] + [r[i] for r in rows] for i in range(len(keys) + len(fields))]
+        for n, part in enumerate(_parts(len(keys), columns, WIDTH)):
+            out.append(heading if n == 0 else f"{title} (continued)")
+            out += _table([[h[i] for i in part] for h in header_rows], [[r[i] for i in part] for r in rows])
+            out.append("")
     others = {m: len(entries) for m, entries in latest.by_measurement.items() if m not in shown and entries}
     if others:
-        out.append(
-            "Also stored (dnfsmon show --all, or --measurement NAME): "
-            + ", ".join(f"{m} ({n} series)" for m, n in sorted(others.items()))
-        )
+        words = ["Also stored (dnfsmon show --all, or --measurement NAME):"]
+        words += [f"{m} ({n} series)," for m, n in sorted(others.items())]
+        words[-1] = words[-1].rstrip(",")
+        out += _wrapped(words, 10**9 if wide else WIDTH)
     return "\n".join(out)
 
 

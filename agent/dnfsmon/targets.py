@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, cast
 
 from .config import Config, OracleSettings, SimulatorSettings
-from .errors import EnvironmentProblem
+from .errors import EnvironmentProblem, reason
 from .rates import Sample
 from .sources import build_all, oracle
 from .sources.base import HostInputs, HostSource, Raw, Source
@@ -105,7 +105,7 @@ class HostTarget(Target):
                 reading.raws[name] = source.read(self.inputs)
             except Exception as error:  # one broken source must not stop the others
                 log.debug("source %s: read raised", name, exc_info=True)
-                reading.failures[name] = f"{error.__class__.__name__}: {error}"
+                reading.failures[name] = reason(error)
             reading.seconds[name] = time.perf_counter() - started
         return reading
 
@@ -231,8 +231,7 @@ def read_or_fail(target: Target) -> Reading:
         raise  # the user's environment: one line and exit 2
     except Exception as error:
         log.debug("target %s: read raised", target.id, exc_info=True)
-        reason = f"{error.__class__.__name__}: {error}"
-        reading = Reading(failures=dict.fromkeys(target.sources, reason))
+        reading = Reading(failures=dict.fromkeys(target.sources, reason(error)))
     seconds = time.perf_counter() - started
     for name in target.sources:
         reading.seconds.setdefault(name, seconds)

@@ -264,6 +264,10 @@ def _path_row(key: tuple[str, str], channel: Optional[Point], tcp: Optional[Poin
     }
 
 
+# The kernel's loopback device: drivers/net/loopback.c creates it as "lo" in every network namespace.
+LOOPBACK = "lo"
+
+
 def nics_table(points: Sequence[Point]) -> Table:
     """Network interfaces as nicstat shows them: throughput, %Util and Sat."""
     fields = (
@@ -294,8 +298,13 @@ def nics_table(points: Sequence[Point]) -> Table:
         Column("speed_mbit", "MBIT", 6, 0, optional=True),
         Column("mtu_bytes", "MTU", 5, 0, optional=True),
     )
-    rows = worst_first(rows, "util_pct", "saturation_per_s", "rx_kib_per_s")
-    return Table("Network interfaces (busiest first)", columns, rows)
+    # The loopback carries no filer traffic, however busy: listed last, never ranked.
+    ranked = worst_first(
+        [r for r in rows if r["interface"] != LOOPBACK], "util_pct", "saturation_per_s", "rx_kib_per_s"
+    )
+    return Table(
+        "Network interfaces (busiest first)", columns, ranked + [r for r in rows if r["interface"] == LOOPBACK]
+    )
 
 
 def mounts_table(points: Sequence[Point]) -> Table:
@@ -512,7 +521,7 @@ def database_summary(points: Sequence[Point]) -> str:
 def layers_summary(points: Sequence[Point]) -> str:
     """One line with each host layer's worst figure: which layer is it?"""
     parts = []
-    nics = nics_table(points).rows  # busiest first
+    nics = [row for row in nics_table(points).rows if row["interface"] != LOOPBACK]  # busiest first
     if nics:
         nic = nics[0]
         util = "speed unknown" if nic["util_pct"] is None else f"{nic['util_pct']:.1f}%"
