@@ -813,6 +813,31 @@ def test_the_password_life_is_days_unlimited_or_default_and_nothing_else_reaches
     assert bool(database.execute(sql, {"life": life}).fetchone()[0]) is accepted
 
 
+def nested_substituted_call(script, called_with_at_at=False):
+    """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?"""
+    for target in re.findall(r"(?im)^\s*@@(\S+)", read(os.path.join(SQL, script))):
+        if "&" in target:
+            if called_with_at_at:
+                return True
+            continue
+        target = target if target.endswith(".sql") else target + ".sql"
+        if os.path.exists(os.path.join(SQL, target)) and nested_substituted_call(target, True):
+            return True
+    return False
+
+
+def test_the_readme_says_sqlcl_is_unsupported_for_each_script_its_open_bug_stops():
+    """dba-review P2: SQLcl fails an @@ with a substitution variable in a script called with @@ (oracle-db-tools#52)."""
+    readme = read(os.path.join(SQL, "README.md"))
+    assert "in SQL*Plus or SQLcl" not in readme
+    section = readme.split("\n## SQLcl\n", 1)[1].split("\n## ", 1)[0]
+    assert "oracle/oracle-db-tools issue 52" in section
+    affected = [script for script in USER_SCRIPTS if nested_substituted_call(script)]
+    assert "dnfs_iops.sql" in affected and "dnfs_latency.sql" in affected
+    unsupported = section.split("SQLcl is not supported for ", 1)[1].split(". ", 1)[0]
+    assert sorted(re.findall(r"`(\w+\.sql)`", unsupported)) == sorted(affected)
+
+
 # --- the arithmetic, in SQLite, against the agent ---
 
 
