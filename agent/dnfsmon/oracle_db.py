@@ -102,20 +102,22 @@ LOGON_REFUSALS = {
     "toward the profile's FAILED_LOGIN_ATTEMPTS",
     "ORA-01005": "no password was sent: put the password in [oracle] password_file",
     "ORA-01040": "the password holds a character the database refuses: set another with "
-    "sql/setup/set_monitor_password.sql",
-    "ORA-01045": "{user} lacks CREATE SESSION: run sql/setup/create_monitor_user.sql as a DBA",
+    '@setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)")',
+    "ORA-01045": "{user} lacks CREATE SESSION: run @setup/create_monitor_user in the SQL pack "
+    '(cd "$(dnfsmon sql)") as a DBA',
     "ORA-28000": "the account is locked: on the primary, ALTER USER {user} ACCOUNT UNLOCK (after fixing the "
     "password if a wrong one locked it)",
-    "ORA-28001": "the password has expired: set a new one with sql/setup/set_monitor_password.sql, and give "
-    '{user} the monitoring profile (docs/oracle.md, "Password profile")',
+    "ORA-28001": "the password has expired: set a new one with @setup/set_monitor_password in the SQL pack "
+    '(cd "$(dnfsmon sql)"), and give {user} its profile with @setup/create_monitor_user (docs/oracle.md, '
+    '"Password profile")',
     "ORA-28040": "no matching authentication protocol: the database's SQLNET.ALLOWED_LOGON_VERSION_SERVER refuses "
     'this client; see docs/oracle.md, "Connecting"',
 }
 
 
 PASSWORD_SOON = (
-    "set a new password with sql/setup/set_monitor_password.sql before it expires, and see docs/oracle.md, "
-    '"Password profile"'
+    'set a new password with @setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)") before it '
+    'expires, and see docs/oracle.md, "Password profile"'
 )
 
 # A database that is not open: a mounted physical standby (not Active Data Guard) refuses a
@@ -159,8 +161,8 @@ def container_problem(cdb: object, con_name: object, max_con_id: object, user: s
         )
     if max_con_id is None or float(str(max_con_id)) < 2:
         return (
-            f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run sql/setup/create_monitor_user.sql "
-            f"in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT"
+            f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run @setup/create_monitor_user "
+            f'of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT'
         )
     return ""
 
