@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import subprocess
 
 import pytest
@@ -12,7 +14,7 @@ from dnfsmon import config as configuration
 from runner import DNFSMON
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMANDS = ["collect", "ship", "capture", "diff", "show", "metrics", "check", "init-config"]
+COMMANDS = ["collect", "ship", "capture", "diff", "show", "metrics", "check", "init-config", "sql"]
 
 
 def run(*args):
@@ -93,3 +95,48 @@ def test_docs_metrics_md_is_current():
     assert generated.returncode == 0
     with open(os.path.join(REPO, "docs", "metrics.md"), encoding="utf-8") as f:
         assert f.read() == generated.stdout, "regenerate: dnfsmon metrics --markdown > docs/metrics.md"
+
+
+# --- dnfsmon sql: the SQL pack installed with the agent (tests/test_install.py checks the built wheel).
+
+
+def test_dnfsmon_sql_prints_the_directory_holding_the_pack():
+    result = run("sql")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    directory = result.stdout.strip()
+    assert os.path.samefile(directory, os.path.join(REPO, "sql"))
+    for script in ("dnfs_iops.sql", "README.md", "setup/create_monitor_user.sql"):
+        assert os.path.isfile(os.path.join(directory, script)), script
+
+
+def test_sql_help_lists_every_script_of_the_packs_readme():
+    """The scripts sql/README.md's table names, each with its purpose, and no helper."""
+    help_text = run("sql", "--help").stdout
+    readme = open(os.path.join(REPO, "sql", "README.md"), encoding="utf-8").read()
+    scripts = re.findall(r"^\| `([\w/]+\.sql)` \|", readme, flags=re.MULTILINE)
+    assert "dnfs_iops.sql" in scripts and "setup/create_monitor_user.sql" in scripts
+    listed = re.findall(r"^  (\S+\.sql) +\S", help_text, flags=re.MULTILINE)
+    assert listed == sorted(scripts), help_text
+    assert "Direct NFS reads and writes per second" in help_text
+
+
+def test_the_package_data_carries_every_file_of_the_pack():
+    """pyproject.toml's package-data globs match every file git tracks under agent/dnfsmon/sql."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.9/3.10
+        import tomli as tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        globs = tomllib.load(f)["tool"]["setuptools"]["package-data"]["dnfsmon"]
+    tracked = subprocess.run(
+        ["git", "ls-files", "agent/dnfsmon/sql"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(tracked) > 10
+    # setuptools matches each glob against the path below the package; "*" does not cross a "/".
+    for path in tracked:
+        relative = os.path.relpath(path, "agent/dnfsmon")
+        assert any(
+            fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/") for pattern in globs
+        ), relative
+    assert os.readlink(os.path.join(REPO, "sql")) == "agent/dnfsmon/sql"

@@ -377,6 +377,28 @@ def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(wheelh
         assert f"dnfsmon/{name}" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in headers
+    # The whole SQL pack, every file git tracks in it (`dnfsmon sql` names where it lands).
+    pack = subprocess.run(
+        ["git", "ls-files", "agent/dnfsmon/sql"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "agent/dnfsmon/sql/dnfs_iops.sql" in pack and "agent/dnfsmon/sql/setup/create_monitor_user.sql" in pack
+    assert {"dnfsmon/" + os.path.relpath(path, "agent/dnfsmon") for path in pack} <= names
+
+
+def test_dnfsmon_sql_names_the_installed_pack_and_the_readme_command_runs_there(installed):
+    """`dnfsmon sql` as the service user prints a directory holding the pack; the README's cd line works."""
+    result = installed.as_user([installed.dnfsmon, "sql"])
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    directory = result.stdout.strip()
+    assert directory.startswith(installed.paths["PREFIX"] + "/"), directory
+    for script in ("dnfs_iops.sql", "dnfs_check.sql", "README.md", "setup/create_monitor_user.sql"):
+        assert os.path.isfile(os.path.join(directory, script)), script
+    # The README's line with sqlplus replaced by a command that reads the script it is given.
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    [line] = [line for line in text.splitlines() if line.startswith('cd "$(dnfsmon sql)" && sqlplus')]
+    shell = line.replace("dnfsmon sql", f"{installed.dnfsmon} sql").split(" && ")[0] + " && head -1 dnfs_iops.sql"
+    result = installed.as_user(["sh", "-c", shell])
+    assert result.returncode == 0 and result.stdout == "-- File name:   dnfs_iops.sql\n", result.stdout + result.stderr
 
 
 # --- The wheelhouse, a failed install, and the uninstall.
