@@ -134,9 +134,14 @@ def wall(action: Callable[[], object]) -> float:
 
 
 def process_wall(argv: list[str]) -> float:
+    """Wall seconds of one run of argv; a failed run raises with its exit code and its last log line."""
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    finished = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall_s = time.perf_counter() - start
+    if finished.returncode != 0:
+        last_line = (finished.stderr.strip().splitlines() or ["(no log line)"])[-1]
+        raise RuntimeError(f"{' '.join(argv)} exited {finished.returncode}: {last_line}")
+    return wall_s
 
 
 # Runs argv from a small Python process and prints its CPU seconds and peak RSS.

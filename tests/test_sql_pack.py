@@ -187,6 +187,9 @@ def test_every_script_passes_the_checker_for_every_release(script, release):
             result = run(script, *args, release=release, granted=granted)
             assert [str(f) for f in result.findings] == [], (granted, args)
             assert sqlplus_rules.leftovers(result) == [], (granted, args)
+    if script == "setup/create_monitor_user.sql":  # the password life, its second argument
+        result = run(script, "C##MONITOR", "365", release=release)
+        assert result.findings == [] and sqlplus_rules.leftovers(result) == []
 
 
 @pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
@@ -713,13 +716,15 @@ def test_setting_only_container_data_reports_updated_not_unchanged():
     assert db.execute(count, ("C##DNFSMON",)).fetchone() == (1,)
     outcome = re.search(r"(?s)outcome := (case.*?end);", text).group(1)
     names = ["existed", "after_grants", "before_grants", "after_container_data", "before_container_data"]
+    names.append("profile_changed")  # a PL/SQL boolean: 0 or 1 here
     sql = "select " + re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: ":" + m.group(1), outcome)
     cases = [
-        ((0, 20, 0, 0, 0), "created"),
-        ((1, 20, 20, 19, 0), "updated"),  # CONTAINER_DATA only
-        ((1, 21, 20, 19, 19), "updated"),
-        ((1, 20, 20, 19, 19), "unchanged"),
-        ((1, 20, 20, 0, 0), "unchanged"),  # not a CDB: both counts stay 0
+        ((0, 20, 0, 0, 0, 1), "created"),
+        ((1, 20, 20, 19, 0, 0), "updated"),  # CONTAINER_DATA only
+        ((1, 21, 20, 19, 19, 0), "updated"),
+        ((1, 20, 20, 19, 19, 1), "updated"),  # the profile or its password life only
+        ((1, 20, 20, 19, 19, 0), "unchanged"),
+        ((1, 20, 20, 0, 0, 0), "unchanged"),  # not a CDB: both counts stay 0
     ]
     for values, expected in cases:
         assert db.execute(sql, dict(zip(names, values))).fetchone() == (expected,), values
@@ -752,6 +757,85 @@ def test_the_common_user_check_uses_common_user_prefix(prefix, user, refused):
         text,
     )
     assert read_prefix and "then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end" in text
+
+
+def test_setup_gives_the_user_a_profile_whose_password_life_the_dba_chooses():
+    """dba-review A2: under the DEFAULT profile the password expired after 180 days and monitoring stopped."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    # Created only where absent, with FAILED_LOGIN_ATTEMPTS (and every other limit) left to DEFAULT;
+    # a second run sets the password life given again; the user is moved to it; all in the CDB's scope.
+    assert re.search(
+        r"if profile_life is null then\s+execute immediate 'create profile ' \|\| profile_name \|\| "
+        r"' limit password_life_time ' \|\| password_life\s+\|\| ' failed_login_attempts default' \|\| scope;",
+        text,
+    )
+    assert "'alter profile ' || profile_name || ' limit password_life_time ' || password_life || scope" in text
+    assert "'alter user ' || user_name || ' profile ' || profile_name || scope" in text
+    assert "failed_login_attempts unlimited" not in text.lower()
+    # A common user takes a common profile: named with COMMON_USER_PREFIX in a CDB (CREATE PROFILE).
+    assert "case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON_PROFILE' else 'DNFSMON_PROFILE' end" in text
+    # Read back from the dictionary before the result line.
+    assert text.index("p.resource_name = 'PASSWORD_LIFE_TIME' and p.limit = password_life") < text.index(
+        "prompt DNFSMON_RESULT="
+    )
+    assert "UNLIMITED (the default" in text and "upper(nvl('&2', 'UNLIMITED'))" in text
+    for release in oracle_facts.RELEASES:
+        chosen = run("setup/create_monitor_user.sql", "C##MONITOR", "365", release=release)
+        assert chosen.findings == [] and sqlplus_rules.leftovers(chosen) == []
+        assert chosen.prompts[-2].endswith(", profile DNFSMON_PROFILE (PASSWORD_LIFE_TIME 365)."), chosen.prompts
+        default = run("setup/create_monitor_user.sql", release=release)
+        assert default.prompts[-2].endswith("(PASSWORD_LIFE_TIME UNLIMITED)."), default.prompts
+    readme = read(os.path.join(SQL, "README.md"))
+    assert "@setup/create_monitor_user [user] [password_life]" in readme and "DNFSMON_PROFILE" in readme
+
+
+@pytest.mark.parametrize(
+    ("life", "accepted"),
+    [
+        ("UNLIMITED", True),
+        ("DEFAULT", True),
+        ("365", True),
+        ("9999", True),
+        ("0", False),
+        ("10000", False),
+        ("1/24", False),
+        ("365 failed_login_attempts 1", False),
+        ("", False),
+    ],
+)
+def test_the_password_life_is_days_unlimited_or_default_and_nothing_else_reaches_the_ddl(life, accepted):
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    condition = re.search(r"if not (\(password_life in .*?\)) then", text).group(1)
+    sql = "select " + condition.replace("password_life", ":life")
+    sql = sqlglot.transpile(sql, read="oracle", write="sqlite")[0]
+    database = sqlite3.connect(":memory:")
+    database.create_function("REGEXP", 2, lambda pattern, value: re.search(pattern, value) is not None)
+    assert bool(database.execute(sql, {"life": life}).fetchone()[0]) is accepted
+
+
+def nested_substituted_call(script, called_with_at_at=False):
+    """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?"""
+    for target in re.findall(r"(?im)^\s*@@(\S+)", read(os.path.join(SQL, script))):
+        if "&" in target:
+            if called_with_at_at:
+                return True
+            continue
+        target = target if target.endswith(".sql") else target + ".sql"
+        if os.path.exists(os.path.join(SQL, target)) and nested_substituted_call(target, True):
+            return True
+    return False
+
+
+def test_the_readme_says_sqlcl_is_unsupported_for_each_script_its_open_bug_stops():
+    """dba-review P2: SQLcl fails an @@ with a substitution variable in a script called with @@ (oracle-db-tools#52)."""
+    readme = read(os.path.join(SQL, "README.md"))
+    assert "in SQL*Plus or SQLcl" not in readme
+    section = readme.split("\n## SQLcl\n", 1)[1].split("\n## ", 1)[0]
+    assert "oracle/oracle-db-tools issue 52" in section
+    affected = [script for script in USER_SCRIPTS if nested_substituted_call(script)]
+    assert "dnfs_iops.sql" in affected and "dnfs_latency.sql" in affected
+    unsupported = section.split("SQLcl is not supported for ", 1)[1].split(". ", 1)[0]
+    assert sorted(re.findall(r"`(\w+\.sql)`", unsupported)) == sorted(affected)
 
 
 # --- the arithmetic, in SQLite, against the agent ---

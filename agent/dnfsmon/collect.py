@@ -286,7 +286,8 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
                 textfile_problem = problem
         failed = sum(len(o.failures) for o in outcomes)
         any_failure = any_failure or bool(failed)
-        run_points += sum(len(o.points) for o in outcomes)
+        # Every point this sample put in the store: the log's count is what ship will send.
+        run_points += len(interval_points) + len(health) + len(finding_points) + 1
         run_baselines += sum(1 for o in outcomes for skip in o.skips if skip.baseline)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

@@ -3,10 +3,12 @@
 --              dnfsmon SQL pack and agent connect as: CREATE SESSION and
 --              SELECT on exactly the views they read (a test keeps the list
 --              in step with them), and in a CDB the CONTAINER_DATA to see
---              every container's rows.
--- Usage:       @setup/create_monitor_user [user]
+--              every container's rows; and a profile of its own, whose
+--              password life the DBA chooses.
+-- Usage:       @setup/create_monitor_user [user] [password_life]
 -- Examples:    @setup/create_monitor_user              C##DNFSMON in a CDB (the COMMON_USER_PREFIX), DNFSMON otherwise
 --              @setup/create_monitor_user C##MONITOR
+--              @setup/create_monitor_user "" 365      the password expires after 365 days
 --              @setup/set_monitor_password C##MONITOR  then, for a new user
 -- Notes:       Run as a DBA (SYSDBA, or CREATE USER, ALTER USER and GRANT ANY
 --              OBJECT PRIVILEGE); in a CDB from the root (refused in a PDB):
@@ -28,20 +30,36 @@
 --              printed only after the user, every grant and, in a CDB, every
 --              view's CONTAINER_DATA (DBA_CONTAINER_DATA) were read back
 --              from the dictionary.
+--              The user gets the profile DNFSMON_PROFILE (C##DNFSMON_PROFILE,
+--              the COMMON_USER_PREFIX, and CONTAINER=ALL in a CDB: a common
+--              user takes a common profile), created if absent, so that the
+--              DEFAULT profile's PASSWORD_LIFE_TIME (180 days) does not stop
+--              monitoring. password_life is PASSWORD_LIFE_TIME in whole days
+--              (1 to 9999), UNLIMITED (the default: rotate the password your
+--              own way) or DEFAULT (the DEFAULT profile's); every other limit,
+--              FAILED_LOGIN_ATTEMPTS among them, stays DEFAULT, the DEFAULT
+--              profile's. A second run sets the password life given again.
+--              SQL Language Reference, CREATE PROFILE and ALTER PROFILE (the
+--              same clauses 11.2 to 23ai; CONTAINER from 12.1, and a common
+--              profile's name starts with COMMON_USER_PREFIX).
 --              Grants name SYS.V_$/GV_$ views, not the V$ synonyms. Before 18c
 --              the pack sleeps with DBMS_LOCK: EXECUTE is granted there.
 --              This is the only script of the pack that changes the database.
 
--- noqa: disable=LT01,LT02,LT14
+-- noqa: disable=LT01,LT02,LT14,RF03
 -- (sqlfluff's oracle dialect misreads PL/SQL collection calls such as
--- needed(i) and the layout of EXECUTE IMMEDIATE; SQL*Plus's side of this
--- script is checked by tests/sqlplus_rules.py.)
+-- needed(i) and the layout of EXECUTE IMMEDIATE, and takes a PL/SQL variable
+-- in a query (profile_name) for an unqualified column; SQL*Plus's side of
+-- this script is checked by tests/sqlplus_rules.py.)
 
 whenever sqlerror exit failure
 set verify off feedback off termout on
 define _dnfs_user = ""
 column 1 new_value 1 noprint
-select null as "1"
+column 2 new_value 2 noprint
+select
+    null as "1",
+    null as "2"
 from dual
 where 1 = 0;
 
@@ -80,11 +98,22 @@ end;
 /
 
 column user_name new_value _dnfs_user noprint
-select upper(nvl('&1', case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end)) as user_name
+column profile_name new_value _dnfs_profile noprint
+column password_life new_value _dnfs_life noprint
+select
+    upper(nvl('&1', case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end)) as user_name,
+    case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON_PROFILE' else 'DNFSMON_PROFILE' end as profile_name,
+    upper(nvl('&2', 'UNLIMITED')) as password_life
 from dual;
 
 declare
     user_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_user');
+    profile_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_profile');
+    password_life constant varchar2(40) := '&_dnfs_life';
+    profile_life varchar2(128) := '';
+    user_profile varchar2(128) := '';
+    profile_changed boolean := false;
+    profile_count number;
     -- A new user's first password: random, made here, never printed,
     -- expired and locked at once, so nobody can use it; PASSWORD sets the
     -- real one. Letters and digits alternate (no two letters side by
@@ -148,6 +177,11 @@ begin
             -20002, 'In a CDB the user must be common: name it ' || common_prefix || '..., not ' || user_name || '.'
         );
     end if;
+    if not (password_life in ('UNLIMITED', 'DEFAULT') or regexp_like(password_life, '^[1-9][0-9]{0,3}$')) then
+        raise_application_error(
+            -20004, 'Password life ' || password_life || ': give whole days (1 to 9999), UNLIMITED or DEFAULT.'
+        );
+    end if;
     if is_cdb then
         scope := ' container = all';
     end if;
@@ -168,6 +202,21 @@ begin
     if is_cdb then
         execute immediate container_data_count into before_container_data using user_name;
     end if;
+    -- The profile: created if absent, its password life set to the one
+    -- given; FAILED_LOGIN_ATTEMPTS and every other limit DEFAULT.
+    for existing in (
+        select p.limit as life from dba_profiles p where p.profile = profile_name and p.resource_name = 'PASSWORD_LIFE_TIME'
+    ) loop
+        profile_life := existing.life;
+    end loop;
+    if profile_life is null then
+        execute immediate 'create profile ' || profile_name || ' limit password_life_time ' || password_life
+        || ' failed_login_attempts default' || scope;
+        profile_changed := true;
+    elsif profile_life != password_life then
+        execute immediate 'alter profile ' || profile_name || ' limit password_life_time ' || password_life || scope;
+        profile_changed := true;
+    end if;
     if existed = 0 then
         for i in 1 .. 6 loop
             first_password := first_password || dbms_random.string('u', 1) || trunc(dbms_random.value(0, 10))
@@ -176,6 +225,11 @@ begin
         first_password := first_password || '#_';
         execute immediate 'create user ' || user_name || ' identified by "' || first_password || '" password expire account lock'
         || scope;
+    end if;
+    select max(profile) into user_profile from dba_users where username = user_name;
+    if user_profile != profile_name then
+        execute immediate 'alter user ' || user_name || ' profile ' || profile_name || scope;
+        profile_changed := true;
     end if;
     execute immediate 'grant create session to ' || user_name || scope;
     for i in 1 .. needed.count loop
@@ -223,6 +277,15 @@ begin
     if after_grants = 0 then
         missing := missing || ' CREATE SESSION';
     end if;
+    select count(*) into after_grants
+    from dba_users
+    where username = user_name and profile = profile_name;
+    select count(*) into profile_count
+    from dba_profiles p
+    where p.profile = profile_name and p.resource_name = 'PASSWORD_LIFE_TIME' and p.limit = password_life;
+    if after_grants = 0 or profile_count = 0 then
+        missing := missing || ' PROFILE ' || profile_name || ' (PASSWORD_LIFE_TIME ' || password_life || ')';
+    end if;
     if missing is not null then
         raise_application_error(-20003, user_name || ' lacks, after granting:' || missing);
     end if;
@@ -232,7 +295,7 @@ begin
     end if;
     outcome := case
         when existed = 0 then 'created'
-        when after_grants > before_grants or after_container_data > before_container_data then 'updated'
+        when after_grants > before_grants or after_container_data > before_container_data or profile_changed then 'updated'
         else 'unchanged'
     end;
     :dnfs_result := outcome;
@@ -262,14 +325,17 @@ select
             then ' (the account is ' || :dnfs_account || ': ALTER USER &_dnfs_user ACCOUNT UNLOCK to let it connect)'
     end as password_note
 from dual;
-prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs.
+prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs, profile &_dnfs_profile (PASSWORD_LIFE_TIME &_dnfs_life).
 prompt DNFSMON_PASSWORD=&_dnfs_password_state&_dnfs_password_note
 column 1 clear
+column 2 clear
 column user_name clear
+column profile_name clear
+column password_life clear
 column result clear
 column password_state clear
 column password_note clear
-undefine 1 _dnfs_user _dnfs_result _dnfs_password_state _dnfs_password_note
+undefine 1 2 _dnfs_user _dnfs_profile _dnfs_life _dnfs_result _dnfs_password_state _dnfs_password_note
 -- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
 whenever sqlerror continue none
 set feedback on
