@@ -49,6 +49,9 @@ MESSAGES = {
     28001: "ORA-28001: the password has expired",
     1045: "ORA-01045: user DNFSMON lacks CREATE SESSION privilege; logon denied",
     1033: "ORA-01033: ORACLE initialization or shutdown in progress",
+    1035: "ORA-01035: ORACLE only available to users with RESTRICTED SESSION privilege",
+    1005: "ORA-01005: null password given; logon denied",
+    1040: "ORA-01040: invalid character in password; logon denied",
 }
 
 

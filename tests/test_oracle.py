@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from dnfsmon.collect import compute
 from dnfsmon.config import parse
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
+from dnfsmon.state import StateFile
 from runner import DNFSMON
 from sqlcheck import violations
 
@@ -695,6 +697,21 @@ def test_release_11_in_thin_mode_is_refused_at_config_validation():
     assert settings(release="11.2.0.4", mode="thick").mode == "thick"
 
 
+def test_dpy_3015_a_10g_password_verifier_says_to_use_thick_mode_or_reset_the_password():
+    """dba-review: thin mode cannot answer a 10G-only verifier (11.2.0.4 with case-insensitive
+    passwords); the driver's own error, as python-oracledb raises it, gets the two ways out."""
+    import importlib
+
+    import oracledb
+
+    driver_errors = importlib.import_module("oracledb.errors")  # the package does not export it
+    with pytest.raises(oracledb.NotSupportedError) as raised:  # raised the way the thin client's logon does
+        driver_errors._raise_err(driver_errors.ERR_UNSUPPORTED_VERIFIER_TYPE, verifier_type=0x939)
+    line = oracle_db.describe(raised.value)
+    assert line.startswith("DPY-3015: password verifier type 0x939 is not supported by python-oracledb in thin mode")
+    assert 'mode = "thick"' in line and "so that an 11G/12C verifier exists" in line
+
+
 def test_dpy_3010_from_the_driver_says_to_use_thick_mode():
     """The simulated 11.2.0.4 database, read in thin mode (as if the release were not configured)."""
     raw = simulator.read(simulator.Workload(release="11.2.0.4", mode="thin"), T0)
@@ -1072,7 +1089,7 @@ def stored(tmp_path, measurement):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("code", [1017, 28000, 28001, 1045])
+@pytest.mark.parametrize("code", [28000, 28001, 1045])
 def test_a_refused_logon_is_not_tried_again_in_the_run_nor_in_the_next_runs_until_the_back_off_ends(tmp_path, code):
     """dba-review A1: after ORA-01017 the agent logged on again every sample (6 a cron run), which
     locks the DEFAULT profile's account (10 failures) within two minutes."""
@@ -1108,11 +1125,67 @@ def test_a_refused_logon_is_not_tried_again_in_the_run_nor_in_the_next_runs_unti
         listener.close()
 
 
+def logon_hold_file(tmp_path):
+    """Where the agent keeps target ORCL's logon hold (listener_config's state directory)."""
+    return pathlib.Path(StateFile(str(tmp_path / "state"), "oracle:ORCL:logon").path)
+
+
+def age_the_hold(tmp_path, hours):
+    """Move the stored refusal `hours` into the past, as if the runs in between had happened."""
+    path = logon_hold_file(tmp_path)
+    document = json.loads(path.read_text())
+    for key in ("refused_at", "not_before"):
+        document["data"][key] -= hours * 3600
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "code, shown",
+    # python-oracledb raises ORA-01005 as DPY-4001 (its errors.py, ERR_ORACLE_ERROR_XREF).
+    [(1017, "ORA-01017"), (1005, "DPY-4001"), (1040, "ORA-01040")],
+)
+def test_wrong_credentials_are_never_tried_again_until_they_change_or_the_hold_is_removed(tmp_path, code, shown):
+    """dba-review of the back-off: each wrong-password logon counts toward FAILED_LOGIN_ATTEMPTS and
+    only a successful logon resets the count (Security Guide, "Configuring Password Protection"),
+    so a doubling back-off only delayed the lock: four RAC nodes' agents retrying at 0, 5 and 15 min
+    made 12 failures. After wrong credentials no timed retry at all."""
+    from fake_tns import FakeListener
+
+    listener = FakeListener("refuse", error_code=code)
+    try:
+        config = listener_config(tmp_path, listener.dsn)
+        assert collect_run(config, 3, 0.2).returncode == 3 and listener.accepted == 1
+        # A day later (past any back-off's cap), the same credentials are still not tried.
+        state_file = age_the_hold(tmp_path, 24)
+        later = collect_run(config, 2, 0.2)
+        assert later.returncode == 3 and listener.accepted == 1, later.stderr
+        held = stored(tmp_path, "dnfsmon_oracle_status")[-1].fields["error"]
+        assert shown in held and "no logon until the password file, user or dsn changes" in held
+        assert "FAILED_LOGIN_ATTEMPTS" in held and f"rm {state_file}" in held
+        # `dnfsmon check` says the same (and tries its one logon: the operator's own act).
+        check = subprocess.run([*DNFSMON, "--config", str(config), "check"], capture_output=True, text=True, timeout=60)
+        assert "no logon until the password file, user or dsn changes" in check.stdout and listener.accepted == 2
+        # A new password file is tried at the next run, once; wrong again, it holds again.
+        (tmp_path / "pw").unlink()
+        (tmp_path / "pw").write_text("new-pw\n")
+        (tmp_path / "pw").chmod(0o600)
+        assert collect_run(config, 3, 0.2).returncode == 3 and listener.accepted == 3
+        age_the_hold(tmp_path, 24)
+        assert collect_run(config, 2, 0.2).returncode == 3 and listener.accepted == 3
+        # The operator removes the hold (the fix was made in the database): tried at the next run.
+        state_file.unlink()
+        assert collect_run(config, 2, 0.2).returncode == 3 and listener.accepted == 4
+    finally:
+        listener.close()
+
+
 def test_the_logon_back_off_doubles_to_its_cap_and_ends_after_a_logon():
     backoff = oracle_db.LogonBackoff()
     waits = []
     for n in range(10):
-        backoff.refused("ORA-01017: x", 1000.0 * n, "u@d")
+        backoff.refused("ORA-28000", "ORA-28000: x", 1000.0 * n, "u@d")
         waits.append(backoff.not_before - backoff.refused_at)
         assert backoff.holds(1000.0 * n + waits[-1] - 1, "u@d")
         assert not backoff.holds(1000.0 * n + waits[-1], "u@d")
@@ -1120,6 +1193,12 @@ def test_the_logon_back_off_doubles_to_its_cap_and_ends_after_a_logon():
     assert waits == [300, 600, 1200, 2400, 4800, 9600, 14400, 14400, 14400, 14400]
     assert oracle_db.LogonBackoff.from_json(backoff.to_json()) == backoff
     assert oracle_db.LogonBackoff.from_json({"refusals": "x"}) == oracle_db.LogonBackoff()
+    wrong = oracle_db.LogonBackoff()
+    wrong.refused("ORA-01017", "ORA-01017: x", 1000.0, "u@d")
+    assert wrong.holds(1000.0 + 365 * 86400, "u@d") and not wrong.holds(1000.0, "u@d file 2:7:9")
+    assert oracle_db.LogonBackoff.from_json(wrong.to_json()) == wrong
+    older = {k: v for k, v in wrong.to_json().items() if k != "code"}  # written before the code was kept
+    assert oracle_db.LogonBackoff.from_json(older).holds(1000.0 + 365 * 86400, "u@d")
 
 
 @pytest.mark.slow
@@ -1169,7 +1248,7 @@ def test_check_says_the_agent_is_backing_off_and_why_then_tries_one_logon(tmp_pa
     lines = result.stdout.splitlines()
     waiting = next(line for line in lines if line.startswith("[warn] database ORCL logon"))
     assert "the agent is waiting: logon refused at" in waiting and "no logon before" in waiting
-    assert "ALTER USER DNFSMON ACCOUNT UNLOCK" in waiting and "once fixed, rm " in waiting
+    assert "ALTER USER DNFSMON ACCOUNT UNLOCK" in waiting and "to try at the next run, rm " in waiting
     failed = next(line for line in lines if line.startswith("[FAIL] database ORCL:"))
     assert "ORA-28000" in failed and "ACCOUNT UNLOCK" in failed
     assert listener.accepted == 2  # the run's one logon, and the check's
@@ -1249,21 +1328,24 @@ def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(m
 
 
 @pytest.mark.slow
-def test_a_mounted_database_is_reported_and_the_host_still_monitored(tmp_path):
-    """dba-review A3: a mounted physical standby answers ORA-01033, and nothing said what it meant."""
+@pytest.mark.parametrize(
+    "code, meaning",
+    [(1033, "database layer not readable in MOUNT"), (1035, "the instance is in restricted mode")],
+)
+def test_a_mounted_database_is_reported_and_the_host_still_monitored(tmp_path, code, meaning):
+    """dba-review A3: a mounted physical standby answers ORA-01033, and nothing said what it meant;
+    an instance in restricted mode (ORA-01035) said nothing either."""
     from fake_tns import FakeListener
 
-    listener = FakeListener("refuse", error_code=1033)
+    listener = FakeListener("refuse", error_code=code)
     try:
         result = collect_run(listener_config(tmp_path, listener.dsn), 2, 0.2)
     finally:
         listener.close()
     assert result.returncode == 3
     [*_, status] = stored(tmp_path, "dnfsmon_oracle_status")
-    assert (
-        "database layer not readable in MOUNT" in status.fields["error"]
-        and "host layers monitored" in status.fields["error"]
-    )
+    assert meaning in status.fields["error"] and "host layers monitored" in status.fields["error"]
+    assert not (logon_hold_file(tmp_path)).exists()
     assert listener.accepted == 2  # not a refusal of the user: asked again, nothing to lock
     assert len(stored(tmp_path, "dnfsmon_agent")) == 2
 

@@ -148,9 +148,9 @@ def check_database(
 ) -> list[Item]:
     """Log in and list the views the user cannot see, each with the GRANT that fixes it.
 
-    When the agent is backing off after a logon refusal (oracle_db.LogonBackoff), a line
-    says so first: why, and when the agent tries again. The check still tries one logon:
-    it is how the DBA sees that the fix worked.
+    When the agent is holding after a logon refusal (oracle_db.LogonBackoff), a line
+    says so first: why, what to fix, and what lets the agent try again. The check still
+    tries one logon: it is how the DBA sees that the fix worked.
     """
     from .oracle_db import Database, backoff_file_id, credentials_of, describe, load_backoff
     from .state import StateFile
@@ -163,7 +163,7 @@ def check_database(
     backoff = load_backoff(cfg.state_dir, target_id)
     if backoff.holds(time.time(), credentials_of(settings)):
         path = StateFile(cfg.state_dir, backoff_file_id(target_id)).path
-        found.append(Item(WARN, f"{what} logon", f"the agent is waiting: {backoff.explain()}; once fixed, rm {path}"))
+        found.append(Item(WARN, f"{what} logon", f"the agent is waiting: {backoff.explain(path)}"))
     database = Database(settings)
     try:
         (connect or Database.connect)(database)

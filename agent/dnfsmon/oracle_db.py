@@ -91,16 +91,15 @@ VIEWS = VIEWS_READ
 
 
 # Logon refusals: the database answered, and refused this user. Asking again cannot succeed until
-# someone acts, and every attempt with a wrong password counts toward the profile's
-# FAILED_LOGIN_ATTEMPTS: the DEFAULT profile locks the account after 10 for PASSWORD_LOCK_TIME
-# (1 day), for every agent sharing it (Database Error Messages, ORA-28000, Cause and Action;
-# Security Guide, "Configuring Password Protection"). After one of these the run makes no
-# further logon, and the next runs back off (LogonBackoff). Each line: what to do, per code's
-# Action in the Database Error Messages.
+# someone acts. After one of these the run makes no further logon, and the next runs hold
+# (LogonBackoff). Each line: what to do, per code's Action in the Database Error Messages.
 LOGON_REFUSALS = {
     "ORA-01017": "wrong user or password: correct [oracle] user or the password file; each attempt counts "
     "toward the profile's FAILED_LOGIN_ATTEMPTS",
     "ORA-01005": "no password was sent: put the password in [oracle] password_file",
+    # python-oracledb raises ORA-01005 as DPY-4001 ("no credentials specified"; its errors.py,
+    # ERR_ORACLE_ERROR_XREF), as it does when no password is given at all: the same fix.
+    "DPY-4001": "no password was sent: put the password in [oracle] password_file",
     "ORA-01040": "the password holds a character the database refuses: set another with "
     '@setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)")',
     "ORA-01045": "{user} lacks CREATE SESSION: run @setup/create_monitor_user in the SQL pack "
@@ -114,6 +113,17 @@ LOGON_REFUSALS = {
     'this client; see docs/oracle.md, "Connecting"',
 }
 
+# Refusals of the credentials themselves: each attempt counts toward the profile's
+# FAILED_LOGIN_ATTEMPTS (DEFAULT profile: 10, then locked for PASSWORD_LOCK_TIME, 1 day, for every
+# agent sharing the account), and the count is reset only by a successful logon (Security Guide,
+# "Configuring Password Protection"; SQL Language Reference, CREATE PROFILE, FAILED_LOGIN_ATTEMPTS).
+# A back-off only delays the lock (four RAC nodes retrying at 0, 5 and 15 min make 12 failures), so
+# after one of these no logon is tried again until the credentials change (credentials_of) or the
+# operator removes the hold. The other refusals come with a correct password (ORA-28000, 28001,
+# 01045) or before the password is checked (ORA-28040): they add nothing to the count, and are
+# tried again after a doubling wait.
+WRONG_CREDENTIALS = ("ORA-01017", "ORA-01005", "DPY-4001", "ORA-01040")
+
 
 PASSWORD_SOON = (
     'set a new password with @setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)") before it '
@@ -122,13 +132,26 @@ PASSWORD_SOON = (
 
 # A database that is not open: a mounted physical standby (not Active Data Guard) refuses a
 # logon that is not SYSDBA/SYSDG with ORA-01033, as does an instance starting or stopping
-# (Database Error Messages, ORA-01033); ORA-01219 answers a dictionary query in MOUNT. Not a
+# (Database Error Messages, ORA-01033); ORA-01219 answers a dictionary query in MOUNT; ORA-01035
+# answers a user without RESTRICTED SESSION while the instance is in restricted mode (STARTUP
+# RESTRICT, ALTER SYSTEM ENABLE RESTRICTED SESSION: Database Error Messages, ORA-01035). Not a
 # refusal of the user: tried again each sample, at no cost to the account.
 NOT_OPEN = {
     "ORA-01033": "the database is not open: database layer not readable in MOUNT (a mounted standby, or the "
     "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read",
     "ORA-01219": "the database is not open: database layer not readable in MOUNT; host layers monitored",
+    "ORA-01035": "the instance is in restricted mode (only users with RESTRICTED SESSION log on): database layer "
+    "not readable until ALTER SYSTEM DISABLE RESTRICTED SESSION; host layers monitored; tried again each sample",
 }
+
+# python-oracledb thin mode cannot answer the 10G password verifier (DPY-3015, "password verifier
+# type 0x939 is not supported by python-oracledb in thin mode"): an account whose password was set
+# while only the 10G verifier was made (11.2 with SEC_CASE_SENSITIVE_LOGON = FALSE, or an old
+# SQLNET.ALLOWED_LOGON_VERSION_SERVER). python-oracledb's maintainers name the two ways out.
+VERIFIER_10G = (
+    'use thick mode ([oracle] mode = "thick"), or reset the password (sql/setup/set_monitor_password.sql) '
+    "with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists"
+)
 
 
 def error_code(error: Exception) -> str:
@@ -193,6 +216,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
         return f"{message} ({NOT_OPEN[code]})"
     if code == "DPY-3010":
         return f"{message} ({THIN_MODE_TOO_OLD})"
+    if code == "DPY-3015":
+        return f"{message} ({VERIFIER_10G})"
     if code in ("DPY-4024", "ORA-03156"):
         return f"{message} (call timeout: raise oracle.call_timeout_s, or look at the database's load)"
     return message
@@ -495,9 +520,8 @@ def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
     return raw
 
 
-# The back-off after a logon refusal, across cron runs: the first wait, then doubling to the cap.
-# With the DEFAULT profile's FAILED_LOGIN_ATTEMPTS of 10, one agent with a wrong password makes
-# its 10th attempt after about 17 hours instead of 10 minutes (docs/oracle.md, "Logon refused").
+# The back-off after a refusal that costs the account nothing (not WRONG_CREDENTIALS), across cron
+# runs: the first wait, then doubling to the cap.
 BACKOFF_FIRST_S = 300.0
 BACKOFF_CAP_S = 4 * 3600.0
 
@@ -506,10 +530,11 @@ BACKOFF_CAP_S = 4 * 3600.0
 class LogonBackoff:
     """When a refused target may log on again; kept in the state directory between runs.
 
-    A changed password file (or user, or DSN) ends the wait at once: that is
-    the fix for ORA-01017, and the next run tries it. A locked or expired
-    account is fixed inside the database, where the agent cannot see it: the
-    wait runs out, or `dnfsmon check` (which tries once) shows the fix worked.
+    After wrong credentials (WRONG_CREDENTIALS) it holds with no end: only a
+    changed password file (or user, or DSN), or the operator removing the
+    state file, lets the agent try again. After a locked or expired account
+    (fixed inside the database, where the agent cannot see it) it waits,
+    doubling, and a changed password file also ends the wait at once.
     """
 
     refusals: int = 0
@@ -519,6 +544,8 @@ class LogonBackoff:
     not_before: float = 0.0
     # What was tried: the user, the DSN and the password file's identity (never the password).
     credentials: str = ""
+    # The refusal's ORA- code; one of WRONG_CREDENTIALS holds until the credentials change.
+    code: str = ""
 
     @classmethod
     def from_json(cls, data: Mapping) -> LogonBackoff:
@@ -529,6 +556,8 @@ class LogonBackoff:
                 float(data.get("refused_at", 0.0)),
                 float(data.get("not_before", 0.0)),
                 str(data.get("credentials", "")),
+                # A hold written before the code was kept: its reason starts with the code (describe()).
+                str(data.get("code") or str(data.get("reason", "")).split(":")[0]),
             )
         except (TypeError, ValueError):
             return cls()  # unusable: as if never refused
@@ -536,24 +565,42 @@ class LogonBackoff:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
-    def refused(self, reason: str, now: float, credentials: str) -> None:
+    @property
+    def until_changed(self) -> bool:
+        """True when only new credentials (or the operator) end the hold: no timed retry."""
+        return self.code in WRONG_CREDENTIALS
+
+    def refused(self, code: str, reason: str, now: float, credentials: str) -> None:
         self.refusals += 1
+        self.code = code
         self.reason = reason
         self.refused_at = now
         self.not_before = now + min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2 ** (self.refusals - 1))
         self.credentials = credentials
 
     def holds(self, now: float, credentials: str) -> bool:
-        """True while no logon may be tried: refused before, the wait not over, nothing changed."""
-        return self.refusals > 0 and now < self.not_before and credentials == self.credentials
+        """True while no logon may be tried: refused before, nothing changed, and the wrong
+        credentials not replaced or the wait not over."""
+        if self.refusals == 0 or credentials != self.credentials:
+            return False
+        return self.until_changed or now < self.not_before
 
-    def explain(self) -> str:
-        """The status point's error while the back-off holds: why, what to fix, when the next logon is."""
+    def explain(self, path: str) -> str:
+        """The status point's error while it holds: why, what to fix, and when (or what makes) the
+        next logon; `path` is the state file whose removal ends the hold."""
+        refused = f"logon refused at {utc(self.refused_at)} ({self.reason})"
+        if self.until_changed:
+            return (
+                f"{refused}; no logon until the password file, user or dsn changes: each attempt with these "
+                "credentials counts toward FAILED_LOGIN_ATTEMPTS and only a successful logon resets it; "
+                f"if the fix was made in the database instead, rm {path}"
+            )
         wait = self.not_before - self.refused_at
         return (
-            f"logon refused at {utc(self.refused_at)} ({self.reason}); no logon before {utc(self.not_before)} "
+            f"{refused}; no logon before {utc(self.not_before)} "
             f"(back-off {wait / 60:g} min after {self.refusals} refusal{'s' if self.refusals > 1 else ''}, "
-            f"doubling to {BACKOFF_CAP_S / 3600:g} h; a changed password file is tried at the next run)"
+            f"doubling to {BACKOFF_CAP_S / 3600:g} h; a changed password file is tried at the next run; "
+            f"to try at the next run, rm {path})"
         )
 
 

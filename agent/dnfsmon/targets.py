@@ -114,9 +114,11 @@ class OracleTarget(Target):
     """A live database through one python-oracledb session, kept for the whole run.
 
     After a logon refusal (oracle_db.LOGON_REFUSALS) the target logs on no
-    more in the run, and the next runs wait (oracle_db.LogonBackoff, kept
-    beside the target's state): a wrong password must not lock the shared
-    monitoring account. `dnfsmon top` (persist=False) obeys the back-off
+    more in the run, and the next runs hold (oracle_db.LogonBackoff, kept
+    beside the target's state): after wrong credentials until they change or
+    the operator removes the hold, so that a wrong password cannot lock the
+    shared monitoring account; after a locked or expired account for a
+    doubling wait. `dnfsmon top` (persist=False) obeys the back-off
     but never writes it.
     """
 
@@ -130,6 +132,8 @@ class OracleTarget(Target):
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)
         self.backoff = load_backoff(state_dir, self.id) if state_dir else LogonBackoff()
         self.backoff_file = StateFile(state_dir, backoff_file_id(self.id)) if state_dir and persist else None
+        # Named in the status point: removing it is how the operator ends a hold.
+        self.backoff_path = StateFile(state_dir, backoff_file_id(self.id)).path if state_dir else "its state file"
         self.backoff_changed = False
         self.known_name = ""
 
@@ -146,11 +150,11 @@ class OracleTarget(Target):
         now = time.time()
         credentials = credentials_of(self.database.settings)
         if self.backoff.holds(now, credentials):
-            return to_raw(down_document(self.backoff.explain(), self.database.settings.target), now)
+            return to_raw(down_document(self.backoff.explain(self.backoff_path), self.database.settings.target), now)
         refused_before = self.database.refused
         raw = read_once(self.database, now, self.inventory.due(now))
         if self.database.refused and not refused_before:
-            self.backoff.refused(self.database.given_up, now, credentials)
+            self.backoff.refused(self.database.refused, self.database.given_up, now, credentials)
             self.backoff_changed = True
         elif self.backoff.refusals and not raw.document(oracle.RESULTS)["down"]:  # type: ignore[index]
             self.backoff = type(self.backoff)()  # logged on: the refusals are over
