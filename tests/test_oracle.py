@@ -1401,9 +1401,9 @@ def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():
 
 def test_every_message_that_names_a_setup_script_says_where_it_is_on_the_host():
     """On a database host the pack is where `dnfsmon sql` says, not in a checkout's sql/setup/."""
-    messages = [*oracle_db.LOGON_REFUSALS.values(), oracle_db.PASSWORD_SOON]
+    messages = [*oracle_db.LOGON_REFUSALS.values(), oracle_db.PASSWORD_SOON, oracle_db.VERIFIER_10G]
     messages.append(oracle_db.container_problem("YES", "CDB$ROOT", 1, "C##DNFSMON"))  # root rows only
     naming = [m for m in messages if "monitor_user" in m or "monitor_password" in m]
-    assert len(naming) == 5
+    assert len(naming) == 6
     for message in naming:
         assert "sql/setup/" not in message and 'cd "$(dnfsmon sql)"' in message and "@setup/" in message, message

@@ -149,8 +149,8 @@ NOT_OPEN = {
 # while only the 10G verifier was made (11.2 with SEC_CASE_SENSITIVE_LOGON = FALSE, or an old
 # SQLNET.ALLOWED_LOGON_VERSION_SERVER). python-oracledb's maintainers name the two ways out.
 VERIFIER_10G = (
-    'use thick mode ([oracle] mode = "thick"), or reset the password (sql/setup/set_monitor_password.sql) '
-    "with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists"
+    'use thick mode ([oracle] mode = "thick"), or reset the password (@setup/set_monitor_password in the SQL '
+    'pack, cd "$(dnfsmon sql)") with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists'
 )
 
 
