@@ -1143,6 +1143,7 @@ AGENT = os.path.join(os.path.dirname(__file__), "..", "agent", "dnfsmon")
 OPENS_ALLOWED = {
     ("capture.py", "write"): "writes a capture into the directory the user names on the command line",
     ("catalogue.py", "load"): "the package's own catalogue.csv",
+    ("cli.py", "script_field"): "the header of the package's own SQL scripts (dnfsmon sql --help)",
     ("cli.py", "example_config"): "the package's own example.toml",
     ("cli.py", "load_config"): "the config file the admin names with -c (or the default path)",
     ("config.py", "load"): "the config file the admin names with -c (or the default path)",
