@@ -34,7 +34,12 @@ def demo_output(tmp_path_factory):
         capture_output=True,
         text=True,
         timeout=300,
-        env=dict(os.environ, PATH=f"{VENV}/bin:/usr/bin:/bin"),
+        # As from a user's shell: under `make test` the outer make's MAKELEVEL would make this
+        # one print "make[1]: Leaving directory ..." after the demo's last line.
+        env={
+            **{k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")},
+            "PATH": f"{VENV}/bin:/usr/bin:/bin",
+        },
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
