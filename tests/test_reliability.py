@@ -893,6 +893,29 @@ def test_r2_l1_a_fifo_or_link_planted_in_the_store_never_hangs_nor_feeds_a_run(t
     assert store.counts().dropped_points == 0 and list(store.unshipped()) == []
 
 
+@pytest.mark.parametrize("name", ["counts.json", "counts.copy.json"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "gone"])
+def test_a_file_planted_at_counts_json_loses_no_count(tmp_path, name, kind):
+    """A FIFO planted at counts.json was moved aside and the counters started again from 0 (the
+    published store_dropped_points fell from 7 to 0); its copy keeps them."""
+    (tmp_path / "store").mkdir(mode=0o750)
+    (tmp_path / "store" / "counts.json").write_text('{"dropped_points": 7, "torn_records": 2}')  # a store before
+    config = write_config(tmp_path, host={"sources": ["tcp"]})
+    assert _run_bounded("--config", config, "collect").returncode == 0
+    planted = tmp_path / "store" / name
+    planted.unlink()
+    if kind == "fifo":
+        os.mkfifo(planted, 0o600)
+    elif kind == "symlink":
+        os.symlink(tmp_path / "config.toml", planted)
+    result = _run_bounded("--config", config, "collect")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("WARNING") == (kind != "gone"), result.stderr  # the planted file moved aside
+    agent = [p for p in Store(str(tmp_path / "store"), 10**8).points() if p.measurement == "dnfsmon_agent"][-1]
+    assert (agent.fields["store_dropped_points"], agent.fields["store_torn_records"]) == (7, 2)
+    assert os.path.getsize(planted) == 512  # made again from the other, with its two slots
+
+
 def test_r2_l3_a_cursor_of_infinity_or_a_17_digit_segment_is_ignored_with_one_warning(tmp_path, caplog):
     store = Store(str(tmp_path), 10**8)
     for text in (
