@@ -14,6 +14,7 @@ import json
 import os
 import pwd
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -475,7 +476,7 @@ def test_l1_hostile_capture_files_are_refused(tmp_path, setup):
         target.mkdir()
     else:
         with open(target, "wb") as f:
-            f.truncate(capture.MAX_FILE_BYTES + 1)  # sparse: no disk used
+            f.truncate(capture.MAX_CAPTURE_BYTES + 1)  # sparse: no disk used
     with pytest.raises(capture.CaptureError) as error:
         capture.read(str(directory))
     assert str(target) in str(error.value) and "SECRETHASH" not in str(error.value)
@@ -1107,6 +1108,51 @@ def test_r2_l2_a_hostile_capture_is_one_line_and_exit_2(tmp_path, capsys, hostil
     err = capsys.readouterr().err
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and str(new / "capture.json") in err
+
+
+def _nfs_capture_of(directory, mounts):
+    """The bundled NFS case's pair with its one mount repeated as `mounts` mounts (3 KiB each)."""
+    source = os.path.join(os.path.dirname(__file__), "cases", "diff", "nfs")
+    shutil.copytree(source, directory)
+    for side in ("old", "new"):
+        path = directory / side / "proc" / "self" / "mountstats"
+        block = path.read_text()
+        path.write_text("".join(block.replace("/u02/oradata", f"/u02/m{i}") for i in range(mounts)))
+    return directory / "old", directory / "new"
+
+
+def test_a_capture_past_its_bound_is_one_line_and_exit_2_in_bounded_memory(tmp_path):
+    """Reliability L2: a 60 MB capture (60,000 mounts) was read whole: 10.4 s and 420 MB for
+    `dnfsmon diff`. Past 8 MiB a capture is refused unread, one line naming the file, exit 2."""
+    old, new = _nfs_capture_of(tmp_path / "big", 60_000)
+    assert os.path.getsize(old / "proc" / "self" / "mountstats") > 55e6
+    # The peak memory of dnfsmon alone: Linux counts a child's peak from its parent's at fork
+    # (here pytest's), so a small interpreter starts it and reports what wait4 says of it.
+    starter = (
+        "import os, sys; pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, "
+        "file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]); "
+        "_, status, usage = os.wait4(pid, 0); print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", starter, *DNFSMON, "diff", old, new, "--format", "lp"], capture_output=True, text=True
+    )
+    code, peak_kib = map(int, result.stdout.split())
+    assert code == 2, result.stderr
+    err = result.stderr
+    assert len(err.strip().splitlines()) == 1 and f"{old}/proc/self/mountstats" in err and "8 MiB" in err, err
+    assert peak_kib < 100 * 1024  # the interpreter and the agent's modules, nothing of the capture
+
+
+def test_a_capture_under_its_bound_per_file_but_over_it_together_is_refused(tmp_path):
+    old, _ = _nfs_capture_of(tmp_path / "pair", 1)
+    half = b"x" * (capture.MAX_CAPTURE_BYTES // 2 + 1)
+    (old / "proc" / "self" / "mountstats").write_bytes(half)
+    (old / "proc" / "sys" / "kernel" / "random" / "boot_id").write_bytes(half)
+    with pytest.raises(capture.CaptureError, match="more than a capture's files may hold together"):
+        capture.read(str(old))
+    # At the bound exactly, read.
+    (old / "proc" / "self" / "mountstats").write_bytes(half[:-2])
+    assert capture.read(str(old))[1]["mountstats"].time == 7000.0
 
 
 def test_r2_l2_a_huge_capture_writes_a_bounded_number_of_warnings(tmp_path, capsys):
