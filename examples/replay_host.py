@@ -51,16 +51,19 @@ def case_files(case: str) -> list[str]:
     return sorted(found)
 
 
+def read_text(*parts: str) -> str:
+    with open(os.path.join(*parts), encoding="utf-8") as f:
+        return f.read()
+
+
 def replay(case: str, target: str, seconds: float) -> None:
     with open(os.path.join(case, "old", "capture.json"), encoding="utf-8") as f:
         old_time = json.load(f)["sources"]["mountstats"]["time"]
     with open(os.path.join(case, "new", "capture.json"), encoding="utf-8") as f:
         interval = json.load(f)["sources"]["mountstats"]["time"] - old_time
-    texts = {}
-    for relative in case_files(case):
-        with open(os.path.join(case, "old", relative), encoding="utf-8") as f_old:
-            with open(os.path.join(case, "new", relative), encoding="utf-8") as f_new:
-                texts[relative] = (f_old.read(), f_new.read())
+    texts = {
+        relative: (read_text(case, "old", relative), read_text(case, "new", relative)) for relative in case_files(case)
+    }
     started = time.monotonic()
     while True:
         elapsed = time.monotonic() - started
