@@ -1304,3 +1304,46 @@ def test_user_m12_a_run_whose_sources_and_influxdb_fail_logs_each_problem_once(t
     assert len(server.requests) == 4  # the first try and 3 retries, as before
     assert "after 3 retries" in lines[-1]
     assert len(lines) == 4, lines  # was 12: one ERROR per source per sample, one WARNING per retry
+
+
+# --- reliability L8: a ship and a drop that overlap ------------------------------------------
+
+
+@pytest.mark.parametrize("influxdb", ["takes the batch", "fails"])
+def test_l8_a_ship_and_a_drop_that_overlap_count_every_point_once(tmp_path, monkeypatch, influxdb):
+    """While a ship sends a batch, a collect appends and the size bound deletes the oldest segments,
+    the batch's among them. They were counted as dropped although InfluxDB then took them (the
+    review: 24 % over). Now each point is in exactly one of InfluxDB, the store, the drop counter."""
+    from dnfsmon import influx
+    from dnfsmon.store import SHIP_LOCK
+
+    def store():
+        return Store(str(tmp_path), 4096, segment_bytes=1024)
+
+    store().append(points(200))
+    received = []
+    state = {"appended": False}
+
+    def write(self, lines, payload=None):
+        if not state["appended"]:
+            state["appended"] = True  # a collect's append while this batch is on its way
+            store().append(points(200, start=200))
+            if influxdb == "fails":
+                raise ShipError("InfluxDB write failed (HTTP 503)")
+        received.extend(from_line(line.decode()).fields["i"] for line in lines)
+        return None
+
+    monkeypatch.setattr(influx.Writer, "write", write)
+    with RunLock(str(tmp_path), SHIP_LOCK):
+        try:
+            ship(store(), settings("http://127.0.0.1:9", batch_size=50))
+        except ShipError:
+            assert influxdb == "fails"
+        ship(store(), settings("http://127.0.0.1:9", batch_size=50))  # the rest, InfluxDB well
+    left = [point.fields["i"] for point in store().points()]
+    assert list(store().unshipped()) == []
+    assert len(received) == len(set(received))
+    dropped = store().counts().dropped_points
+    assert dropped > 0  # the bound did delete unshipped points
+    assert len(received) + dropped == 400, (len(received), dropped, len(left))
+    assert not (tmp_path / "shipping.json").exists()
