@@ -7,7 +7,7 @@ import re
 import subprocess
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
@@ -303,6 +303,35 @@ def test_per_op_lines_read_per_block_as_read_line_by_line(path):
             start + 1 : next((i for i in range(start + 1, len(lines)) if lines[i].startswith("device ")), None)
         ]
         assert ms._parse_ops(1, block, "x") == ms._parse_ops_line_by_line(1, block, "x")
+
+
+op_line = st.one_of(
+    st.builds(
+        lambda name, counters, indent: f"{indent}{name}: " + " ".join(map(str, counters)),
+        st.sampled_from(["READ", "WRITE", "GETATTR", "NULL"]),
+        st.lists(st.integers(min_value=0, max_value=2**64), min_size=7, max_size=11),
+        st.sampled_from(["\t", "\t        ", ""]),
+    ),
+    st.text(alphabet="READ:0123 \t", max_size=30),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(op_line, max_size=6))
+# Two operations on one line, a line of digits, a blank line: as many names as lines, a name every 9 words.
+@example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7", "8"])
+@example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7 8", "\t"])
+def test_per_op_lines_read_at_once_or_line_by_line_alike(lines):
+    """_parse_ops reads a block of lines of one length as one list of words; the line-by-line
+    reader is the reference, for any lines: the same rows, or the same error."""
+    try:
+        expected = ms._parse_ops_line_by_line(1, lines, "x")
+    except ParseError as error:
+        with pytest.raises(ParseError) as raised:
+            ms._parse_ops(1, lines, "x")
+        assert (raised.value.line_no, raised.value.message) == (error.line_no, error.message)
+    else:
+        assert ms._parse_ops(1, lines, "x") == expected
 
 
 def test_unchanged_per_op_lines_that_were_refused_are_refused_again():

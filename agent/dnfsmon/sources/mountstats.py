@@ -311,27 +311,31 @@ def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list
     NFS procedure, "NAME: n n n ..."; the names (without the colon) and each one's first
     len(OP_FIELDS) counters.
 
-    They are most of a block (34 of some 45 lines with NFSv3), so the checks are made once
-    per block, not once per line: every name ends with ":", every line has at least
-    OP_MIN_FIELDS counters, and all the counters joined are ASCII digits. The number of
-    counters may differ from line to line (the kernel of the procfs capture prints 8 for
-    some procedures and 9 for others). A block that fails a check is read line by line,
-    which says which line is wrong.
+    They are most of a block (34 of some 45 lines with NFSv3), and most kernels print the
+    same number of counters on each: such a block is read as one list of words, a name
+    every `width` words, checked once (every line starts with a name ending with ":",
+    every other word is ASCII digits). A block whose lines differ in length (the kernel of
+    the procfs capture prints 8 counters for some procedures and 9 for others) or that
+    fails a check is read line by line, which says which line is wrong.
     """
-    rows = [words for words in map(str.split, lines) if words]
-    names = [words[0] for words in rows]
-    numbers = [words[1:] for words in rows]
-    if (
-        not rows
-        or min(map(len, numbers)) < OP_MIN_FIELDS
-        or not all(name.endswith(":") for name in names)
-        or not is_unsigned("".join(chain.from_iterable(numbers)))
-    ):
-        return _parse_ops_line_by_line(first, lines, path)
-    # Counters after the last of OP_FIELDS (a later kernel's) are not read.
-    return _last_of_each(
-        [name[:-1] for name in names], [list(map(int, counters[: len(OP_FIELDS)])) for counters in numbers]
-    )
+    text = "\n".join(lines).rstrip()
+    words = text.split()
+    count = text.count("\n") + 1
+    width = len(words) // count
+    if words and width > OP_MIN_FIELDS and len(words) == width * count and not _NOT_AN_OP_LINE.search(text):
+        names = words[::width]
+        del words[::width]
+        if all(name.endswith(":") for name in names) and is_unsigned("".join(words)):
+            values = list(map(int, words))
+            # Counters after the last of OP_FIELDS (a later kernel's) are not read.
+            read = min(width - 1, len(OP_FIELDS))
+            rows = [values[start : start + read] for start in range(0, len(values), width - 1)]
+            return _last_of_each([name[:-1] for name in names], rows)
+    return _parse_ops_line_by_line(first, lines, path)
+
+
+# A line of the per-op part that cannot be "NAME: n n n ...": empty, or starting with a digit.
+_NOT_AN_OP_LINE = re.compile(r"^[ \t]*(?:[0-9]|$)", re.MULTILINE)
 
 
 def _last_of_each(names: list[str], rows: list[list[int]]) -> tuple[list[str], list[list[int]]]:
