@@ -354,30 +354,6 @@ def _send(
         _send(writer, store, lines[middle:], positions[middle:], report, done)
 
 
-def _ship_batch(
-    writer: Writer,
-    store: Store,
-    lines: list[bytes],
-    positions: list[Position],
-    report: ShipReport,
-    done: list[Position],
-) -> None:
-    """Send a batch of records the store still holds, and settle it with the store.
-
-    A record the size bound deleted since the ship read it was counted as dropped: it is not
-    sent (Store.hand_to_ship). After the batch, taken or not, Store.settle counts the records
-    the bound deleted while they were sent and InfluxDB did not take, and moves the cursor.
-    """
-    kept = store.hand_to_ship(positions)
-    if len(kept) < len(lines):
-        lines, positions = [lines[i] for i in kept], [positions[i] for i in kept]
-    try:
-        if lines:
-            _send(writer, store, lines, positions, report, done)
-    finally:
-        store.settle(done[-1] if done else None, positions)
-
-
 def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     """Send unshipped points in order within deadline_s; ShipError (points kept) when InfluxDB fails.
 
@@ -419,11 +395,12 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
                 if deadline.remaining() <= 0:
                     report.unfinished = True
                     break
-                _ship_batch(writer, store, lines, positions, report, done)
+                _send(writer, store, lines, positions, report, done)
+                store.acknowledge(done[-1])
                 lines, positions = [], []
         else:
             if lines:
-                _ship_batch(writer, store, lines, positions, report, done)
+                _send(writer, store, lines, positions, report, done)
         if done:
             store.acknowledge(done[-1])
     except BaseException:

@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -114,9 +113,6 @@ COUNTS_FILE = "counts.json"
 # at counts.json is moved aside, never read) leaves the counts in the other.
 COUNTS_COPY_FILE = "counts.copy.json"
 CURSOR_FILE = "cursor.json"
-# The batch a ship is sending: the position just after its last record, and how many of its
-# records the size bound deleted meanwhile (see Store.hand_to_ship).
-SHIPPING_FILE = "shipping.json"
 QUARANTINE_FILE = "quarantine.jsonl"
 LATEST_FILE = "latest.lp"
 # The index of stores written before latest.lp: one JSON point per series.
@@ -164,13 +160,6 @@ class Position(NamedTuple):
 
     segment: int
     offset: int
-
-
-class InFlight(NamedTuple):
-    """shipping.json: the batch a ship is sending (Store.hand_to_ship)."""
-
-    end: Position  # just after the batch's last record
-    deleted: int  # its records the size bound deleted while it was sent
 
 
 def encode_line_record(line: str) -> bytes:
@@ -416,8 +405,7 @@ class Store:
         segments = self.segments()
         total = sum(os.path.getsize(p) for _, p in segments)
         cursor = self._valid_cursor(segments)
-        in_flight = self._in_flight()
-        dropped = bad = handed = 0
+        dropped = bad = 0
         # Never delete the newest segment: it holds the points just written.
         for sequence, path in segments[:-1]:
             if total <= self.max_bytes:
@@ -425,17 +413,13 @@ class Store:
             size = os.path.getsize(path)
             start = cursor.offset if sequence == cursor.segment else 0
             if sequence >= cursor.segment:
-                for offset, record in self._read_segment(path, start, warn=False):
+                for _, record in self._read_segment(path, start, warn=False):
                     if record is None:
                         bad += 1
-                    elif in_flight is not None and Position(sequence, offset) <= in_flight.end:
-                        handed += 1  # a running ship is sending it: the ship counts it if InfluxDB refuses
                     else:
                         dropped += 1
             os.unlink(path)
             total -= size
-        if handed and in_flight is not None:
-            self._write_in_flight(InFlight(in_flight.end, in_flight.deleted + handed))
         if dropped or bad:
             fsync_dir(self.directory)
             log.warning(
@@ -673,130 +657,26 @@ class Store:
             )
         return Position(0, 0)
 
-    # A ship and the size bound overlap: a collect appending during a ship may delete the
-    # segments of the batch being sent. Counting those points as dropped over-counted whatever
-    # InfluxDB then took (24 % in the review), so the count is settled once the ship knows:
-    # - hand_to_ship (before a batch is sent, the store's lock held) leaves out of the batch the
-    #   records the bound deleted since the ship read them (counted as dropped already) and
-    #   writes shipping.json: the end of the batch;
-    # - the bound, while a ship holds ship.lock, deletes the batch's records without counting
-    #   them as dropped, and adds them to shipping.json's `deleted`;
-    # - settle (after the batch, the lock held) counts as dropped the batch's records InfluxDB
-    #   did not take whose segment is gone, and removes shipping.json.
-    # A ship killed in between leaves shipping.json and no lock: the next bound or ship counts
-    # its `deleted` as dropped, InfluxDB may have taken them (at most one batch per kill,
-    # counted as dropped when it was not: an over-count, never an under-count).
-
-    def hand_to_ship(self, positions: Sequence[Position]) -> list[int]:
-        """The indexes of the batch's records still in the store, to send; the batch recorded as
-        in flight. The caller holds ship.lock."""
-        with self.locked():
-            existing = {sequence for sequence, _ in self.segments()}
-            kept = [i for i, position in enumerate(positions) if position.segment in existing]
-            if kept:
-                self._write_in_flight(InFlight(positions[kept[-1]], 0))
-            return kept
-
-    def settle(self, acknowledged: Optional[Position], in_flight: Sequence[Position]) -> None:
-        """After a batch: everything up to `acknowledged` reached InfluxDB (as acknowledge); the
-        batch's other records (`in_flight`) whose segment the bound deleted meanwhile are lost:
-        counted as dropped."""
-        with self.locked():
-            existing = {sequence for sequence, _ in self.segments()}
-            lost = sum(
-                1
-                for position in in_flight
-                if (acknowledged is None or position > acknowledged) and position.segment not in existing
-            )
-            self._remove_in_flight()
-            if lost:
-                log.warning(
-                    "store %s over %d bytes: dropped the %d oldest unshipped points (deleted while InfluxDB "
-                    "refused them)",
-                    self.directory,
-                    self.max_bytes,
-                    lost,
-                )
-                self._add_counts(dropped_points=lost)
-            if acknowledged is not None:
-                self._acknowledge_locked(acknowledged)
-
-    def _in_flight(self) -> Optional[InFlight]:
-        """The batch a running ship is sending; None when no ship runs. shipping.json left by a
-        ship that died (ship.lock free): its deleted records are counted as dropped, and it goes."""
-        data = self._read_own_file(SHIPPING_FILE, CURSOR_MAX_BYTES)
-        if data is None:
-            return None
-        try:
-            document = json.loads(data, parse_constant=_refuse_constant)
-            found = InFlight(Position(document["segment"], document["offset"]), document["deleted"])
-            if not all(type(value) is int and 0 <= value < 2**63 for value in (*found.end, found.deleted)):
-                raise ValueError("not whole numbers of 0 or more")
-        except (ValueError, KeyError, TypeError, RecursionError):
-            log.warning("store %s: %s unreadable: removed", self.directory, SHIPPING_FILE)
-            self._remove_in_flight()
-            return None
-        if self._ship_running():
-            return found
-        self._remove_in_flight()
-        if found.deleted:
-            log.warning(
-                "store %s: dropped the %d points a stopped ship was sending when the size bound deleted them",
-                self.directory,
-                found.deleted,
-            )
-            self._add_counts(dropped_points=found.deleted)
-        return None
-
-    def _ship_running(self) -> bool:
-        """Does a process hold ship.lock? (A flock: the kernel releases it when its holder dies.)"""
-        try:
-            fd = open_in_directory(self._path(SHIP_LOCK), os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            if error.errno in (errno.EWOULDBLOCK, errno.EACCES):
-                return True
-            raise
-        finally:
-            os.close(fd)  # releases the flock taken here, if it was
-        return False
-
-    def _write_in_flight(self, in_flight: InFlight) -> None:
-        document = {**in_flight.end._asdict(), "deleted": in_flight.deleted}
-        write_atomically(self._path(SHIPPING_FILE), json.dumps(document).encode())
-
-    def _remove_in_flight(self) -> None:
-        try:
-            os.unlink(self._path(SHIPPING_FILE))
-        except FileNotFoundError:
-            pass
-
     def acknowledge(self, position: Position) -> None:
         """Everything up to `position` reached InfluxDB: move the cursor, delete shipped segments."""
         with self.locked():
-            self._acknowledge_locked(position)
-
-    def _acknowledge_locked(self, position: Position) -> None:
-        try:
-            write_atomically(self._path(CURSOR_FILE), json.dumps(position._asdict()).encode())
-        except OSError as error:
-            raise EnvironmentProblem(
-                f"store {self.directory}: cannot record what InfluxDB took ({error.strerror}); free space "
-                "there: until then those points are sent again (InfluxDB overwrites them, no duplicates)"
-            ) from None
-        passed = {p for p in self._bad_seen if p <= position}
-        if passed:
-            self._bad_seen -= passed
-            self._add_counts(torn_records=len(passed))
-        segments = self.segments()
-        for sequence, path in segments[:-1]:
-            if sequence < position.segment or (
-                sequence == position.segment and position.offset >= os.path.getsize(path)
-            ):
-                os.unlink(path)
+            try:
+                write_atomically(self._path(CURSOR_FILE), json.dumps(position._asdict()).encode())
+            except OSError as error:
+                raise EnvironmentProblem(
+                    f"store {self.directory}: cannot record what InfluxDB took ({error.strerror}); free space "
+                    "there: until then those points are sent again (InfluxDB overwrites them, no duplicates)"
+                ) from None
+            passed = {p for p in self._bad_seen if p <= position}
+            if passed:
+                self._bad_seen -= passed
+                self._add_counts(torn_records=len(passed))
+            segments = self.segments()
+            for sequence, path in segments[:-1]:
+                if sequence < position.segment or (
+                    sequence == position.segment and position.offset >= os.path.getsize(path)
+                ):
+                    os.unlink(path)
 
     def quarantine(self, point: Point, reason: str) -> None:
         """Set aside a point InfluxDB will not take, with the reason; durable and bounded."""
