@@ -32,7 +32,7 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_iops_step
-@@_dnfs_start
+@@_dnfs_start.sql
 
 variable dnfs_stop number
 variable dnfs_prev clob
@@ -46,17 +46,19 @@ variable dnfs_cur_clock varchar2(8)
 -- it): start clean, or this run would diff against the previous run's last
 -- snapshot (or the other looping script's clock), and stop after one
 -- interval when the previous run ended with Ctrl-C.
+-- The CLOB snapshots are freed first (dnfs_iops_free.sql: a CLOB bind's temporary
+-- LOB stays allocated until freed), and again at the end.
+@@dnfs_iops_free.sql
 begin
     :dnfs_stop := null;
-    :dnfs_prev := null;
     :dnfs_prev_t := null;
-    :dnfs_cur := null;
     :dnfs_cur_t := null;
     :dnfs_cur_n := null;
     :dnfs_cur_clock := null;
 end;
 /
-@@dnfs_iops_snapshot
+@@dnfs_iops_snapshot.sql
+@@dnfs_iops_shift.sql
 
 column sample_time heading 'Time' format a8
 column dnfs_inst_id heading 'Inst' format 9999
@@ -73,7 +75,7 @@ prompt
 prompt dNFS NFS READ/WRITE calls per instance, every &_dnfs_interval s, &_dnfs_count times (database clock; processes diffed one by one)
 prompt
 
-@@_dnfs_loop
+@@_dnfs_loop.sql
 column sample_time clear
 column dnfs_inst_id clear
 column read_iops clear
@@ -84,4 +86,5 @@ column write_mbps clear
 column avg_read_kb clear
 column avg_write_kb clear
 column note clear
-@@_dnfs_end
+@@dnfs_iops_free.sql
+@@_dnfs_end.sql

@@ -2,10 +2,14 @@
 -- Purpose:     The one place GV$DNFS_STATS is read: every process's dNFS
 --              counters, with the database clock in the same statement, into
 --              :dnfs_cur (XML), :dnfs_cur_t (seconds), :dnfs_cur_n (processes)
---              and :dnfs_cur_clock (HH24:MI:SS); the first call also makes it
---              the previous snapshot.
+--              and :dnfs_cur_clock (HH24:MI:SS). The temporary LOB :dnfs_cur
+--              held is freed first (dnfs_iops_shift.sql keeps a copy of its own).
 
 begin
+    if :dnfs_cur is not null and dbms_lob.istemporary(:dnfs_cur) = 1 then
+        dbms_lob.freetemporary(:dnfs_cur);
+    end if;
+    :dnfs_cur := null;
     with processes as (
         select
             s.inst_id,
@@ -46,9 +50,5 @@ begin
         to_char(systimestamp, 'HH24:MI:SS') as clock
     into :dnfs_cur, :dnfs_cur_t, :dnfs_cur_n, :dnfs_cur_clock
     from processes;
-    if :dnfs_prev_t is null then
-        :dnfs_prev := :dnfs_cur;
-        :dnfs_prev_t := :dnfs_cur_t;
-    end if;
 end;
 /

@@ -3,8 +3,8 @@
 --              between the two snapshots per instance (arithmetic only: no
 --              view is read here), and make the new snapshot the previous one.
 
-@@_dnfs_sleep
-@@dnfs_iops_snapshot
+@@_dnfs_sleep.sql
+@@dnfs_iops_snapshot.sql
 
 -- core: the interval that just ended, per instance
 with
@@ -107,11 +107,7 @@ select :dnfs_cur_clock || ' No rows in GV$DNFS_STATS: no process does dNFS I/O (
 from dual
 where :dnfs_cur_n = 0;
 
-begin
-    :dnfs_prev := :dnfs_cur;
-    :dnfs_prev_t := :dnfs_cur_t;
-end;
-/
+@@dnfs_iops_shift.sql
 
 set heading off
-@@_dnfs_next
+@@_dnfs_next.sql

@@ -1,10 +1,14 @@
 -- File name:   dnfs_latency_hist_snapshot.sql (called by dnfs_latency.sql and its histogram step)
 -- Purpose:     The one place the event histogram is read: the 'db file
 --              sequential read' buckets, with the database clock in the same
---              statement, into :dnfs_hist_cur and :dnfs_hist_cur_t; the first
---              call also makes it the previous snapshot.
+--              statement, into :dnfs_hist_cur and :dnfs_hist_cur_t, after
+--              freeing the temporary LOB :dnfs_hist_cur held.
 
 begin
+    if :dnfs_hist_cur is not null and dbms_lob.istemporary(:dnfs_hist_cur) = 1 then
+        dbms_lob.freetemporary(:dnfs_hist_cur);
+    end if;
+    :dnfs_hist_cur := null;
     select
         xmlserialize(
             content xmlelement(
@@ -17,9 +21,5 @@ begin
     into :dnfs_hist_cur, :dnfs_hist_cur_t
     from &_dnfs_hist_view
     where event = 'db file sequential read';
-    if :dnfs_hist_prev_t is null then
-        :dnfs_hist_prev := :dnfs_hist_cur;
-        :dnfs_hist_prev_t := :dnfs_hist_cur_t;
-    end if;
 end;
 /

@@ -3,8 +3,8 @@
 --              interval between the two snapshots (arithmetic only: no view
 --              is read here), then the histogram part when it runs.
 
-@@_dnfs_sleep
-@@dnfs_latency_snapshot
+@@_dnfs_sleep.sql
+@@dnfs_latency_snapshot.sql
 
 -- core: events in the interval that just ended
 with
@@ -48,11 +48,7 @@ where :dnfs_cur_t > :dnfs_prev_t and c.total_waits >= p.total_waits
 order by c.inst_id, c.event;
 -- core: end
 
-begin
-    :dnfs_ev_prev := :dnfs_ev_cur;
-    :dnfs_prev_t := :dnfs_cur_t;
-end;
-/
+@@dnfs_latency_shift.sql
 
-@@&_dnfs_hist_step
-@@_dnfs_next
+@@&_dnfs_hist_step..sql
+@@_dnfs_next.sql

@@ -9,7 +9,7 @@
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
-@@_dnfs_start
+@@_dnfs_start.sql
 
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_id heading 'Id' format 999
@@ -63,4 +63,4 @@ column dnfs_wtmax clear
 column dnfs_rtmax clear
 column open_files clear
 column open_gb clear
-@@_dnfs_end
+@@_dnfs_end.sql
