@@ -170,8 +170,12 @@ MAX_VARCHAR2_BIND = {(12, 1): 32767, (0,): 4000}
 # Dictionary column names a DBA formats in login.sql besides the V$ ones:
 # DBA_DATA_FILES and DBA_TEMP_FILES (FILE_NAME, TABLESPACE_NAME), DBA_OBJECTS
 # (OWNER, OBJECT_NAME, OBJECT_TYPE), DBA_SEGMENTS (SEGMENT_NAME), DBA_USERS
-# (USERNAME) (Oracle Database Reference, those views).
+# (USERNAME), and names of views the pack does not read that DBAs format:
+# V$ACTIVE_SESSION_HISTORY.SAMPLE_TIME and V$RECOVERY_AREA_USAGE.FILE_TYPE
+# (Oracle Database Reference, those views).
 DICTIONARY_COLUMN_NAMES = {
+    "SAMPLE_TIME",
+    "FILE_TYPE",
     "FILE_NAME",
     "TABLESPACE_NAME",
     "OWNER",

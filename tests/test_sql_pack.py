@@ -1264,7 +1264,7 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
         rows,
         [
             "dnfs_inst_id",
-            "sample_time",
+            "dnfs_sample_time",
             "read_iops",
             "write_iops",
             "total_iops",
@@ -1278,7 +1278,7 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
     _, events, buckets, _ = latency_rows(first_hit=False)
     latency = sqlplus_table(
         events,
-        ["dnfs_inst_id", "dnfs_event", "sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
+        ["dnfs_inst_id", "dnfs_event", "dnfs_sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
         column_formats("dnfs_latency.sql"),
     )
     histogram = sqlplus_table(
@@ -1452,3 +1452,38 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
         release="11.2.0.4",
     )
     assert "con_id" not in old.replace("0 as con_id", "").replace("c.con_id", "").replace("f.con_id", "")
+
+
+def test_the_header_prints_only_when_the_loop_runs():
+    """dba-review P7: a refused run printed the header ("every 0 s, 5 times") after its one line."""
+    refused = run("dnfs_iops.sql", "0", "5")
+    assert [p for p in refused.prompts if "every" in p] == []
+    assert [p for p in run("dnfs_iops.sql", release="12.2", granted=()).prompts if "every" in p] == []
+    assert [p for p in run("dnfs_check.sql").prompts if " every " in p and " s, " in p] == []
+    ran = run("dnfs_iops.sql", "5", "2")
+    assert [p for p in ran.prompts if "every" in p] == [
+        "dNFS NFS READ/WRITE calls per instance, every 5 s, 2 times (database clock; processes diffed one by one)"
+    ]
+    latency = [p for p in run("dnfs_latency.sql", "10", "3").prompts if "every" in p]
+    assert len(latency) == 1 and latency[0].startswith("I/O wait events per instance, every 10 s, 3 times (")
+
+
+def test_a_refused_argument_names_the_stale_argument_case():
+    """dba-review P8: &1 left by an earlier `@ash ...` gave a refusal for an argument the user never typed."""
+    said = [p.strip() for p in run("dnfs_iops.sql", "ash").prompts if p.strip()]
+    assert len(said) == 1 and said[0].endswith("(left from an earlier script? undefine 1 2).")
+    said = [p.strip() for p in run("dnfs_iops.sql", "5", "x").prompts if p.strip()]
+    assert len(said) == 1 and said[0].endswith("(left from an earlier script? undefine 1 2).")
+    assert "undefine 1 2" in read(os.path.join(SQL, "README.md"))
+
+
+def test_the_pack_formats_no_column_name_a_dba_formats_and_says_binary_units():
+    """dba-review P10 and P11: COLUMN sample_time (V$ACTIVE_SESSION_HISTORY) and file_type
+    (V$RECOVERY_AREA_USAGE) wiped a DBA's login.sql formats; 'GB' and 'MB' headings were GiB and MiB."""
+    assert {"SAMPLE_TIME", "FILE_TYPE"} <= sqlplus_rules.VIEW_COLUMN_NAMES
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql", "dnfs_check.sql"):
+        result = run(script, "5", "2") if script != "dnfs_check.sql" else run(script)
+        assert [str(f) for f in result.findings if f.rule == "column-dba-name"] == [], script
+    for path in SCRIPTS:
+        for heading in re.findall(r"(?im)^\s*col(?:umn)?\s+\w+\s+heading\s+'([^']*)'", read(path)):
+            assert not re.search(r"\b[KMGT]B\b", heading), (name(path), heading)  # KiB, MiB, GiB: 2^10, 2^20, 2^30

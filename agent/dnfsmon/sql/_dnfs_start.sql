@@ -5,6 +5,9 @@
 -- Usage:       define _dnfs_default_interval = 5
 --              define _dnfs_default_count = 12
 --              define _dnfs_loop_step = dnfs_iops_step   (_dnfs_noop: no loop)
+--              define _dnfs_title = "What each line shows"  (looping scripts)
+--              define _dnfs_title_note = "(how it is measured)"
+--              ...; prompt &_dnfs_header  (empty when nothing runs)
 --              @@_dnfs_start.sql      (no arguments: the caller's first and
 --                                      second arguments stay as given)
 -- Notes:       STORE SET writes the current settings to dnfs_saved_settings.sql
@@ -52,14 +55,20 @@ define _dnfs_hist_view = gv$event_histogram
 define _dnfs_hist_bound = "wait_time_milli * 1000"
 define _dnfs_message = ""
 define _dnfs_step = _dnfs_noop
+define _dnfs_header = ""
 
 -- Optional positional arguments: a query that returns no rows defines the
--- ones not given as empty, and leaves the given ones alone.
+-- ones not given as empty, and leaves the given ones alone. The same for the
+-- title the one-shot scripts do not define.
 column 1 new_value 1 noprint
 column 2 new_value 2 noprint
+column dnfs_title new_value _dnfs_title noprint
+column dnfs_title_note new_value _dnfs_title_note noprint
 select
     null as "1",
-    null as "2"
+    null as "2",
+    null as dnfs_title,
+    null as dnfs_title_note
 from dual
 where 1 = 0;
 
@@ -82,11 +91,13 @@ select
     case
         when '&_dnfs_default_count' = '0' then ''
         when not regexp_like(nvl('&1', '&_dnfs_default_interval'), '^[0-9]{1,4}$')
-            then 'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run.'
+            then 'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run'
+                || ' (left from an earlier script? undefine 1 2).'
         when to_number(nvl('&1', '&_dnfs_default_interval')) not between 1 and 3600
             then 'Interval &1 is outside 1 to 3600 seconds: nothing run.'
         when not regexp_like(nvl('&2', '&_dnfs_default_count'), '^[0-9]{1,6}$')
-            then 'Count "&2" is not a whole number from 1 to 60: nothing run.'
+            then 'Count "&2" is not a whole number from 1 to 60: nothing run (left from an earlier script?'
+                || ' undefine 1 2).'
         when to_number(nvl('&2', '&_dnfs_default_count')) < 1
             then 'Count &2 is below 1: nothing run.'
         when to_number(nvl('&2', '&_dnfs_default_count')) > 60
@@ -156,16 +167,22 @@ select
 from release r
 cross join packages l;
 
--- The first step: none when an argument was refused or nothing can sleep.
+-- The first step: none when an argument was refused or nothing can sleep;
+-- the header line only when the loop runs (a refused run prints its one line).
 -- (_dnfs_next.sql's columns are set here too, so _dnfs_end.sql can clear them.)
 column first_step new_value _dnfs_step noprint
+column dnfs_header new_value _dnfs_header noprint
 column next_step new_value _dnfs_step noprint
 column remaining new_value _dnfs_remaining noprint
 select
     case
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 then '&_dnfs_loop_step'
         else '_dnfs_noop'
-    end as first_step
+    end as first_step,
+    case
+        when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 and '&_dnfs_loop_step' != '_dnfs_noop'
+            then '&_dnfs_title, every &_dnfs_interval s, &_dnfs_count times &_dnfs_title_note'
+    end as dnfs_header
 from dual;
 define _dnfs_remaining = &_dnfs_count
 prompt &_dnfs_message &_dnfs_sleep_message

@@ -14,7 +14,7 @@ define _dnfs_loop_step = _dnfs_noop
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_svrname heading 'Filer' format a20
 column dnfs_filename heading 'File' format a70
-column size_mb heading 'MB' format 99999990.0
+column size_mb heading 'MiB' format 99999990.0
 column processes heading 'Procs' format 99990
 
 select

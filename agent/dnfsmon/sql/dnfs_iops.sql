@@ -32,6 +32,8 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_iops_step
+define _dnfs_title = "dNFS NFS READ/WRITE calls per instance"
+define _dnfs_title_note = "(database clock; processes diffed one by one)"
 @@_dnfs_start.sql
 
 variable dnfs_stop number
@@ -60,7 +62,7 @@ end;
 @@dnfs_iops_snapshot.sql
 @@dnfs_iops_shift.sql
 
-column sample_time heading 'Time' format a8
+column dnfs_sample_time heading 'Time' format a8
 column dnfs_inst_id heading 'Inst' format 9999
 column read_iops heading 'NFS reads/s' format 9999990.9
 column write_iops heading 'NFS writes/s' format 9999990.9
@@ -71,12 +73,10 @@ column avg_read_kb heading 'KiB/NFS read' format 99990.9
 column avg_write_kb heading 'KiB/NFS write' format 99990.9
 column note heading 'Note' format a100
 
-prompt
-prompt dNFS NFS READ/WRITE calls per instance, every &_dnfs_interval s, &_dnfs_count times (database clock; processes diffed one by one)
-prompt
+prompt &_dnfs_header
 
 @@_dnfs_loop.sql
-column sample_time clear
+column dnfs_sample_time clear
 column dnfs_inst_id clear
 column read_iops clear
 column write_iops clear

@@ -90,7 +90,7 @@ per_instance as (
 )
 select
     i.inst_id as dnfs_inst_id,
-    :dnfs_cur_clock as sample_time,
+    :dnfs_cur_clock as dnfs_sample_time,
     i.reads / (:dnfs_cur_t - :dnfs_prev_t) as read_iops,
     i.writes / (:dnfs_cur_t - :dnfs_prev_t) as write_iops,
     (i.reads + i.writes) / (:dnfs_cur_t - :dnfs_prev_t) as total_iops,
@@ -109,5 +109,5 @@ where :dnfs_cur_n = 0;
 
 @@dnfs_iops_shift.sql
 
-set heading off
+set heading off newpage none
 @@_dnfs_next.sql

@@ -26,6 +26,8 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_latency_step
+define _dnfs_title = "I/O wait events per instance"
+define _dnfs_title_note = "(then the histogram of db file sequential read; averages are per wait, see the header)"
 @@_dnfs_start.sql
 
 -- The histogram part runs only when its view is readable (ALL_OBJECTS lists
@@ -82,7 +84,7 @@ end;
 @@&_dnfs_hist_snapshot..sql
 @@&_dnfs_hist_shift..sql
 
-column sample_time heading 'Time' format a8
+column dnfs_sample_time heading 'Time' format a8
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_event heading 'Event' format a30
 column waits_per_s heading 'Waits/s' format 9999990.9
@@ -92,13 +94,10 @@ column bucket heading 'Bucket (< us)' format a14
 column bucket_waits_per_s heading 'Waits/s' format 9999990.9
 column pct heading '% waits' format 990.9
 
-prompt
-prompt I/O wait events per instance, every &_dnfs_interval s, &_dnfs_count times; then the 'db file sequential read' histogram.
-prompt Averages are per wait: per-I/O latency only for the two 'sequential read' events (see the header of dnfs_latency.sql).
-prompt
+prompt &_dnfs_header
 
 @@_dnfs_loop.sql
-column sample_time clear
+column dnfs_sample_time clear
 column dnfs_inst_id clear
 column dnfs_event clear
 column waits_per_s clear

@@ -36,7 +36,7 @@ prev as (
 select
     c.inst_id as dnfs_inst_id,
     c.event as dnfs_event,
-    :dnfs_cur_clock as sample_time,
+    :dnfs_cur_clock as dnfs_sample_time,
     (c.total_waits - p.total_waits) / (:dnfs_cur_t - :dnfs_prev_t) as waits_per_s,
     (c.time_waited_micro - p.time_waited_micro)
     / 1000 / nullif(c.total_waits - p.total_waits, 0) as avg_ms,

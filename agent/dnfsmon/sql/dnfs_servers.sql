@@ -20,7 +20,7 @@ column nfs_version heading 'NFS vers' format a9
 column dnfs_wtmax heading 'Wtmax' format 99999999
 column dnfs_rtmax heading 'Rtmax' format 99999999
 column open_files heading 'Files' format 99990
-column open_gb heading 'GB' format 9999990.0
+column open_gb heading 'GiB' format 9999990.0
 
 with files as (
     select
