@@ -1487,3 +1487,15 @@ def test_the_pack_formats_no_column_name_a_dba_formats_and_says_binary_units():
     for path in SCRIPTS:
         for heading in re.findall(r"(?im)^\s*col(?:umn)?\s+\w+\s+heading\s+'([^']*)'", read(path)):
             assert not re.search(r"\b[KMGT]B\b", heading), (name(path), heading)  # KiB, MiB, GiB: 2^10, 2^20, 2^30
+
+
+def test_the_limits_that_depend_on_the_release(tmp_path):
+    """VARIABLE VARCHAR2(n): 32767 bytes from 12.1, 4000 before; identifiers: 30 bytes before 12.2."""
+    (tmp_path / "bind.sql").write_text("variable v varchar2(8000)\n")
+    (tmp_path / "alias.sql").write_text("select 1 as a_column_alias_of_thirty_one_bytes from dual;\n")
+    for release, bind, alias in (("11.2.0.4", 1, 1), ("12.1.0.2", 0, 1), ("12.2", 0, 0), ("23ai", 0, 0)):
+        database = sqlplus_rules.Database(version=VERSIONS[release])
+        found = sqlplus_rules.start(str(tmp_path), "bind.sql", database=database).findings
+        assert [f.rule for f in found] == ["variable-type"] * bind, release
+        found = sqlplus_rules.start(str(tmp_path), "alias.sql", database=database).findings
+        assert [f.rule for f in found] == ["name-length"] * alias, release
