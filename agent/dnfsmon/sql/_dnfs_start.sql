@@ -91,12 +91,14 @@ select
     case
         when '&_dnfs_default_count' = '0' then ''
         when not regexp_like(nvl('&1', '&_dnfs_default_interval'), '^[0-9]{1,4}$')
-            then 'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run'
+            then
+                'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run'
                 || ' (left from an earlier script? undefine 1 2).'
         when to_number(nvl('&1', '&_dnfs_default_interval')) not between 1 and 3600
             then 'Interval &1 is outside 1 to 3600 seconds: nothing run.'
         when not regexp_like(nvl('&2', '&_dnfs_default_count'), '^[0-9]{1,6}$')
-            then 'Count "&2" is not a whole number from 1 to 60: nothing run (left from an earlier script?'
+            then
+                'Count "&2" is not a whole number from 1 to 60: nothing run (left from an earlier script?'
                 || ' undefine 1 2).'
         when to_number(nvl('&2', '&_dnfs_default_count')) < 1
             then 'Count &2 is below 1: nothing run.'

@@ -8,14 +8,7 @@
 --              their values for the session); each snapshot frees the one it
 --              replaces; the end frees the last ones.
 
-begin
-    if :dnfs_prev is not null and dbms_lob.istemporary(:dnfs_prev) = 1 then
-        dbms_lob.freetemporary(:dnfs_prev);
-    end if;
-    :dnfs_prev := null;
-    if :dnfs_cur is not null and dbms_lob.istemporary(:dnfs_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_cur);
-    end if;
-    :dnfs_cur := null;
-end;
-/
+define _dnfs_lob = dnfs_prev
+@@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_cur
+@@_dnfs_free_lob.sql

@@ -5,11 +5,9 @@
 --              and :dnfs_cur_clock (HH24:MI:SS). The temporary LOB :dnfs_cur
 --              held is freed first (dnfs_iops_shift.sql keeps a copy of its own).
 
+define _dnfs_lob = dnfs_cur
+@@_dnfs_free_lob.sql
 begin
-    if :dnfs_cur is not null and dbms_lob.istemporary(:dnfs_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_cur);
-    end if;
-    :dnfs_cur := null;
     with processes as (
         select
             s.inst_id,

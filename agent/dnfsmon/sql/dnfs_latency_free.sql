@@ -8,22 +8,11 @@
 --              their values for the session); each snapshot frees the one it
 --              replaces; the end frees the last ones.
 
-begin
-    if :dnfs_ev_prev is not null and dbms_lob.istemporary(:dnfs_ev_prev) = 1 then
-        dbms_lob.freetemporary(:dnfs_ev_prev);
-    end if;
-    :dnfs_ev_prev := null;
-    if :dnfs_ev_cur is not null and dbms_lob.istemporary(:dnfs_ev_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_ev_cur);
-    end if;
-    :dnfs_ev_cur := null;
-    if :dnfs_hist_prev is not null and dbms_lob.istemporary(:dnfs_hist_prev) = 1 then
-        dbms_lob.freetemporary(:dnfs_hist_prev);
-    end if;
-    :dnfs_hist_prev := null;
-    if :dnfs_hist_cur is not null and dbms_lob.istemporary(:dnfs_hist_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_hist_cur);
-    end if;
-    :dnfs_hist_cur := null;
-end;
-/
+define _dnfs_lob = dnfs_ev_prev
+@@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_ev_cur
+@@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_hist_prev
+@@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_hist_cur
+@@_dnfs_free_lob.sql

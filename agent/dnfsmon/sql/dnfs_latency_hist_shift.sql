@@ -7,13 +7,14 @@
 --              (SQL*Plus User's Guide and Reference, VARIABLE: "you may need to
 --              manually free temporary LOBs with DBMS_LOB.FREETEMPORARY").
 
+define _dnfs_lob = dnfs_hist_prev
+@@_dnfs_free_lob.sql
 begin
-    if :dnfs_hist_prev is not null and dbms_lob.istemporary(:dnfs_hist_prev) = 1 then
-        dbms_lob.freetemporary(:dnfs_hist_prev);
+    -- NULL when the snapshot's query failed (its error is shown): nothing to copy.
+    if :dnfs_hist_cur is not null then
+        dbms_lob.createtemporary(:dnfs_hist_prev, true);
+        dbms_lob.copy(:dnfs_hist_prev, :dnfs_hist_cur, dbms_lob.getlength(:dnfs_hist_cur));
     end if;
-    :dnfs_hist_prev := null;
-    dbms_lob.createtemporary(:dnfs_hist_prev, true);
-    dbms_lob.copy(:dnfs_hist_prev, :dnfs_hist_cur, dbms_lob.getlength(:dnfs_hist_cur));
     :dnfs_hist_prev_t := :dnfs_hist_cur_t;
 end;
 /

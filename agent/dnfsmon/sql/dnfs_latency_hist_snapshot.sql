@@ -4,11 +4,9 @@
 --              statement, into :dnfs_hist_cur and :dnfs_hist_cur_t, after
 --              freeing the temporary LOB :dnfs_hist_cur held.
 
+define _dnfs_lob = dnfs_hist_cur
+@@_dnfs_free_lob.sql
 begin
-    if :dnfs_hist_cur is not null and dbms_lob.istemporary(:dnfs_hist_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_hist_cur);
-    end if;
-    :dnfs_hist_cur := null;
     select
         xmlserialize(
             content xmlelement(

@@ -7,13 +7,14 @@
 --              (SQL*Plus User's Guide and Reference, VARIABLE: "you may need to
 --              manually free temporary LOBs with DBMS_LOB.FREETEMPORARY").
 
+define _dnfs_lob = dnfs_ev_prev
+@@_dnfs_free_lob.sql
 begin
-    if :dnfs_ev_prev is not null and dbms_lob.istemporary(:dnfs_ev_prev) = 1 then
-        dbms_lob.freetemporary(:dnfs_ev_prev);
+    -- NULL when the snapshot's query failed (its error is shown): nothing to copy.
+    if :dnfs_ev_cur is not null then
+        dbms_lob.createtemporary(:dnfs_ev_prev, true);
+        dbms_lob.copy(:dnfs_ev_prev, :dnfs_ev_cur, dbms_lob.getlength(:dnfs_ev_cur));
     end if;
-    :dnfs_ev_prev := null;
-    dbms_lob.createtemporary(:dnfs_ev_prev, true);
-    dbms_lob.copy(:dnfs_ev_prev, :dnfs_ev_cur, dbms_lob.getlength(:dnfs_ev_cur));
     :dnfs_prev_t := :dnfs_cur_t;
 end;
 /

@@ -6,11 +6,9 @@
 --              copy of its own). A block of its own, so a failure of the
 --              histogram's block cannot stop it.
 
+define _dnfs_lob = dnfs_ev_cur
+@@_dnfs_free_lob.sql
 begin
-    if :dnfs_ev_cur is not null and dbms_lob.istemporary(:dnfs_ev_cur) = 1 then
-        dbms_lob.freetemporary(:dnfs_ev_cur);
-    end if;
-    :dnfs_ev_cur := null;
     select
         xmlserialize(
             content xmlelement(
