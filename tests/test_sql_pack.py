@@ -1020,6 +1020,31 @@ def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_
     assert {r["dnfs_inst_id"]: r["read_iops"] for r in known}[2] > pack[2]["read_iops"]  # left out, not invented
 
 
+def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
+    """dba-review P1: "a new process counts from zero, as its counters started at zero with it" was stated as fact.
+
+    The Oracle Database Reference (V$DNFS_STATS) gives one row per process
+    and says nothing of a reused slot's counters, and the pack has no check
+    (reading V$DNFS_CHANNELS each interval would reset every other reader's
+    counts, "since the last select": V$DNFS_CHANNELS). So the manual and the
+    scripts say it is an assumption the pack does not check, and that
+    @dnfs_channels and @dnfs_check make the agent's check leave new processes out.
+    """
+    readme = " ".join(read(os.path.join(SQL, "README.md")).split())
+    assert "as its counters started at zero with it" not in readme
+    intervals = readme[readme.index("- **Intervals.**") : readme.index("- **Histogram.**")]
+    assert "assumption" in intervals and "The pack does not check it" in intervals
+    assert "new_processes_doubtful" in intervals
+    channels = readme[readme.index('- **GV$DNFS_CHANNELS counts are "since the last select by anyone".**') :]
+    channels = channels[: channels.index("## Run control")]
+    assert "leaves such a process out as doubtful" in channels
+    for script in ("dnfs_iops.sql", "dnfs_iops_step.sql"):
+        text = " ".join(line.lstrip("- ").strip() for line in read(os.path.join(SQL, script)).splitlines())
+        assert "not check" in text and "counts from zero" in text, script
+    # The pack's step still reads no view: the check the agent makes is not made here.
+    assert "dnfs_channels" not in read(os.path.join(SQL, "dnfs_iops_step.sql")).lower()
+
+
 def latency_rows(first_hit=True):
     workload = simulator.Workload(instances=1, release="19c")
     raws, docs = documents(workload)

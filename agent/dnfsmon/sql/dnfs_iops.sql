@@ -17,8 +17,9 @@
 --              SERIAL#) is diffed on its own, then the deltas are summed, so
 --              processes coming and going never give negative or inflated
 --              rates (a process that started since the previous snapshot
---              counts from zero; an exiting one's last partial interval is
---              lost).
+--              counts from zero, assuming its counters started at zero with
+--              it, which the pack does not check: README.md, "Intervals"; an
+--              exiting one's last partial interval is lost).
 --              Each interval is the time between two snapshots, each read
 --              with the database clock (SYSTIMESTAMP) in the same statement;
 --              intervals follow each other with no gap.

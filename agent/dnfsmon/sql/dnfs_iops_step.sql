@@ -58,7 +58,9 @@ delta as (
     where c.nfs_read >= p.nfs_read and c.nfs_write >= p.nfs_write
     union all
     -- A process that started since the previous snapshot counts from zero:
-    -- its PNUM was absent then, or held by another known process. Known:
+    -- its PNUM was absent then, or held by another known process. That its
+    -- counters started at zero is assumed, not documented (V$DNFS_STATS in
+    -- the Reference) and not checked here (README.md, "Intervals"). Known:
     -- dnfs_iops_snapshot.sql stores '?' and -1 for a process missing from
     -- GV$PROCESS, and such a row tells nothing (the agent's UNKNOWN_PROCESS).
     select
