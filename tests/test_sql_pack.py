@@ -812,27 +812,87 @@ def test_setup_gives_the_user_a_profile_whose_password_life_the_dba_chooses():
     # a second run sets the password life given again; the user is moved to it; all in the CDB's scope.
     assert re.search(
         r"if profile_life is null then\s+execute immediate 'create profile ' \|\| profile_name \|\| "
-        r"' limit password_life_time ' \|\| password_life\s+\|\| ' failed_login_attempts default' \|\| scope;",
+        r"' limit password_life_time ' \|\| target_life\s+\|\| ' failed_login_attempts default' \|\| scope;",
         text,
     )
-    assert "'alter profile ' || profile_name || ' limit password_life_time ' || password_life || scope" in text
+    assert "'alter profile ' || profile_name || ' limit password_life_time ' || target_life || scope" in text
     assert "'alter user ' || user_name || ' profile ' || profile_name || scope" in text
     assert "failed_login_attempts unlimited" not in text.lower()
     # A common user takes a common profile: named with COMMON_USER_PREFIX in a CDB (CREATE PROFILE).
     assert "case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON_PROFILE' else 'DNFSMON_PROFILE' end" in text
     # Read back from the dictionary before the result line.
-    assert text.index("p.resource_name = 'PASSWORD_LIFE_TIME' and p.limit = password_life") < text.index(
-        "prompt DNFSMON_RESULT="
-    )
-    assert "UNLIMITED (the default" in text and "upper(nvl('&2', 'UNLIMITED'))" in text
+    assert text.index("and p.limit = nvl(target_life, profile_life)") < text.index("prompt DNFSMON_RESULT=")
+    assert "profile &_dnfs_user_profile (PASSWORD_LIFE_TIME &_dnfs_user_life)." in text
+    assert "where p.profile = user_profile and p.resource_name = 'PASSWORD_LIFE_TIME';" in text
     for release in oracle_facts.RELEASES:
         chosen = run("setup/create_monitor_user.sql", "C##MONITOR", "365", release=release)
         assert chosen.findings == [] and sqlplus_rules.leftovers(chosen) == []
-        assert chosen.prompts[-2].endswith(", profile DNFSMON_PROFILE (PASSWORD_LIFE_TIME 365)."), chosen.prompts
+        # The user's profile and its limit as the dictionary has them (bind variables the block set,
+        # NULL in the checker, which runs no PL/SQL).
+        assert chosen.prompts[-2].startswith("DNFSMON_RESULT="), chosen.prompts
+        assert chosen.prompts[-3].startswith("DNFSMON_PROFILE="), chosen.prompts
         default = run("setup/create_monitor_user.sql", release=release)
-        assert default.prompts[-2].endswith("(PASSWORD_LIFE_TIME UNLIMITED)."), default.prompts
+        assert default.findings == [] and sqlplus_rules.leftovers(default) == []
     readme = read(os.path.join(SQL, "README.md"))
     assert "@setup/create_monitor_user [user] [password_life]" in readme and "DNFSMON_PROFILE" in readme
+
+
+def profile_decision(name):
+    """One of create_monitor_user.sql's profile decisions (`name := <expression>;`), as SQLite SQL with named binds."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    expression = re.search(rf"(?s)\n\s+{name} := (.*?);\n", text).group(1)
+    for variable in ("password_life", "profile_life", "existed", "user_profile"):
+        expression = re.sub(rf"\b{variable}\b", ":" + variable, expression)
+    return sqlglot.transpile("select " + expression, read="oracle", write="sqlite")[0]
+
+
+@pytest.mark.parametrize(
+    ("given", "profile_life", "target"),
+    [
+        (None, None, "UNLIMITED"),  # first run: the profile is created UNLIMITED
+        (None, "180", None),  # a rerun without a life keeps the limit a DBA set (was: reset to UNLIMITED)
+        (None, "UNLIMITED", None),
+        ("365", "180", "365"),  # a life given is set
+        ("365", None, "365"),
+        ("DEFAULT", "UNLIMITED", "DEFAULT"),
+    ],
+)
+def test_a_rerun_without_a_password_life_keeps_the_profiles_limit(given, profile_life, target):
+    """dba-review (issue 27, F2): each rerun, and each Ansible run, set PASSWORD_LIFE_TIME back to UNLIMITED.
+
+    The argument defaulted to UNLIMITED, so a DBA's ALTER PROFILE ... PASSWORD_LIFE_TIME 90 was undone.
+    Now the limit to set (NULL: none, keep DBA_PROFILES.LIMIT) comes from the argument, or UNLIMITED for a
+    new profile only (SQL Language Reference, CREATE PROFILE and ALTER PROFILE).
+    """
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    assert "upper('&2') as password_life" in text  # no default life in the argument
+    assert "elsif profile_life != target_life then" in text  # NULL target: no ALTER PROFILE
+    database = sqlite3.connect(":memory:")
+    sql = profile_decision("target_life")
+    assert database.execute(sql, {"password_life": given, "profile_life": profile_life}).fetchone()[0] == target
+
+
+@pytest.mark.parametrize(
+    ("existed", "user_profile", "moved"),
+    [
+        (0, "DEFAULT", True),  # a new user
+        (1, "DEFAULT", True),  # an existing user on DEFAULT (the 180-day limit that stops monitoring)
+        (1, "SITE_MONITORING", False),  # a profile the site assigned stays (was: moved back)
+        (1, "DNFSMON_PROFILE", False),
+    ],
+)
+def test_a_rerun_leaves_a_site_assigned_profile_and_says_what_changed(existed, user_profile, moved):
+    """dba-review (issue 27, F2): a rerun moved a user from the profile its site gave it back to DNFSMON_PROFILE."""
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    assert "if user_profile != profile_name and move_user then" in text
+    database = sqlite3.connect(":memory:")
+    sql = profile_decision("move_user")
+    decided = bool(database.execute(sql, {"existed": existed, "user_profile": user_profile}).fetchone()[0])
+    assert (decided and user_profile != "DNFSMON_PROFILE") is moved
+    # What changed is printed before the result line: created, the old and new limit, moved, or kept.
+    for said in ("' created with PASSWORD_LIFE_TIME '", "' -> '", "' moved from '", "' keeps its profile '"):
+        assert said in text, said
+    assert text.index("prompt DNFSMON_PROFILE=&_dnfs_profile_note") < text.index("prompt DNFSMON_RESULT=")
 
 
 @pytest.mark.parametrize(

@@ -35,10 +35,14 @@
 --              user takes a common profile), created if absent, so that the
 --              DEFAULT profile's PASSWORD_LIFE_TIME (180 days) does not stop
 --              monitoring. password_life is PASSWORD_LIFE_TIME in whole days
---              (1 to 9999), UNLIMITED (the default: rotate the password your
---              own way) or DEFAULT (the DEFAULT profile's); every other limit,
---              FAILED_LOGIN_ATTEMPTS among them, stays DEFAULT, the DEFAULT
---              profile's. A second run sets the password life given again.
+--              (1 to 9999), UNLIMITED or DEFAULT (the DEFAULT profile's);
+--              every other limit, FAILED_LOGIN_ATTEMPTS among them, stays
+--              DEFAULT, the DEFAULT profile's. Without password_life a new
+--              profile gets UNLIMITED (rotate the password your own way) and
+--              an existing one keeps its limit: a rerun never undoes a DBA's
+--              ALTER PROFILE. The user is moved to the profile only when new
+--              or on DEFAULT: a profile the site assigned it stays. The line
+--              DNFSMON_PROFILE=... says what changed.
 --              SQL Language Reference, CREATE PROFILE and ALTER PROFILE (the
 --              same clauses 11.2 to 23ai; CONTAINER from 12.1, and a common
 --              profile's name starts with COMMON_USER_PREFIX).
@@ -77,6 +81,9 @@ variable dnfs_prefix varchar2(30)
 variable dnfs_result varchar2(20)
 variable dnfs_password varchar2(10)
 variable dnfs_account varchar2(32)
+variable dnfs_user_profile varchar2(128)
+variable dnfs_user_life varchar2(40)
+variable dnfs_profile_note varchar2(1000)
 declare
     cdb varchar2(3) := 'NO';
     container varchar2(128) := '';
@@ -109,7 +116,8 @@ column password_life new_value _dnfs_life noprint
 select
     upper(nvl('&1', case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON' else 'DNFSMON' end)) as user_name,
     case when :dnfs_cdb = 'YES' then :dnfs_prefix || 'DNFSMON_PROFILE' else 'DNFSMON_PROFILE' end as profile_name,
-    upper(nvl('&2', 'UNLIMITED')) as password_life
+    -- Empty when not given: the profile's limit is then kept (or UNLIMITED for a new profile).
+    upper('&2') as password_life
 from dual;
 
 declare
@@ -117,7 +125,14 @@ declare
     profile_name constant varchar2(128) := dbms_assert.simple_sql_name('&_dnfs_profile');
     password_life constant varchar2(40) := '&_dnfs_life';
     profile_life varchar2(128) := '';
+    -- The limit to set: the one given; without one, UNLIMITED for a new
+    -- profile and none (NULL: keep what a DBA set) for an existing one.
+    target_life varchar2(128) := '';
     user_profile varchar2(128) := '';
+    -- New users and users on DEFAULT are moved to the profile; a profile a
+    -- DBA assigned (another site profile) is left as it is.
+    move_user boolean;
+    profile_note varchar2(1000) := '';
     profile_changed boolean := false;
     profile_count number;
     -- A new user's first password: random, made here, never printed,
@@ -210,19 +225,25 @@ begin
         execute immediate container_data_count into before_container_data using user_name;
     end if;
     -- The profile: created if absent, its password life set to the one
-    -- given; FAILED_LOGIN_ATTEMPTS and every other limit DEFAULT.
+    -- given (kept when none is given); FAILED_LOGIN_ATTEMPTS and every other
+    -- limit DEFAULT. DBA_PROFILES.LIMIT shows a number of days, UNLIMITED or
+    -- DEFAULT (Oracle Database Reference, DBA_PROFILES; SQL Language
+    -- Reference, CREATE PROFILE and ALTER PROFILE).
     for existing in (
         select p.limit as life from dba_profiles p where p.profile = profile_name and p.resource_name = 'PASSWORD_LIFE_TIME'
     ) loop
         profile_life := existing.life;
     end loop;
+    target_life := case when password_life is not null then password_life when profile_life is null then 'UNLIMITED' end;
     if profile_life is null then
-        execute immediate 'create profile ' || profile_name || ' limit password_life_time ' || password_life
+        execute immediate 'create profile ' || profile_name || ' limit password_life_time ' || target_life
         || ' failed_login_attempts default' || scope;
         profile_changed := true;
-    elsif profile_life != password_life then
-        execute immediate 'alter profile ' || profile_name || ' limit password_life_time ' || password_life || scope;
+        profile_note := profile_name || ' created with PASSWORD_LIFE_TIME ' || target_life || '; ';
+    elsif profile_life != target_life then
+        execute immediate 'alter profile ' || profile_name || ' limit password_life_time ' || target_life || scope;
         profile_changed := true;
+        profile_note := profile_name || ' PASSWORD_LIFE_TIME ' || profile_life || ' -> ' || target_life || '; ';
     end if;
     if existed = 0 then
         for i in 1 .. 6 loop
@@ -234,9 +255,15 @@ begin
         || scope;
     end if;
     select max(profile) into user_profile from dba_users where username = user_name;
-    if user_profile != profile_name then
+    move_user := existed = 0 or user_profile = 'DEFAULT';
+    if user_profile != profile_name and move_user then
         execute immediate 'alter user ' || user_name || ' profile ' || profile_name || scope;
         profile_changed := true;
+        profile_note := profile_note || user_name || ' moved from ' || user_profile || ' to ' || profile_name || '; ';
+        user_profile := profile_name;
+    elsif user_profile != profile_name then
+        profile_note := profile_note || user_name || ' keeps its profile ' || user_profile || ' (not moved to '
+        || profile_name || '); ';
     end if;
     execute immediate 'grant create session to ' || user_name || scope;
     for i in 1 .. needed.count loop
@@ -286,12 +313,15 @@ begin
     end if;
     select count(*) into after_grants
     from dba_users
-    where username = user_name and profile = profile_name;
+    where username = user_name and profile = user_profile;
     select count(*) into profile_count
     from dba_profiles p
-    where p.profile = profile_name and p.resource_name = 'PASSWORD_LIFE_TIME' and p.limit = password_life;
+    where
+        p.profile = profile_name and p.resource_name = 'PASSWORD_LIFE_TIME'
+        and p.limit = nvl(target_life, profile_life);
     if after_grants = 0 or profile_count = 0 then
-        missing := missing || ' PROFILE ' || profile_name || ' (PASSWORD_LIFE_TIME ' || password_life || ')';
+        missing := missing || ' PROFILE ' || user_profile || ' (' || profile_name || ' PASSWORD_LIFE_TIME '
+        || nvl(target_life, profile_life) || ')';
     end if;
     if missing is not null then
         raise_application_error(-20003, user_name || ' lacks, after granting:' || missing);
@@ -314,13 +344,25 @@ begin
     select account_status into account from dba_users where username = user_name;
     :dnfs_password := case when account like 'EXPIRED%' and account not like 'EXPIRED(GRACE)%' then 'needed' else 'kept' end;
     :dnfs_account := account;
+    -- The password life the user has now: its profile's limit, as DBA_PROFILES shows it.
+    select max(p.limit) into :dnfs_user_life
+    from dba_profiles p
+    where p.profile = user_profile and p.resource_name = 'PASSWORD_LIFE_TIME';
+    :dnfs_user_profile := user_profile;
+    :dnfs_profile_note := nvl(profile_note, 'unchanged; ');
 end;
 /
 
 column result new_value _dnfs_result noprint
 column password_state new_value _dnfs_password_state noprint
 column password_note new_value _dnfs_password_note noprint
+column user_profile new_value _dnfs_user_profile noprint
+column user_life new_value _dnfs_user_life noprint
+column profile_note new_value _dnfs_profile_note noprint
 select
+    :dnfs_user_profile as user_profile,
+    :dnfs_user_life as user_life,
+    rtrim(:dnfs_profile_note, '; ') as profile_note,
     :dnfs_result as result,
     :dnfs_password as password_state,
     case
@@ -332,7 +374,8 @@ select
             then ' (the account is ' || :dnfs_account || ': ALTER USER &_dnfs_user ACCOUNT UNLOCK to let it connect)'
     end as password_note
 from dual;
-prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs, profile &_dnfs_profile (PASSWORD_LIFE_TIME &_dnfs_life).
+prompt DNFSMON_PROFILE=&_dnfs_profile_note
+prompt DNFSMON_RESULT=&_dnfs_result user &_dnfs_user has the grants dnfsmon needs, profile &_dnfs_user_profile (PASSWORD_LIFE_TIME &_dnfs_user_life).
 prompt DNFSMON_PASSWORD=&_dnfs_password_state&_dnfs_password_note
 column 1 clear
 column 2 clear
@@ -342,7 +385,11 @@ column password_life clear
 column result clear
 column password_state clear
 column password_note clear
+column user_profile clear
+column user_life clear
+column profile_note clear
 undefine 1 2 _dnfs_user _dnfs_profile _dnfs_life _dnfs_result _dnfs_password_state _dnfs_password_note
+undefine _dnfs_user_profile _dnfs_user_life _dnfs_profile_note
 -- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
 whenever sqlerror continue none
 set feedback on
