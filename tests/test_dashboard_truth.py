@@ -563,6 +563,8 @@ def host_points(scenario) -> list[tuple[int, dict, dict]]:
     for before, t in zip(scenario.samples, scenario.samples[1:]):
         for interface in sc.NICS:
             found.append((t, {**host, "interface": interface}, sc.nic_truth(n, interface, before, t)))
+        # The loopback: counters that do not move, and no link speed (so no %Util).
+        found.append((t, {**host, "interface": "lo"}, dict.fromkeys(LOOPBACK_FIELDS, 0.0)))
         if sc.filer_connected(n, before, t):
             for local, server in sc.FILER_PATHS:
                 tags = {**host, "server": server, "server_port": "2049", "local_address": local}
@@ -581,6 +583,9 @@ def host_points(scenario) -> list[tuple[int, dict, dict]]:
         if before is not None and not before < n - sc.TCP_RESET <= t:
             found.append((t, host, {"retrans_pct": sc.retrans_pct_truth(n, before, t)}))
     return found
+
+
+LOOPBACK_FIELDS = ("rx_kib_per_s", "tx_kib_per_s", "saturation_per_s")
 
 
 def interface_of(address: str) -> str:
