@@ -114,6 +114,27 @@ def test_processes_that_start_inside_an_interval_are_counted_from_zero():
     assert new >= 20  # about one new process per slot every 40 s
 
 
+def test_a_slot_that_kept_its_counters_never_makes_a_spike_and_is_counted_as_doubtful():
+    """dba-review P1: were a new process's V$DNFS_STATS counters its slot's (not reset), counting them
+    from zero would add every predecessor's I/O to one interval. Checked against the process's own
+    channel sends, such a process is left out and counted; with counters that do start at zero (the
+    test above) none is."""
+    kept = simulator.Workload(instances=1, processes=10, process_lifetime_s=40.0, slot_keeps_counters=True)
+    intervals, _ = run(kept, 13)
+    doubtful = 0
+    for t0, t1, points in intervals:
+        io = io_points(points)["simdb1"]
+        truth = simulator.truth(kept, 1, t0, t1)
+        assert io["read_iops"] <= truth.read_iops * 1.005
+        assert io["new_processes"] == 0
+        doubtful += io["new_processes_doubtful"]
+        assert io["processes_left_out"] >= io["new_processes_doubtful"]
+    assert doubtful >= 20
+    reset = simulator.Workload(instances=1, processes=10, process_lifetime_s=40.0)
+    for _, _, points in run(reset, 13)[0]:
+        assert io_points(points)["simdb1"]["new_processes_doubtful"] == 0
+
+
 def test_event_latency_and_histogram_match_the_truth():
     workload = simulator.Workload(instances=1)
     intervals, _ = run(workload, 4, step=60.0)
