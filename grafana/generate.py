@@ -7,12 +7,18 @@ panel: `python grafana/generate.py`. tests/test_grafana.py checks that the
 committed files are what this script writes, and runs every query against a
 real InfluxDB the agent filled.
 
-Queries are InfluxQL: native on InfluxDB 1.8, on 2.x through a DBRP mapping,
-and on 3.x. Every panel and target uses the data source variable.
+Every panel is defined once, with its query in two flavours side by side:
+InfluxQL (native on InfluxDB 1.8, on 2.x through a DBRP mapping, and on 3.x)
+and PromQL, on the Prometheus names of agent/dnfsmon/prometheus.py (the
+textfile collector's, and those `ship` writes with [influxdb] naming =
+"prometheus" into a store that answers PromQL). Each flavour is a dashboard
+of its own: dnfsmon-host.json and dnfsmon-host-prometheus.json, and so on
+(FLAVOURS). Every panel and target uses the data source variable.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -20,26 +26,49 @@ from typing import Optional
 
 try:
     from dnfsmon import catalogue
+    from dnfsmon import prometheus as naming
 except ImportError:  # run from a checkout without the package installed
     import sys
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
     from dnfsmon import catalogue
+    from dnfsmon import prometheus as naming
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATASOURCE = {"type": "influxdb", "uid": "${datasource}"}
+PROMETHEUS_DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Targeted: Grafana 11, 12 and 13. 39 is the schema Grafana 11.0 writes; Grafana migrates an older
 # schemaVersion forward when it loads a dashboard (never backward), so the oldest targeted one is used.
 SCHEMA_VERSION = 39
 
-# WHERE clauses of the template variables, per kind of measurement.
-HOST = '"host" =~ /^$host$/'
-DB = HOST + ' AND "database" =~ /^$database$/ AND "instance" =~ /^$instance$/'
-READ_EVENT = " AND \"event\" = 'db file sequential read'"
-ANY_HOST = '"host" =~ /.+/'  # the fleet: every host
-FILER = ' AND "server" =~ /^$server$/'  # dNFS channels: the filer's name (SVRNAME)
-FILER_ADDRESS = ' AND "server" =~ /^$filer_address$/'  # TCP connections: the filer's address
-INTERFACE = ' AND "interface" =~ /^$interface$/'
+
+class Where:
+    """A filter in both query languages: an InfluxQL WHERE condition and PromQL label matchers.
+
+    `a + b` is both conditions (b's InfluxQL text starts with its own " AND "). In PromQL the
+    template variables are regex matchers, which PromQL anchors at both ends; the Oracle
+    `instance` tag is the label `oracle_instance` (agent/dnfsmon/prometheus.py says why).
+    """
+
+    def __init__(self, influxql: str, promql: str):
+        self.influxql, self.promql = influxql, promql
+
+    def __add__(self, other: Where) -> Where:
+        return Where(self.influxql + other.influxql, ",".join(m for m in (self.promql, other.promql) if m))
+
+
+# The template variables' filters, per kind of measurement.
+EVERYTHING = Where("", "")
+HOST = Where('"host" =~ /^$host$/', 'host=~"$host"')
+DB = HOST + Where(
+    ' AND "database" =~ /^$database$/ AND "instance" =~ /^$instance$/',
+    'database=~"$database",oracle_instance=~"$instance"',
+)
+READ_EVENT = Where(" AND \"event\" = 'db file sequential read'", 'event="db file sequential read"')
+ANY_HOST = Where('"host" =~ /.+/', 'host=~".+"')  # the fleet: every host
+FILER = Where(' AND "server" =~ /^$server$/', 'server=~"$server"')  # dNFS channels: the filer's name (SVRNAME)
+FILER_ADDRESS = Where(' AND "server" =~ /^$filer_address$/', 'server=~"$filer_address"')  # TCP: the filer's address
+INTERFACE = Where(' AND "interface" =~ /^$interface$/', 'interface=~"$interface"')
 # "Current": the last two minutes before the end of the dashboard's range (Grafana's global
 # variable ${__to}, the range's end in ms since the epoch), so a range in the past shows what
 # was current at its end. The agent stores a sample every 10 s and ships them once a minute
@@ -90,7 +119,64 @@ def catalogue_unit(measurement: str, field: str) -> str:
     return str(entry.unit)
 
 
-def target(query: str, ref: str = "A", alias: str = "", table: bool = False, unit: str = "") -> dict:
+# The Prometheus names' base units as Grafana unit ids (agent/dnfsmon/prometheus.py scales every
+# value to them); "per_second" of things keeps the catalogue unit's text.
+PROMETHEUS_GRAFANA_UNITS = {
+    "seconds": "s",
+    "bytes": "bytes",
+    "bytes_per_second": "Bps",
+    "ratio": "percentunit",
+    "seconds_per_second": "s",
+    "ops_per_second": "ops",
+}
+
+
+def prometheus_unit(catalogue_unit: str) -> tuple[str, float]:
+    """(Grafana unit, factor from the catalogue unit) of a value the Prometheus names publish."""
+    choices = naming.UNITS.get(catalogue_unit)
+    if not choices:
+        return grafana_unit(catalogue_unit), 1.0
+    _, base, factor = choices[0]
+    return PROMETHEUS_GRAFANA_UNITS.get(base) or grafana_unit(catalogue_unit), factor
+
+
+_METRICS: dict = {}
+
+
+def metric(measurement: str, field: str) -> str:
+    """The Prometheus name of a catalogued field (agent/dnfsmon/prometheus.py: one rule for every name)."""
+    if not _METRICS:
+        _METRICS.update(naming.metrics())
+    return str(_METRICS[(measurement, field)].name)
+
+
+def labels(tags: Sequence[str]) -> str:
+    return ", ".join(naming.label(tag) for tag in tags)
+
+
+def legend(text: str) -> str:
+    """An InfluxQL alias ("reads $tag_instance") as a Prometheus legend ("reads {{oracle_instance}}")."""
+    words = text.split(" ") if text else []
+    return " ".join("{{" + naming.label(w[len("$tag_") :]) + "}}" if w.startswith("$tag_") else w for w in words)
+
+
+def promql(expr: str, legend_format: str = "", instant: bool = False, table: bool = False, column: str = "") -> dict:
+    """A target's PromQL side: a range query drawn over the range, or an instant query at its end.
+    `column` names the value column of a table (Grafana calls it "Value")."""
+    return {"expr": expr, "legendFormat": legend_format, "instant": instant, "table": table, "column": column}
+
+
+def target(
+    query: str,
+    ref: str = "A",
+    alias: str = "",
+    table: bool = False,
+    unit: str = "",
+    prometheus: Optional[dict] = None,
+) -> dict:
+    """A target with its InfluxQL `query` and its PromQL side (promql()), side by side."""
+    if prometheus is None:
+        raise ValueError(f"target {query!r} has no PromQL side")
     t = {
         "refId": ref,
         "datasource": DATASOURCE,
@@ -100,13 +186,29 @@ def target(query: str, ref: str = "A", alias: str = "", table: bool = False, uni
     }
     if alias:
         t["alias"] = alias
-    # Not a Grafana key: the generator's note of the unit this target's values are in,
-    # removed before the JSON is written (see panel()).
+    # Not Grafana keys: the generator's notes of the unit this target's values are in and of its
+    # PromQL side, removed before the JSON is written (see panel() and flavoured()).
     t["_unit"] = unit
+    t["_promql"] = prometheus
     return t
 
 
-def summed(measurement: str, field: str, where: str, group: Sequence[str], alias: str = "") -> dict:
+# InfluxQL aggregate -> the PromQL aggregation (over time, then across series) that picks the same value.
+OVER_TIME = {"mean": "avg", "max": "max", "min": "min", "last": "last"}
+
+
+def selector(metric_name: str, where: Where) -> str:
+    return f"{metric_name}{{{where.promql}}}" if where.promql else metric_name
+
+
+def over(aggregate: str, metric_name: str, where: Where, window: str, group: Sequence[str]) -> str:
+    """`aggregate` of each series over `window`, then across the series of each `group`."""
+    inner = f"{OVER_TIME[aggregate]}_over_time({selector(metric_name, where)}[{window}])"
+    across = "max" if aggregate == "last" else OVER_TIME[aggregate]
+    return f"{across} by ({labels(group)}) ({inner})" if group else f"{across}({inner})"
+
+
+def summed(measurement: str, field: str, where: Where, group: Sequence[str], alias: str = "") -> dict:
     """The sum over series of each series' mean per $__interval, one sum per tag in `group`.
 
     A measurement with one series per instance (and PDB) is a rate per series: the total
@@ -116,20 +218,22 @@ def summed(measurement: str, field: str, where: str, group: Sequence[str], alias
     """
     by = "".join(f', "{tag}"' for tag in group)
     inner = (
-        f'SELECT mean("{field}") AS "{field}" FROM "{measurement}" WHERE {where} AND $timeFilter '
+        f'SELECT mean("{field}") AS "{field}" FROM "{measurement}" WHERE {where.influxql} AND $timeFilter '
         "GROUP BY time($__interval), * fill(none)"
     )
     query = f'SELECT sum("{field}") FROM ({inner}) WHERE $timeFilter GROUP BY time($__interval){by} fill(null)'
     alias = alias or " ".join(f"$tag_{tag}" for tag in group)
-    return target(query, alias=alias, unit=catalogue_unit(measurement, field))
+    each = f"avg_over_time({metric(measurement, field)}{{{where.promql}}}[$__interval])"
+    expr = f"sum by ({labels(group)}) ({each})" if group else f"sum({each})"
+    return target(query, alias=alias, unit=catalogue_unit(measurement, field), prometheus=promql(expr, legend(alias)))
 
 
 def series(
     measurement: str,
     fields: Sequence[tuple[str, str]],
-    where: str,
+    where: Where,
     group: Sequence[str],
-    extra: str = "",
+    extra: Optional[Where] = None,
     aggregate: str = "mean",
     to_unit: str = "",
     refs: str = "ABCDEFGH",
@@ -137,10 +241,12 @@ def series(
     """One target per field: `aggregate` of the field per $__interval, one series per tag in `group`.
 
     fill(null) leaves an interval without points empty, so Grafana draws an
-    agent outage as a gap, not as a straight line across it.
+    agent outage as a gap, not as a straight line across it (a PromQL range query has no
+    point where the window holds no sample).
     """
     targets = []
     by = "".join(f', "{tag}"' for tag in group)
+    where = where + extra if extra else where
     for ref, (field, label) in zip(refs, fields):
         unit = catalogue_unit(measurement, field)
         scale = ""
@@ -149,11 +255,33 @@ def series(
             unit = to_unit
         alias = " ".join([label] + [f"$tag_{tag}" for tag in group]).strip()
         query = (
-            f'SELECT {aggregate}("{field}"){scale} FROM "{measurement}" WHERE {where}{extra} AND $timeFilter '
+            f'SELECT {aggregate}("{field}"){scale} FROM "{measurement}" WHERE {where.influxql} AND $timeFilter '
             f"GROUP BY time($__interval){by} fill(null)"
         )
-        targets.append(target(query, ref, alias, unit=unit))
+        expr = over(aggregate, metric(measurement, field), where, "$__interval", group)
+        targets.append(target(query, ref, alias, unit=unit, prometheus=promql(expr, legend(alias))))
     return targets
+
+
+def last_in_range(measurement: str, field: str, where: Where, tag: str) -> dict:
+    """The latest value of the field in the range, one per `tag` (a PromQL instant query at the range's end)."""
+    query = f'SELECT last("{field}") FROM "{measurement}" WHERE {where.influxql} AND $timeFilter GROUP BY "{tag}"'
+    expr = over("last", metric(measurement, field), where, "$__range", [tag])
+    return target(
+        query,
+        alias=f"$tag_{tag}",
+        unit=catalogue_unit(measurement, field),
+        prometheus=promql(expr, legend(f"$tag_{tag}"), instant=True),
+    )
+
+
+Thresholds = list[tuple[Optional[float], str]]
+
+
+def threshold_steps(thresholds: Thresholds, factor: float = 1.0) -> dict:
+    # round(): 0.5 % is 0.005, not 0.005000000000000001.
+    steps = [{"value": v if v is None or factor == 1.0 else round(v * factor, 12), "color": c} for v, c in thresholds]
+    return {"mode": "absolute", "steps": steps}
 
 
 def panel(
@@ -165,24 +293,31 @@ def panel(
     height: int = 8,
     options: Optional[dict] = None,
     links: Optional[list[dict]] = None,
-    thresholds: Optional[list[tuple[Optional[float], str]]] = None,
+    thresholds: Optional[Thresholds] = None,
     unit: str = "",
     transformations: Sequence[dict] = (),
     no_value: str = "",
     mappings: Sequence[dict] = (),
     overrides: Sequence[dict] = (),
 ) -> dict:
-    """A panel whose unit is its targets' catalogue unit (all must agree), or `unit` for what the catalogue has none of."""
+    """A panel whose unit is its targets' catalogue unit (all must agree), or `unit` for what the catalogue has none of.
+
+    In the PromQL flavour the unit is the Prometheus name's base unit and the thresholds are
+    scaled to it (10 ms is 0.01 s): the panel shows the same figure in either flavour."""
     units = {t.pop("_unit") for t in targets}
+    prometheus = {"unit": unit, "factor": 1.0}
     if not unit:
         if len(units) != 1:
             raise ValueError(f"panel {title!r} mixes units {sorted(units)}: convert with to_unit")
-        unit = grafana_unit(units.pop())
+        (catalogued,) = units
+        unit = grafana_unit(catalogued)
+        prometheus["unit"], prometheus["factor"] = prometheus_unit(catalogued)
     defaults: dict[str, object] = {"unit": unit}
     if links:
         defaults["links"] = links
     if thresholds:
-        defaults["thresholds"] = {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in thresholds]}
+        defaults["thresholds"] = threshold_steps(thresholds)
+        prometheus["thresholds"] = threshold_steps(thresholds, float(prometheus["factor"]))
     if no_value:
         defaults["noValue"] = no_value
     if mappings:
@@ -201,6 +336,7 @@ def panel(
     }
     if transformations:
         built["transformations"] = list(transformations)
+    built["_prometheus"] = prometheus
     return built
 
 
@@ -213,7 +349,9 @@ def row(title: str, panels: list[dict], collapsed: bool = False) -> list[dict]:
     return [header, *panels]
 
 
-def variable(name: str, label: str, query: str) -> dict:
+def variable(name: str, label: str, query: str, values_of: str) -> dict:
+    """A template variable filled by `query` (InfluxQL) or, in the PromQL flavour, by Grafana's
+    label_values(metric{matchers}, label) (`values_of`)."""
     return {
         "type": "query",
         "name": name,
@@ -226,6 +364,7 @@ def variable(name: str, label: str, query: str) -> dict:
         "allValue": ".*",
         "current": {"text": "All", "value": "$__all"},
         "sort": 1,
+        "_promql": f"label_values({values_of})",
     }
 
 
@@ -302,8 +441,16 @@ def finding_columns(where: str) -> str:
     is written with every sample it holds in, so the raw points repeat it six times a minute)."""
     return (
         'SELECT last("summary") AS "summary", last("remedy") AS "remedy" FROM "dnfsmon_finding" '
-        f'WHERE {HOST} AND {where} GROUP BY "severity", "layer", "id"'
+        f'WHERE {HOST.influxql} AND {where} GROUP BY "severity", "layer", "id"'
     )
+
+
+def finding_ids(window: str) -> str:
+    """PromQL: one series per finding (severity, layer, id) seen in the `window` before the query's
+    time. A Prometheus sample is a number, so the summary and remedy are not there: the id names
+    the rule, whose remedy docs/doctor.md gives; likely_cause is a finding's one numeric field."""
+    each = f"last_over_time({metric('dnfsmon_finding', 'likely_cause')}{{{HOST.promql}}}[{window}])"
+    return f"max by (severity, layer, id) ({each})"
 
 
 # Severity order for sorting: the tag's values sort alphabetically in the order of their
@@ -311,17 +458,26 @@ def finding_columns(where: str) -> str:
 SEVERITIES = ("critical", "warning")
 
 
-def agent_samples(where: str, group: Sequence[str]) -> str:
+def agent_samples(where: Where, group: Sequence[str], table: bool = False) -> dict:
     """Samples each agent stored in the last SILENT_AFTER before the range's end, 0 for an
     agent seen in the range but silent since: the recent count and a zero per agent seen,
-    added (InfluxQL has no outer join; a subquery list is a union)."""
+    added (InfluxQL has no outer join; a subquery list is a union). In PromQL, `or` keeps the
+    count where there is one and the zero elsewhere, at the range's end (an instant query)."""
     by = ", ".join(f'"{tag}"' for tag in group)
+    condition = f"{where.influxql} AND " if where.influxql else ""
     recent = (
         f'SELECT count("sample_seconds") AS "samples" FROM "dnfsmon_agent" '
-        f"WHERE {where}time > ${{__to}}ms - {SILENT_AFTER} AND time <= ${{__to}}ms GROUP BY {by}"
+        f"WHERE {condition}time > ${{__to}}ms - {SILENT_AFTER} AND time <= ${{__to}}ms GROUP BY {by}"
     )
-    seen = f'SELECT last("sample_seconds") * 0 AS "samples" FROM "dnfsmon_agent" WHERE {where}$timeFilter GROUP BY {by}'
-    return f'SELECT sum("samples") AS "samples" FROM ({recent}), ({seen}) GROUP BY {by}'
+    seen = f'SELECT last("sample_seconds") * 0 AS "samples" FROM "dnfsmon_agent" WHERE {condition}$timeFilter GROUP BY {by}'
+    query = f'SELECT sum("samples") AS "samples" FROM ({recent}), ({seen}) GROUP BY {by}'
+    name = selector(metric("dnfsmon_agent", "sample_seconds"), where)
+    expr = (
+        f"sum by ({labels(group)}) (count_over_time({name}[{SILENT_AFTER}])) "
+        f"or sum by ({labels(group)}) (0 * last_over_time({name}[$__range]))"
+    )
+    column = "samples" if table else ""
+    return target(query, table=table, prometheus=promql(expr, instant=True, table=table, column=column))
 
 
 SILENT_MAPPING = {"type": "value", "options": {"0": {"text": "silent", "color": "red", "index": 0}}}
@@ -342,7 +498,13 @@ def health_row() -> list[dict]:
         "The most severe finding of dnfsmon doctor's rules in the last 2 minutes before the end of the range: what is wrong, "
         "the layer it blames (client, network, filer or host) and what to do (docs/doctor.md). Empty when no rule fired; "
         "all current findings are in the table of the Host pressure and findings row.",
-        [target(finding_columns(CURRENT), table=True)],
+        [
+            target(
+                finding_columns(CURRENT),
+                table=True,
+                prometheus=promql(finding_ids("2m"), instant=True, table=True),
+            )
+        ],
         kind="table",
         width=12,
         height=4,
@@ -364,7 +526,7 @@ def health_row() -> list[dict]:
                 "Samples this host's agent stored in the 100 s before the end of the range. The agent samples every 10 s and "
                 "ships once a minute, so a live agent always has some; none (red, 'silent') means it stopped for more than "
                 "three samples: every other number on this dashboard is then old.",
-                [target(agent_samples(HOST + " AND ", ["host"]), unit="")],
+                [agent_samples(HOST, ["host"])],
                 [(None, "red"), (1, "green")],
                 unit="short",
                 no_value="silent",
@@ -378,6 +540,7 @@ def health_row() -> list[dict]:
                     target(
                         f'SELECT count("summary") FROM ({finding_columns(CURRENT)}) GROUP BY "host"',
                         unit="",
+                        prometheus=promql(f"count({finding_ids('2m')})", instant=True),
                     )
                 ],
                 [(None, "green"), (1, "red")],
@@ -388,10 +551,11 @@ def health_row() -> list[dict]:
                 "Database reachable",
                 "Yes when the agent could read the database in its latest sample; the reason is in dnfsmon_oracle_status.error when not.",
                 [
-                    target(
-                        f'SELECT last("reachable") FROM "dnfsmon_oracle_status" WHERE {HOST} AND "database" =~ /^$database$/ AND $timeFilter GROUP BY "database"',
-                        alias="$tag_database",
-                        unit=catalogue_unit("dnfsmon_oracle_status", "reachable"),
+                    last_in_range(
+                        "dnfsmon_oracle_status",
+                        "reachable",
+                        HOST + Where(' AND "database" =~ /^$database$/', 'database=~"$database"'),
+                        "database",
                     )
                 ],
                 [(None, "red"), (1, "green")],
@@ -490,10 +654,11 @@ def database_row() -> list[dict]:
                 "dNFS coverage of data files",
                 "Share of data files whose V$IOSTAT_FILE access method is DNFS_LIB. Below 100 % on NFS storage: a silent fallback to the kernel NFS client.",
                 [
-                    target(
-                        f'SELECT last("dnfs_pct") FROM "dnfsmon_dnfs_coverage" WHERE {DB} AND "file_type" = \'Data File\' AND $timeFilter GROUP BY "instance"',
-                        alias="$tag_instance",
-                        unit=catalogue_unit("dnfsmon_dnfs_coverage", "dnfs_pct"),
+                    last_in_range(
+                        "dnfsmon_dnfs_coverage",
+                        "dnfs_pct",
+                        DB + Where(" AND \"file_type\" = 'Data File'", 'file_type="Data File"'),
+                        "instance",
                     )
                 ],
                 kind="stat",
@@ -531,10 +696,20 @@ def database_row() -> list[dict]:
                 "Waits per second of 'db file sequential read' per power-of-two bucket (upper bound in µs) from V$EVENT_HISTOGRAM_MICRO, all selected instances together.",
                 [
                     target(
-                        f'SELECT mean("waits_per_s") FROM "dnfsmon_oracle_latency_histogram" WHERE {DB}{READ_EVENT} AND $timeFilter '
+                        f'SELECT mean("waits_per_s") FROM "dnfsmon_oracle_latency_histogram" WHERE {(DB + READ_EVENT).influxql} AND $timeFilter '
                         'GROUP BY time($__interval), "le_us" fill(0)',
                         alias="$tag_le_us",
                         unit=catalogue_unit("dnfsmon_oracle_latency_histogram", "waits_per_s"),
+                        prometheus=promql(
+                            over(
+                                "mean",
+                                metric("dnfsmon_oracle_latency_histogram", "waits_per_s"),
+                                DB + READ_EVENT,
+                                "$__interval",
+                                ["le_us"],
+                            ),
+                            "{{le_us}}",
+                        ),
                     )
                 ],
                 kind="heatmap",
@@ -642,7 +817,7 @@ def kernel_nfs_row() -> list[dict]:
                 series(
                     "dnfsmon_nfs_op",
                     [("avg_rtt_ms", "rtt"), ("avg_exe_ms", "exe"), ("avg_queue_ms", "queue")],
-                    HOST + ' AND "op" =~ /^(READ|WRITE)$/',
+                    HOST + Where(' AND "op" =~ /^(READ|WRITE)$/', 'op=~"READ|WRITE"'),
                     ["mountpoint", "op"],
                 ),
             ),
@@ -699,7 +874,13 @@ def host_pressure_row() -> list[dict]:
                 "Findings over the range, last occurrence of each",
                 "One row per finding of dnfsmon doctor's rules seen in the time range, most severe first: when it was last seen, "
                 "the layer it blames, what is wrong and what to do (docs/doctor.md).",
-                [target(finding_columns("$timeFilter"), table=True)],
+                [
+                    target(
+                        finding_columns("$timeFilter"),
+                        table=True,
+                        prometheus=promql(finding_ids("$__range"), instant=True, table=True),
+                    )
+                ],
                 kind="table",
                 width=24,
                 unit="short",
@@ -755,6 +936,14 @@ def agent_events() -> dict:
         "query": 'SELECT "reason", "kind" FROM "dnfsmon_event" WHERE "host" =~ /^$host$/ AND $timeFilter',
         "textColumn": "reason",
         "tagsColumn": "kind",
+        # The Prometheus data source's annotation keys (its documentation, "Annotations"): a mark
+        # where the series has a sample; the reason is a string, not published (docs/prometheus.md).
+        "_promql": {
+            "expr": f"max by (kind, source_measurement) ({metric('dnfsmon_event', 'series')}{{{HOST.promql}}})",
+            "titleFormat": "{{kind}}",
+            "textFormat": "{{source_measurement}}",
+            "step": "10s",
+        },
     }
 
 
@@ -770,31 +959,41 @@ def host_dashboard() -> dict:
         *agent_row(),
     ]
     variables = [
-        variable("host", "Host", 'SHOW TAG VALUES FROM "dnfsmon_agent" WITH KEY = "host"'),
+        variable(
+            "host",
+            "Host",
+            'SHOW TAG VALUES FROM "dnfsmon_agent" WITH KEY = "host"',
+            f"{metric('dnfsmon_agent', 'sample_seconds')}, host",
+        ),
         variable(
             "database",
             "Database",
             'SHOW TAG VALUES FROM "dnfsmon_oracle_status" WITH KEY = "database" WHERE "host" =~ /^$host$/',
+            f"{metric('dnfsmon_oracle_status', 'reachable')}{{{HOST.promql}}}, database",
         ),
         variable(
             "instance",
             "Instance",
             'SHOW TAG VALUES FROM "dnfsmon_dnfs_io" WITH KEY = "instance" WHERE "host" =~ /^$host$/ AND "database" =~ /^$database$/',
+            f'{metric("dnfsmon_dnfs_io", "total_iops")}{{{HOST.promql},database=~"$database"}}, {naming.label("instance")}',
         ),
         variable(
             "server",
             "Filer (dNFS)",
             'SHOW TAG VALUES FROM "dnfsmon_dnfs_channel" WITH KEY = "server" WHERE "host" =~ /^$host$/',
+            f"{metric('dnfsmon_dnfs_channel', 'sends_per_s')}{{{HOST.promql}}}, server",
         ),
         variable(
             "filer_address",
             "Filer address (TCP)",
             'SHOW TAG VALUES FROM "dnfsmon_filer_tcp" WITH KEY = "server" WHERE "host" =~ /^$host$/',
+            f"{metric('dnfsmon_filer_tcp', 'srtt_avg_ms')}{{{HOST.promql}}}, server",
         ),
         variable(
             "interface",
             "Interface",
             'SHOW TAG VALUES FROM "dnfsmon_nic" WITH KEY = "interface" WHERE "host" =~ /^$host$/',
+            f"{metric('dnfsmon_nic', 'rx_kib_per_s')}{{{HOST.promql}}}, interface",
         ),
     ]
     links = [
@@ -831,43 +1030,59 @@ def fleet_table(
     group: Sequence[str],
     thresholds: list[tuple[Optional[float], str]],
     column: str,
-    where: str = "",
+    where: Optional[Where] = None,
     to_unit: str = "",
     sort_desc: bool = True,
-    keep: str = "",
+    keep: Optional[tuple[str, float]] = None,
 ) -> dict:
     """Worst hosts first: one row per host (and database or interface) with `aggregate` of the field over
     the range, in a column named for what it holds; `keep` (e.g. "< 100") lists only the rows whose value
-    passes it, so that a table titled for a problem lists only where it is."""
+    passes it, so that a table titled for a problem lists only where it is. In PromQL: an instant
+    query at the range's end over the whole range ($__range)."""
     unit = catalogue_unit(measurement, field)
     scale = CONVERSIONS[(unit, to_unit)] if to_unit else ""
     by = ", ".join(f'"{tag}"' for tag in group)
-    query = f'SELECT {aggregate}("{field}"){scale} AS "{column}" FROM "{measurement}" WHERE {where}$timeFilter GROUP BY {by}'
+    condition = f"{where.influxql} AND " if where else ""
+    query = f'SELECT {aggregate}("{field}"){scale} AS "{column}" FROM "{measurement}" WHERE {condition}$timeFilter GROUP BY {by}'
+    expr = over(aggregate, metric(measurement, field), where or EVERYTHING, "$__range", group)
     if keep:
-        query = f'SELECT "{column}" FROM ({query}) WHERE "{column}" {keep} GROUP BY {by}'
+        comparison, limit = keep
+        query = f'SELECT "{column}" FROM ({query}) WHERE "{column}" {comparison} {limit:g} GROUP BY {by}'
+        _, factor = prometheus_unit(to_unit or unit)
+        expr = f"{expr} {comparison} {round(limit * factor, 12):g}"
     return table_of_hosts(
-        title, description, query, group, column, grafana_unit(to_unit or unit), thresholds, sort_desc
+        title,
+        description,
+        target(query, table=True, prometheus=promql(expr, instant=True, table=True, column=column)),
+        group,
+        column,
+        grafana_unit(to_unit or unit),
+        thresholds,
+        sort_desc,
+        prometheus_unit=prometheus_unit(to_unit or unit),
     )
 
 
 def table_of_hosts(
     title: str,
     description: str,
-    query: str,
+    query: dict,
     group: Sequence[str],
     column: str,
     unit: str,
     thresholds: list[tuple[Optional[float], str]],
     sort_desc: bool,
+    prometheus_unit: tuple[str, float] = ("", 1.0),
     **more,
 ) -> dict:
-    """A fleet table of `query` (one row per host, or host and database...), its values in the Grafana `unit`,
-    every row a link to its host dashboard."""
+    """A fleet table of the target `query` (one row per host, or host and database...), its values in the
+    Grafana `unit` (in the PromQL flavour `prometheus_unit`: unit and factor), every row a link to its host
+    dashboard."""
     carried = [tag for tag in group if tag in ("host", "database")]
-    return panel(
+    built = panel(
         title,
         description,
-        [target(query, table=True)],
+        [query],
         unit=unit,
         kind="table",
         width=12,
@@ -878,6 +1093,13 @@ def table_of_hosts(
         transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True}, "indexByName": {}}}],
         **more,
     )
+    if prometheus_unit[0]:
+        built["_prometheus"] = {
+            "unit": prometheus_unit[0],
+            "factor": prometheus_unit[1],
+            "thresholds": threshold_steps(thresholds, prometheus_unit[1]),
+        }
+    return built
 
 
 def fleet_trend(title: str, description: str, targets: list[dict], thresholds: list) -> dict:
@@ -896,7 +1118,7 @@ def fleet_trend(title: str, description: str, targets: list[dict], thresholds: l
 
 
 def fleet_dashboard() -> dict:
-    read_event = "\"event\" = 'db file sequential read' AND "
+    read_event = Where("\"event\" = 'db file sequential read'", READ_EVENT.promql)
     latency = [(None, "green"), (10, "orange"), (20, "red")]
     trends = row(
         "Latency ladder per host",
@@ -969,9 +1191,9 @@ def fleet_dashboard() -> dict:
                 ["host", "database", "instance"],
                 [(None, "red"), (99.99, "green")],
                 "lowest dNFS %",
-                where="\"file_type\" = 'Data File' AND ",
+                where=Where("\"file_type\" = 'Data File'", 'file_type="Data File"'),
                 sort_desc=False,
-                keep="< 100",
+                keep=("<", 100),
             ),
             fleet_table(
                 "TCP retransmissions",
@@ -997,9 +1219,20 @@ def fleet_dashboard() -> dict:
                 "Databases not reachable in the range",
                 "Databases the agent could not read at least once in the range, with the number of samples that failed "
                 "(the reason is in dnfsmon_oracle_status.error and the agent's log). Only those are listed.",
-                'SELECT "samples down" FROM (SELECT count("reachable") - sum("reachable") AS "samples down" '
-                'FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database") '
-                'WHERE "samples down" > 0 GROUP BY "host", "database"',
+                target(
+                    'SELECT "samples down" FROM (SELECT count("reachable") - sum("reachable") AS "samples down" '
+                    'FROM "dnfsmon_oracle_status" WHERE $timeFilter GROUP BY "host", "database") '
+                    'WHERE "samples down" > 0 GROUP BY "host", "database"',
+                    table=True,
+                    prometheus=promql(
+                        "sum by (host, database) (count_over_time({0}[$__range]) - sum_over_time({0}[$__range])) > 0".format(
+                            metric("dnfsmon_oracle_status", "reachable")
+                        ),
+                        instant=True,
+                        table=True,
+                        column="samples down",
+                    ),
+                ),
                 ["host", "database"],
                 "samples down",
                 "short",
@@ -1012,7 +1245,7 @@ def fleet_dashboard() -> dict:
                 "Every agent seen in the range with the samples it stored in the 100 s before the end of the range. A live agent "
                 "samples every 10 s and ships once a minute, so it always has some; 0 (red, 'silent') means it stopped for more "
                 "than three samples and its host's figures are old.",
-                agent_samples("", ["host"]),
+                agent_samples(EVERYTHING, ["host"], table=True),
                 ["host"],
                 "samples",
                 "short",
@@ -1040,7 +1273,120 @@ def fleet_dashboard() -> dict:
     )
 
 
-DASHBOARDS = {"dnfsmon-host.json": host_dashboard, "dnfsmon-fleet.json": fleet_dashboard}
+DASHBOARDS = {"dnfsmon-host": host_dashboard, "dnfsmon-fleet": fleet_dashboard}
+
+
+# --- flavours: each dashboard once per query language ---
+
+
+def private_keys_removed(node):
+    """The JSON without the generator's notes (keys starting with "_")."""
+    if isinstance(node, dict):
+        return {k: private_keys_removed(v) for k, v in node.items() if not k.startswith("_")}
+    if isinstance(node, list):
+        return [private_keys_removed(v) for v in node]
+    return node
+
+
+def influxql_flavour(board: dict) -> dict:
+    return private_keys_removed(board)
+
+
+def prometheus_target(t: dict) -> dict:
+    """A target of the Prometheus data source (pkg/promlib/models/query.go, PrometheusQueryProperties):
+    expr, legendFormat, range or instant, format."""
+    side = t["_promql"]
+    built = {
+        "refId": t["refId"],
+        "datasource": PROMETHEUS_DATASOURCE,
+        "expr": side["expr"],
+        "range": not side["instant"],
+        "instant": side["instant"],
+        "format": "table" if side["table"] else "time_series",
+    }
+    if side["legendFormat"]:
+        built["legendFormat"] = side["legendFormat"]
+    return built
+
+
+def prometheus_table_columns(p: dict) -> list[dict]:
+    """A Prometheus table's value column is "Value": named as the InfluxQL column (organize's
+    renameByName) where the panel has one, hidden where the row's labels are the content."""
+    columns = [t["_promql"]["column"] for t in p["targets"]]
+    transformations = []
+    for t in p.get("transformations", []):
+        if t["id"] == "organize":
+            options = copy.deepcopy(t["options"])
+            if any(columns):
+                options["renameByName"] = {"Value": columns[0]}
+            else:
+                options["excludeByName"]["Value"] = True
+                # The id is what names a finding here (no summary in Prometheus): keep it.
+                options["excludeByName"].pop("id", None)
+            t = {**t, "options": options}
+        transformations.append(t)
+    if not any(t["id"] == "organize" for t in transformations) and not any(columns):
+        transformations.append({"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}})
+    return transformations
+
+
+def prometheus_panel(p: dict) -> dict:
+    if p["type"] == "row":
+        return {**p, "panels": [prometheus_panel(q) for q in p["panels"]]}
+    side = p["_prometheus"]
+    defaults = {**p["fieldConfig"]["defaults"], "unit": side["unit"]}
+    if "thresholds" in side:
+        defaults["thresholds"] = side["thresholds"]
+    built = {
+        **p,
+        "datasource": PROMETHEUS_DATASOURCE,
+        "fieldConfig": {**p["fieldConfig"], "defaults": defaults},
+        "targets": [prometheus_target(t) for t in p["targets"]],
+    }
+    if p["type"] == "table":
+        built["transformations"] = prometheus_table_columns(p)
+    return built
+
+
+def linked_to_flavour(node, suffix: str):
+    """Links between the dashboards go to the same flavour's uid."""
+    if isinstance(node, dict):
+        return {k: linked_to_flavour(v, suffix) for k, v in node.items()}
+    if isinstance(node, list):
+        return [linked_to_flavour(v, suffix) for v in node]
+    if isinstance(node, str):
+        for uid in DASHBOARDS:
+            node = node.replace(f"/d/{uid}/{uid}", f"/d/{uid}{suffix}/{uid}{suffix}")
+    return node
+
+
+def prometheus_flavour(board: dict) -> dict:
+    """The same dashboard on a Prometheus data source: every panel's PromQL side, its unit the
+    Prometheus name's base unit, its variables filled by label_values()."""
+    variables = []
+    for v in board["templating"]["list"]:
+        if v["type"] == "datasource":
+            v = {**v, "label": "Prometheus", "query": "prometheus"}
+        elif v["type"] == "query":
+            v = {**v, "datasource": PROMETHEUS_DATASOURCE, "query": v["_promql"], "definition": v["_promql"]}
+        variables.append(v)
+    annotations = [
+        {k: a[k] for k in ("name", "enable", "iconColor")} | {"datasource": PROMETHEUS_DATASOURCE, **a["_promql"]}
+        for a in board["annotations"]["list"]
+    ]
+    built = {
+        **board,
+        "uid": f"{board['uid']}-prometheus",
+        "title": f"{board['title']} (Prometheus)",
+        "templating": {"list": variables},
+        "annotations": {"list": annotations},
+        "panels": [prometheus_panel(p) for p in board["panels"]],
+    }
+    return private_keys_removed(linked_to_flavour(built, "-prometheus"))
+
+
+# File name suffix -> the flavour.
+FLAVOURS = {"": influxql_flavour, "-prometheus": prometheus_flavour}
 
 
 # --- alert rules ---
@@ -1196,8 +1542,10 @@ ALERTING = os.path.join("provisioning", "alerting", "dnfsmon.json")
 def render() -> dict[str, str]:
     """File under grafana/ -> its text, for every file this script writes."""
     files = {
-        os.path.join("dashboards", name): json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+        os.path.join("dashboards", f"{name}{suffix}.json"): json.dumps(flavour(build()), indent=2, ensure_ascii=False)
+        + "\n"
         for name, build in DASHBOARDS.items()
+        for suffix, flavour in FLAVOURS.items()
     }
     files[ALERTING] = json.dumps(alert_rules(), indent=2, ensure_ascii=False) + "\n"
     return files
