@@ -834,6 +834,35 @@ def test_rac_no_instance_is_published_twice_in_either_scope():
     assert len(status) == 1 and dict(status[0].tags)["host"] == "simhost1"
 
 
+@pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
+def test_a_standby_s_points_carry_its_role_and_the_status_its_role_and_open_mode(release):
+    """Active Data Guard: the physical standby's I/O (redo apply) is told apart from the primary's by
+    V$DATABASE.DATABASE_ROLE on every point about its instances; the status point names the role and
+    OPEN_MODE as fields, its key the same as when the database is down."""
+    mode = "thick" if release.startswith("11.") else "thin"  # python-oracledb: 11.2 needs thick mode
+    standby = simulator.Workload(
+        instances=1, release=release, mode=mode, database_role="PHYSICAL STANDBY", open_mode="READ ONLY WITH APPLY"
+    )
+    memory = simulator.Memory()
+    options = {"mode": mode}
+    raws = [live_read(simulated_document(t, standby, memory), release, **options)[0] for t in (T0, T0 + 10)]
+    points = points_between(*raws).points
+    about_instances = [p for p in points if "instance" in dict(p.tags)]
+    assert {p.measurement for p in about_instances} >= {
+        "dnfsmon_dnfs_io",
+        "dnfsmon_dnfs_channel",
+        "dnfsmon_oracle_event",
+    }
+    assert all(dict(p.tags)["role"] == "PHYSICAL STANDBY" for p in about_instances)
+    (status,) = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
+    assert "role" not in dict(status.tags)
+    assert (status.fields["database_role"], status.fields["open_mode"]) == ("PHYSICAL STANDBY", "READ ONLY WITH APPLY")
+    # A primary's points are as they were: no role tag.
+    primary = points_between(*[live_read(simulated_document(t))[0] for t in (T0, T0 + 10)]).points
+    assert not any("role" in dict(p.tags) for p in primary)
+    assert {p.fields["database_role"] for p in primary if p.measurement == "dnfsmon_oracle_status"} == {"PRIMARY"}
+
+
 def test_cdb_figures_per_pdb_add_up_to_the_instance():
     workload = simulator.Workload(instances=1, pdbs=2, processes=20)
     memory = simulator.Memory()
@@ -1447,6 +1476,48 @@ def test_several_databases_are_each_a_target_with_their_own_failures_and_back_of
     assert "not asked again in this run" in by_database["SALES"][2]  # SALES's own budget
     assert refusing.accepted == 1  # one logon for HR in two runs
     assert len(stored(tmp_path, "dnfsmon_agent")) == 5  # every host sample
+
+
+def test_capture_and_doctor_read_every_configured_database(tmp_path):
+    """A capture holds each [[oracle]] database under its own entry, and the doctor reads them all
+    (both used to keep the first database only)."""
+    from dnfsmon import capture
+    from fake_tns import FakeListener
+
+    locked, expired = FakeListener("refuse", error_code=28000), FakeListener("refuse", error_code=28001)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic"]})
+    with open(config, "a") as f:
+        for target, dsn in (("SALES", locked.dsn), ("HR", expired.dsn)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "{dsn}"\nuser = "dnfsmon"\n')
+            f.write('password_file = "pw"\ncall_timeout_s = 2\n')
+    directory = tmp_path / "capture"
+    try:
+        captured = subprocess.run(
+            [*DNFSMON, "--config", str(config), "capture", str(directory)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        locked.close()
+        expired.close()
+    assert captured.returncode == 0, captured.stderr
+    host, raws, failures = capture.read(str(directory))
+    assert sorted(raws) == ["nic", "oracle:HR", "oracle:SALES"] and not failures
+    downs = {name: oracle.load(raw)["down"] for name, raw in raws.items() if name != "nic"}
+    assert "ORA-28000" in downs["oracle:SALES"] and "ORA-28001" in downs["oracle:HR"]
+    # The doctor on two captures: both databases' status points, each with its own reason.
+    outcome = compute(raws, failures, host, compute(raws, failures, host, {}).samples)
+    errors = {
+        dict(p.tags)["database"]: p.fields["error"] for p in outcome.points if p.measurement == "dnfsmon_oracle_status"
+    }
+    assert sorted(errors) == ["HR", "SALES"] and "ORA-28001" in errors["HR"] and "ORA-28000" in errors["SALES"]
+    doctor = subprocess.run(
+        [*DNFSMON, "doctor", str(directory), str(directory), "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert doctor.returncode != 1 and "oracle:HR" not in doctor.stderr, doctor.stderr
 
 
 def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():

@@ -301,6 +301,12 @@ VIEWS: dict[str, list[Column]] = {
         ("DBID", "11.2.0.4", None),
         ("NAME", "11.2.0.4", None),
         ("DB_UNIQUE_NAME", "11.2.0.4", None),
+        # The database's Data Guard role and how it is open (Reference, V$DATABASE): DATABASE_ROLE
+        # is PRIMARY, PHYSICAL STANDBY, LOGICAL STANDBY, SNAPSHOT STANDBY, or FAR SYNC (12.1 on);
+        # OPEN_MODE is MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY (a physical standby
+        # open read only while redo apply runs: Active Data Guard) or MIGRATE.
+        ("DATABASE_ROLE", "11.2.0.4", None),
+        ("OPEN_MODE", "11.2.0.4", None),
         ("CDB", "12.1.0.1", None),
         ("CON_ID", "12.1.0.1", None),
     ],

@@ -139,6 +139,10 @@ class Workload:
     # by the process slot (PNUM) from the instance's startup, each process adding to its
     # predecessors' counts. V$DNFS_CHANNELS is per process and select either way.
     slot_keeps_counters: bool = False
+    # V$DATABASE.DATABASE_ROLE and OPEN_MODE (Reference, V$DATABASE): an Active Data Guard
+    # standby is ("PHYSICAL STANDBY", "READ ONLY WITH APPLY"); its I/O is redo apply's.
+    database_role: str = "PRIMARY"
+    open_mode: str = "READ WRITE"
 
     def __post_init__(self) -> None:
         oracle_facts.release_tuple(self.release)
@@ -418,9 +422,10 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
         if query.name == "dnfs_channels":
             for inst in channel_selects(query, workload):
                 memory.last_channel_select[inst] = t
-    database = {"DBID": workload.dbid, "NAME": workload.db_name, "DB_UNIQUE_NAME": workload.db_name}
-    if "CDB" in available["V$DATABASE"]:
-        database["CDB"] = "YES" if workload.pdbs else "NO"
+    # As the live reader makes it: the database query's row (its columns in this release).
+    database_query = next(q for q in build_queries(available, workload.scope) if q.name == "database")
+    (database_row,) = _rows(model, "database", t, memory, [])
+    database = {column: database_row[column] for column in database_query.columns}
     document = {
         "kind": "simulated",
         "target": workload.db_name,
@@ -488,7 +493,16 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                 }
             )
     elif name == "database":
-        rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "YES" if w.pdbs else "NO"})
+        rows.append(
+            {
+                "DBID": w.dbid,
+                "NAME": w.db_name,
+                "DB_UNIQUE_NAME": w.db_name,
+                "DATABASE_ROLE": w.database_role,
+                "OPEN_MODE": w.open_mode,
+                "CDB": "YES" if w.pdbs else "NO",
+            }
+        )
     elif name == "dnfs_stats" and w.dnfs_enabled:
         for inst in instances:
             startup = model.startup(inst, t)

@@ -223,7 +223,8 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
         )
     if has("V$DATABASE"):
-        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
+        role = _pick(has("V$DATABASE"), ["DATABASE_ROLE", "OPEN_MODE"])
+        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *role, *_pick(has("V$DATABASE"), ["CDB"])]
         sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
         queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
@@ -324,6 +325,8 @@ TEXT_COLUMNS = frozenset(
         "STARTUP_TIME",
         "NAME",
         "DB_UNIQUE_NAME",
+        "DATABASE_ROLE",
+        "OPEN_MODE",
         "CDB",
         "SPID",
         "PNAME",
@@ -702,6 +705,8 @@ class Context:
     problems: list[ParseError]
     # [oracle] top_processes, as the reader wrote it into the document.
     top_processes: object = None
+    # ("role", V$DATABASE.DATABASE_ROLE) on the points about a standby's instances (role_tags).
+    role_tags: rates.Key = ()
 
     def located(self, name: str) -> Iterator[Located]:
         """located_rows() with each row as a dict by column name: for the queries of a few rows."""
@@ -754,7 +759,7 @@ class Context:
                 if instance is None:
                     where[pair] = None
                 else:
-                    tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
+                    tags = (("host", instance.host), *self.database_tags, *self.role_tags, ("instance", instance.name))
                     where[pair] = (tags, (self.dbid, instance.startup, str(clock)))
             return where[pair]
 
@@ -793,6 +798,10 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
         gauges["error"] = reason
     if document.get("warning"):
         gauges["warning"] = str(document["warning"])
+    database = document.get("database") or {}
+    for column, field in (("DATABASE_ROLE", "database_role"), ("OPEN_MODE", "open_mode")):
+        if database.get(column):
+            gauges[field] = str(database[column])
     key = (("host", agent_host), *context.database_tags)
     return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
@@ -1180,6 +1189,16 @@ def name_down_reading(raw: Raw, known_name: str) -> str:
     return str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or known_name)
 
 
+def role_tags(database: Mapping) -> rates.Key:
+    """("role", DATABASE_ROLE) for a database that is not the primary (Reference, V$DATABASE:
+    PHYSICAL STANDBY, LOGICAL STANDBY, SNAPSHOT STANDBY, FAR SYNC), so that a standby's I/O (redo
+    apply on a physical standby) is told apart from the primary's on every point about its
+    instances; none for a primary (its series are as they were) or a reader that did not say. The
+    status point carries the role as a field: its key stays the same when the database is down."""
+    role = str(database.get("DATABASE_ROLE") or "").strip()
+    return (("role", role),) if role and role != "PRIMARY" else ()
+
+
 def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
     """The samples of one read: each query's rows through its own parser.
 
@@ -1217,7 +1236,13 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
                 str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
             )
     context = Context(
-        results, instances, database_tags, str(database.get("DBID", "")), problems, document.get("top_processes")
+        results,
+        instances,
+        database_tags,
+        str(database.get("DBID", "")),
+        problems,
+        document.get("top_processes"),
+        role_tags(database),
     )
     found = _status(document, context, raw, host)
     parsers = (_servers, _coverage) if inventory_only else PARSERS
