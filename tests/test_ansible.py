@@ -696,6 +696,7 @@ def test_the_readme_the_role_and_contrib_share_one_layout():
     assert rendered.startswith(command), rendered
     for secret in ("oracle.password", "influxdb.token"):
         assert f"/etc/dnfsmon/{secret}" in readme
-        assert any(secret in str(value) for value in role["_dnfsmon_agent_managed"].values())
+        managed = {**role["_dnfsmon_agent_managed"], **role["_dnfsmon_agent_managed_oracle"]}
+        assert any(secret in str(value) for value in managed.values())
     troubleshooting = open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8").read()
     assert "/opt/dnfsmon/bin/dnfsmon check" in troubleshooting and "venv/bin" not in troubleshooting
