@@ -361,11 +361,18 @@ def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
 
 
 @pytest.mark.parametrize("top", [3, 0])
-def test_oracle_top_processes_bounds_the_top_process_points_through_the_live_reader(top):
-    """[oracle] top_processes reaches the parser through the results document the reader writes."""
+def test_oracle_top_processes_is_an_option_of_the_source_built_from_the_config(top):
+    """[oracle] top_processes is the source's option (code-review 1.3): not written into the results
+    document, nor kept in a sample's gauges; it bounds the top process points."""
     memory = simulator.Memory()
     raws = [live_read(simulated_document(t, memory=memory), top_processes=top)[0] for t in (T0, T0 + 10)]
-    points = points_between(*raws).points
+    assert not any("top_processes" in oracle.load(raw) for raw in raws)
+    table = {"enabled": True, "dsn": "db1:1521/ORCL", "user": "dnfsmon", "password_env": "X", "top_processes": top}
+    source = oracle.build(parse({"oracle": table}, None))
+    assert source.top_processes == top
+    first = compute({"oracle": raws[0]}, {}, "h", {}, {"oracle": source})
+    assert not any("top_processes" in sample.gauges for sample in first.samples.values())
+    points = compute({"oracle": raws[1]}, {}, "h", first.samples, {"oracle": source}).points
     ranks = sorted(
         (dict(p.tags)["instance"], int(dict(p.tags)["rank"])) for p in points if "top_process" in p.measurement
     )

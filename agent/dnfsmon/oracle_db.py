@@ -448,7 +448,6 @@ class Database:
             "errors": errors,
             "down": None,
             "warning": "; ".join(filter(None, (self.warning, *self.notes.values()))) or None,
-            "top_processes": self.settings.top_processes,
         }
 
     def _execute(self, sql: str) -> tuple[list, float]:

@@ -132,8 +132,6 @@ class Workload:
     # n + 2; the root is 1): foreground processes and data files belong to
     # the PDBs in turn, background processes and control files to the root.
     pdbs: int = 0
-    # The agent's [oracle] top_processes.
-    top_processes: int = 10
     # False (the agent's assumption): a process's V$DNFS_STATS counters start at zero with it.
     # True: the undocumented alternative the agent guards against (dba-review P1), counters kept
     # by the process slot (PNUM) from the instance's startup, each process adding to its
@@ -434,7 +432,6 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
         "results": results,
         "errors": {},
         "down": None,
-        "top_processes": workload.top_processes,
     }
     return Raw({}, t, t, documents={RESULTS: document})
 

@@ -703,8 +703,6 @@ class Context:
     database_tags: rates.Key
     dbid: str
     problems: list[ParseError]
-    # [oracle] top_processes, as the reader wrote it into the document.
-    top_processes: object = None
     # ("role", V$DATABASE.DATABASE_ROLE) on the points about a standby's instances (role_tags).
     role_tags: rates.Key = ()
 
@@ -853,10 +851,8 @@ def _io(context: Context) -> list[Sample]:
         if roster is None:
             roster = rosters[tags] = (t, identity, started, {})
         roster[3][pnum] = "/".join(process)
-    top = _number(context.top_processes)
     for tags, (t, identity, started, processes) in rosters.items():
         gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
-        gauges["top_processes"] = DEFAULT_TOP_PROCESSES if top is None else top
         found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
 
@@ -882,7 +878,8 @@ def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object
     return found
 
 
-# [oracle] top_processes when the results document does not say (older captures).
+# [oracle] top_processes's default: the source's when no config says (the simulator, a capture
+# replayed without a config).
 DEFAULT_TOP_PROCESSES = 10
 
 
@@ -1241,7 +1238,6 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
         database_tags,
         str(database.get("DBID", "")),
         problems,
-        document.get("top_processes"),
         role_tags(database),
     )
     found = _status(document, context, raw, host)
@@ -1376,19 +1372,13 @@ def process_name(pname: str) -> str:
 OPERATIONS = ("NFS_READ", "NFS_WRITE", OTHER_OPS_COUNTER)
 
 
-def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
+def _top_processes(io: list[rates.Interval], new_ids: set[int], limit: int) -> list[Point]:
     """The busiest processes of each instance by dNFS operations in the interval (review C6).
 
-    Ranked 1..N per instance (oracle.top_processes, read from each read's
-    roster); series are (instance, rank, process name), so their number stays
-    within N x the process names that reach the top, however many processes
-    come and go. A process counted from zero (new in the interval) takes part.
+    Ranked 1..limit per instance ([oracle] top_processes); series are (instance, rank, process
+    name), so their number stays within N x the process names that reach the top, however many
+    processes come and go. A process counted from zero (new in the interval) takes part.
     """
-    limits = {
-        i.current.key: _number(i.current.gauges.get("top_processes"))
-        for i in result.intervals
-        if i.current.measurement == ROSTER_MEASUREMENT
-    }
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
         # A process without a delta of each (a NULL in its row, or the first interval after
@@ -1401,7 +1391,6 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
             by_instance.setdefault(tags, []).append((ops, pnum, interval))
     points = []
     for tags, busy in by_instance.items():
-        limit = limits.get(tags) or 0
         # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
         ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
         for rank, (ops, pnum, interval) in enumerate(ranked, start=1):
@@ -1439,7 +1428,9 @@ NOT_PER_INTERVAL = (
 )
 
 
-def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+def aggregate(
+    result: rates.DiffResult, current: list[Sample], top_processes: int = DEFAULT_TOP_PROCESSES
+) -> list[Point]:
     points: list[Point] = []
     for sample in current:
         # States, not rates: published from every read that has them (the
@@ -1458,7 +1449,7 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
         values["new_processes_doubtful"] = sum(1 for skip in doubtful if _instance_tags(skip.current) == tags)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
-    points.extend(_top_processes(result, io, new_ids))
+    points.extend(_top_processes(io, new_ids, top_processes))
     files = [i for i in result.intervals if i.current.measurement == FILER_FILE_MEASUREMENT]
     per_filer = rates.aggregate(files, lambda i: tuple(pair for pair in i.current.key if pair[0] not in FILE_TAGS))
     for tags, summed in per_filer.items():
@@ -1482,30 +1473,27 @@ def parse(raw: Raw, host: str) -> Parsed:
     return Parsed(found, problems, failure(found))
 
 
-def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+def publish(result: rates.DiffResult, current: list[Sample], top_processes: int = DEFAULT_TOP_PROCESSES) -> list[Point]:
     """The contract's publish step: aggregate()."""
-    return aggregate(result, current)
+    return aggregate(result, current, top_processes)
 
 
 class OracleSource(Source):
-    """The database's source, configured by [oracle].
-
-    settings is None for the simulator's target and for a replayed capture: the
-    options' defaults then apply. (top_processes still travels in the results
-    document for now; it can be read from self.settings instead.)
-    """
+    """The database's source, with its options from [oracle] (top_processes: how many of each
+    instance's busiest processes are published). The defaults apply to the simulator's target
+    and to a capture replayed without a config."""
 
     name = NAME
     measurements = MEASUREMENTS
 
-    def __init__(self, settings: Optional[OracleSettings] = None):
-        self.settings = settings
+    def __init__(self, top_processes: int = DEFAULT_TOP_PROCESSES):
+        self.top_processes = top_processes
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         return parse(raw, host)
 
     def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-        return publish(result, current)
+        return publish(result, current, self.top_processes)
 
 
 # The source with the defaults (tests, the bench, a capture replayed without a config).
@@ -1513,5 +1501,10 @@ SOURCE = OracleSource()
 
 
 def build(config: Config) -> OracleSource:
-    """The source as [oracle] configures it (None settings: the simulator, or no [oracle])."""
-    return OracleSource(config.oracle)
+    """The source as [oracle] configures it (the defaults for the simulator, or no [oracle])."""
+    return of_settings(config.oracle)
+
+
+def of_settings(settings: Optional[OracleSettings]) -> OracleSource:
+    """The source as one database's options configure it (None: the defaults)."""
+    return OracleSource() if settings is None else OracleSource(settings.top_processes)
