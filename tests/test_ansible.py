@@ -162,6 +162,8 @@ def test_oracle_user_role_runs_the_pack_script_every_time_and_sets_a_new_passwor
         assert "s3cret-pw" not in "\n".join(args)
         if args[3].endswith("create_monitor_user.sql"):
             assert stdin == "" and script == create_text  # the create script is given no password
+            # No password life unless set: the script then keeps the profile's limit (a run never undoes a DBA's).
+            assert args[4:] == ["C##DNFSMON"]
         else:
             assert stdin == "s3cret-pw\ns3cret-pw" and script == password_text  # PASSWORD's two answers
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
