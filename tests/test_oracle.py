@@ -152,8 +152,11 @@ class FakeConnection:
         self.failing = failing or {}
         self.call_timeout = 0
         self.executed = []
-        # What CONTAINER_SQL answers: (V$DATABASE.CDB, CON_NAME, MAX(GV$DATAFILE.CON_ID)).
+        # What container_sql answers: (V$DATABASE.CDB, CON_NAME, MAX(V$DATAFILE.CON_ID)).
         self.container = ("NO", "ORCL", 0)
+        # What container_data_sql answers: the views (SYS names) the user sees the root's rows of,
+        # or the error a user without SELECT on DBA_CONTAINER_DATA gets.
+        self.root_only: list[str] | Exception = []
         self.warning = None
 
     def cursor(self):
@@ -170,8 +173,12 @@ class FakeConnection:
         self.executed.append(sql)
         if sql == oracle_db.SESSION_SQL:
             return [], []  # ALTER SESSION returns no rows
-        if sql == oracle_db.CONTAINER_SQL:
+        if sql in (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_sql("GV$DATAFILE")):
             return ["CDB", "CON_NAME", "MAX_CON_ID"], [self.container]
+        if "dba_container_data" in sql:
+            if isinstance(self.root_only, Exception):
+                return self.root_only
+            return ["VIEW_NAME"], [(name,) for name in sorted(self.root_only) if f"'{name}'" in sql]  # ORDER BY
         if "all_tab_columns" in sql:
             return ["TABLE_NAME", "COLUMN_NAME"], [
                 (v.replace("$", "_$", 1), c) for v, cols in self.discovered.items() for c in cols
@@ -1382,7 +1389,7 @@ def test_a_session_that_does_not_see_the_whole_cdb_is_reported_at_connect(monkey
     connection = FakeConnection(simulated_document(T0), facts_available("19c"))
     connection.container = container
     database, status = connected(monkeypatch, connection)
-    assert oracle_db.CONTAINER_SQL in connection.executed
+    assert oracle_db.container_sql("V$DATAFILE") in connection.executed  # scope "instance" reads V$ views
     assert problem in database.container and bool(database.container) == bool(problem)
     if problem:
         assert problem in status.gauges["error"] and status.gauges["up"] is True  # what it could read is kept
@@ -1390,8 +1397,63 @@ def test_a_session_that_does_not_see_the_whole_cdb_is_reported_at_connect(monkey
         assert "error" not in status.gauges
 
 
+def test_a_view_without_container_data_fails_the_check_though_the_file_list_sees_every_container(tmp_path, monkeypatch):
+    """dba-review A5 (F3): CONTAINER_DATA is set per view; only V$DATAFILE was probed.
+
+    A user with CONTAINER_DATA=ALL for V$DATAFILE alone passed the check, and V$DNFS_STATS gave the
+    root's processes only: IOPS low with no error. Each view read is now looked up in ALL_VIEWS and
+    DBA_CONTAINER_DATA (Oracle Database Reference), and the check fails naming the views and the fix.
+    """
+    from dnfsmon import check
+
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connection.container = ("YES", "CDB$ROOT", 3)  # the file list sees PDB$SEED and the PDBs
+    connection.root_only = ["V_$DNFS_STATS", "V_$DNFS_CHANNELS"]
+    database, status = connected(monkeypatch, connection)
+    sent = next(sql for sql in connection.executed if "dba_container_data" in sql)
+    for view in oracle.build_queries(database.available, "instance"):
+        for name in view.views:
+            assert "'" + oracle_facts.grant_name(name)[4:] + "'" in sent  # every view the agent reads
+    assert "SYS.V_$DNFS_CHANNELS, SYS.V_$DNFS_STATS" in database.container
+    assert "SET CONTAINER_DATA = ALL FOR <view> CONTAINER = CURRENT" in database.container
+    assert database.container in status.gauges["error"]
+    config = parse(
+        {
+            "oracle": {"enabled": True, "dsn": "db1/CDB", "user": "dnfsmon", "password_env": "DNFSMON_TEST_PW"},
+            "agent": {"state_dir": str(tmp_path)},
+        },
+        None,
+    )
+    found = check.check_database(config)
+    assert [i.status for i in found] == [check.FAIL] and found[0].exit_code == 3, [i.line() for i in found]
+    assert "SYS.V_$DNFS_STATS" in found[0].line() and "create_monitor_user" in found[0].line()
+    for release in ("12.1.0.2", "19c"):
+        assert violations(sent, release) == []
+
+
+def test_the_container_check_says_what_it_could_not_check(monkeypatch):
+    """F3: without V$DATAFILE (or DBA_CONTAINER_DATA) the check was skipped with nothing said."""
+    connection = FakeConnection(simulated_document(T0), {**facts_available("19c")})
+    connection.container = ("YES", "CDB$ROOT", 3)
+    connection.root_only = OracleError("ORA-00942", "table or view does not exist")
+    database, status = connected(monkeypatch, connection)
+    assert database.container == "" and "GRANT SELECT ON SYS.DBA_CONTAINER_DATA" in database.notes["container"]
+    assert "GRANT SELECT ON SYS.DBA_CONTAINER_DATA" in status.gauges["warning"]
+    no_files = {v: c for v, c in facts_available("19c").items() if v not in ("V$DATAFILE", "GV$DATAFILE")}
+    connection = FakeConnection(simulated_document(T0), no_files)
+    database, status = connected(monkeypatch, connection)
+    assert "not checked" in database.notes["container"] and "SYS.V_$DATAFILE" in database.notes["container"]
+    # Only the V$ views granted (scope "instance"): the file list is read from V$DATAFILE, not skipped.
+    only_v = {v: c for v, c in facts_available("19c").items() if not v.startswith("GV$")}
+    connection = FakeConnection(simulated_document(T0), only_v)
+    connection.container = ("YES", "CDB$ROOT", 1)
+    database, _ = connected(monkeypatch, connection)
+    assert oracle_db.container_sql("V$DATAFILE") in connection.executed and "root's rows" in database.container
+
+
 def test_the_container_check_is_not_sent_before_12_1():
-    assert violations(oracle_db.CONTAINER_SQL, "19c") == []
+    for view in ("V$DATAFILE", "GV$DATAFILE"):
+        assert violations(oracle_db.container_sql(view), "19c") == []
     database = oracle_db.Database(settings())
     database.available = facts_available("11.2.0.4")
     database.check_container()  # no connection: it would fail if it sent anything

@@ -33,7 +33,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -160,17 +160,45 @@ def error_code(error: Exception) -> str:
     return str(getattr(detail, "full_code", "") or "")
 
 
-# In a CDB the agent must sit in the root with CONTAINER_DATA=ALL in effect: GV$ views are
+# In a CDB the agent must sit in the root with CONTAINER_DATA=ALL in effect: V$ and GV$ views are
 # CONTAINER_DATA objects, and a user in the root without it sees only the root's rows (and
 # those with CON_ID 0), a session in a PDB only that PDB's (Oracle Database Reference 12.1,
 # "About Dynamic Performance Views"). Either gives partial IOPS and coverage with no error.
 # The file list tells them apart without a grant on DBA_CONTAINER_DATA: V$DATAFILE comes
 # from the control file, and every CDB has PDB$SEED's files (CON_ID 2: Reference,
 # V$DATAFILE.CON_ID), so a root session that sees all containers sees a CON_ID of 2 or more.
-CONTAINER_SQL = (
-    "SELECT d.cdb, SYS_CONTEXT('USERENV', 'CON_NAME') AS con_name, "
-    "(SELECT MAX(f.con_id) FROM gv$datafile f) AS max_con_id FROM v$database d"
-)
+# The file list is read from the view of the agent's scope (V$DATAFILE in scope "instance").
+def container_sql(datafile_view: str) -> str:
+    """V$DATABASE.CDB, the container's name and the highest CON_ID of the file list."""
+    return (
+        "SELECT d.cdb, SYS_CONTEXT('USERENV', 'CON_NAME') AS con_name, "
+        f"(SELECT MAX(f.con_id) FROM {datafile_view.lower()} f) AS max_con_id FROM v$database d"
+    )
+
+
+# The file list answers for the file list's own view only: CONTAINER_DATA is set per view
+# (ALTER USER ... SET CONTAINER_DATA = ALL FOR view), so a user may see every container in
+# V$DATAFILE and the root's rows only in V$DNFS_STATS (dba-review A5). So each view the agent
+# reads is looked up: a view created with CONTAINER_DATA (ALL_VIEWS.CONTAINER_DATA = 'Y', 12.1
+# on) with neither the user's default attribute nor one for that view set to all containers
+# (DBA_CONTAINER_DATA: DEFAULT_ATTR, OWNER, OBJECT_NAME, ALL_CONTAINERS; Oracle Database
+# Reference 12.1 on) shows this user the root's rows only. A view that is not a CONTAINER_DATA
+# object is not filtered by container (ORA-65058 when the attribute is set for it).
+def container_data_sql(views: Sequence[str]) -> str:
+    """The views among `views` (V$/GV$ names) whose rows this user sees for the root only."""
+    names = ", ".join("'" + grant_name(v)[4:] + "'" for v in views)
+
+    def mine(alias: str) -> str:
+        return f"{alias}.username = SYS_CONTEXT('USERENV', 'SESSION_USER') AND {alias}.all_containers = 'Y'"
+
+    return (
+        "SELECT v.view_name FROM all_views v WHERE v.owner = 'SYS' AND v.container_data = 'Y' "
+        f"AND v.view_name IN ({names}) "
+        f"AND v.view_name NOT IN (SELECT c.object_name FROM dba_container_data c WHERE {mine('c')} "
+        "AND c.owner = 'SYS' AND c.object_name IS NOT NULL) "
+        f"AND NOT EXISTS (SELECT 1 FROM dba_container_data d WHERE {mine('d')} AND d.default_attr = 'Y') "
+        "ORDER BY v.view_name"
+    )
 
 
 def container_problem(cdb: object, con_name: object, max_con_id: object, user: str) -> str:
@@ -366,22 +394,56 @@ class Database:
         self.missing, self.notes = missing_views(found, self.settings.scope, self.settings.user.upper() or "<user>")
 
     def check_container(self) -> None:
-        """Set self.container when the session sees only part of a CDB (CONTAINER_SQL)."""
-        if "CDB" not in self.available.get("V$DATABASE", ()) or "CON_ID" not in self.available.get("GV$DATAFILE", ()):
-            self.container = ""  # before 12.1, or the views not granted (named in missing)
+        """Set self.container when the session sees only part of a CDB, in any view it reads.
+
+        The file list of the scope's view (container_sql), then each view read (container_data_sql)
+        when the user may read DBA_CONTAINER_DATA; what could not be checked is a note, never silence.
+        """
+        self.container = ""
+        self.notes.pop("container", None)
+        if "CDB" not in self.available.get("V$DATABASE", ()):
+            return  # before 12.1 (no CDB), or V$DATABASE not granted (named in missing)
+        user = self.settings.user.upper() or "<user>"
+        files = ("V$DATAFILE", "GV$DATAFILE") if self.settings.scope == "instance" else ("GV$DATAFILE", "V$DATAFILE")
+        datafile = next((v for v in files if "CON_ID" in self.available.get(v, ())), "")
+        if not datafile:
+            self.notes["container"] = (
+                f"whether {user} sees every container of a CDB is not checked: it cannot read {files[0]}; "
+                f"GRANT SELECT ON {grant_name(files[0])} TO {user}"
+            )
             return
-
-        def read() -> list:
-            with self.connection.cursor() as cursor:
-                cursor.execute(CONTAINER_SQL)
-                return cursor.fetchall()
-
-        rows = within(self.deadline_s(), "container", read)
+        rows = within(self.deadline_s(), "container", lambda: self._rows(container_sql(datafile)))
+        if not rows:
+            return
+        cdb, con_name, max_con_id = rows[0]
+        self.container = container_problem(cdb, con_name, max_con_id, user)
+        if self.container or cdb != "YES":
+            return
+        views = sorted({v for q in build_queries(self.available, self.settings.scope) for v in q.views})
+        try:
+            rows = within(self.deadline_s(), "container", lambda: self._rows(container_data_sql(views)))
+        except Exception as error:
+            if error_code(error) != "ORA-00942":
+                raise
+            self.notes["container"] = (
+                f"{datafile} shows {user} every container, but whether each other view does is not checked "
+                f"(CONTAINER_DATA is set per view): GRANT SELECT ON SYS.DBA_CONTAINER_DATA TO {user} to let "
+                f"dnfsmon check it, or run @setup/create_monitor_user of the SQL pack, which sets and checks it"
+            )
+            return
         if rows:
-            cdb, con_name, max_con_id = rows[0]
-            self.container = container_problem(cdb, con_name, max_con_id, self.settings.user.upper() or "<user>")
-        else:
-            self.container = ""
+            lacking = [f"SYS.{name}" for (name,) in rows]
+            self.container = (
+                f"{user} sees only the root's rows in {', '.join(lacking)} (CONTAINER_DATA is not ALL for "
+                f"{'them' if len(lacking) > 1 else 'it'}, though {datafile} shows every container): run "
+                f'@setup/create_monitor_user of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} '
+                f"SET CONTAINER_DATA = ALL FOR <view> CONTAINER = CURRENT for each"
+            )
+
+    def _rows(self, sql: str) -> list:
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetchall()
 
     def _discovery_rows(self) -> list:
         with self.connection.cursor() as cursor:

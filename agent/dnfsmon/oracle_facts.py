@@ -325,6 +325,17 @@ VIEWS: dict[str, list[Column]] = {
         ("DATA_TYPE", "11.2.0.4", None),
         ("COLUMN_ID", "11.2.0.4", None),
     ],
+    # Data dictionary views of the container check (oracle_db.container_data_sql), 12.1 on:
+    # Oracle Database Reference, ALL_VIEWS (CONTAINER_DATA: Y when the view was created with
+    # the CONTAINER_DATA clause) and DBA_CONTAINER_DATA (default and per-object attributes).
+    "ALL_VIEWS": [("OWNER", "11.2.0.4", None), ("VIEW_NAME", "11.2.0.4", None), ("CONTAINER_DATA", "12.1.0.1", None)],
+    "DBA_CONTAINER_DATA": [
+        ("USERNAME", "12.1.0.1", None),
+        ("DEFAULT_ATTR", "12.1.0.1", None),
+        ("OWNER", "12.1.0.1", None),
+        ("OBJECT_NAME", "12.1.0.1", None),
+        ("ALL_CONTAINERS", "12.1.0.1", None),
+    ],
 }
 
 
