@@ -279,6 +279,8 @@ class Run:
     sqlerror_exit: bool = False
     stored: bool = False
     stored_files: list[str] = dataclasses.field(default_factory=list)
+    # The SET system variables as STORE SET wrote them, put back by running its file.
+    stored_settings: dict[str, str] = dataclasses.field(default_factory=dict)
     secrets: set[str] = dataclasses.field(default_factory=set)
     binds_set: set[str] = dataclasses.field(default_factory=set)  # assigned in the current run
     dba_columns: set[str] = dataclasses.field(default_factory=set)  # the DBA's own, set before the run
@@ -409,7 +411,9 @@ class SqlPlus:
             if first.startswith("@"):
                 target = self._substitute(path, number, stripped.lstrip("@").split()[0])
                 if target in self.run_state.stored_files:
-                    continue  # the file STORE SET wrote: SET commands only
+                    # The file STORE SET wrote: SET commands only, which put back what it saved.
+                    self.run_state.settings.update(self.run_state.stored_settings)
+                    continue
                 base = os.path.dirname(path) if stripped.startswith("@@") else self.directory
                 self._script(os.path.join(base, target), depth + 1, path, number)
                 continue
@@ -534,6 +538,7 @@ class SqlPlus:
         elif first == "store":
             state.stored = True
             state.stored_files.append(words[2] if len(words) > 2 else "")
+            state.stored_settings = dict(state.settings)
         elif first == "set":
             self._set(path, number, words[1:])
         elif first in ("ttitle", "tti", "btitle", "bti"):

@@ -1434,6 +1434,23 @@ def test_every_script_runs_from_a_session_a_login_sql_changed(script, login):
         assert steps(result, script.replace(".sql", "_step.sql")) >= 2
 
 
+@pytest.mark.parametrize("script", SETUP_SCRIPTS)
+def test_the_setup_scripts_put_back_the_dbas_settings(script):
+    """dba-review S2: the setup scripts left VERIFY OFF and forced FEEDBACK ON instead of restoring.
+
+    They now save the SET system variables with STORE SET and run its file at the end
+    (SQL*Plus User's Guide and Reference, STORE), as the pack's other scripts do.
+    """
+    session = {"verify": "on", "feedback": "off", "pause": "on", "sqlcase": "upper", "define": "^"}
+    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    before = sqlplus_rules.SqlPlus(SQL, database, session).run_state.settings
+    result = sqlplus_rules.start(SQL, script, "C##MONITOR", database=database, login=session)
+    assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+    assert {name: result.settings[name] for name in session} == {name: before[name] for name in session}
+    text = read(os.path.join(SQL, script))
+    assert "set feedback on" not in text.lower() and text.rstrip().endswith("@dnfs_saved_settings.sql")
+
+
 def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
     """A script that runs at the defaults fails in the sessions the pack must survive."""
     (tmp_path / "helper.sql").write_text("prompt helper\n")

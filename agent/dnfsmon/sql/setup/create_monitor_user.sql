@@ -56,6 +56,10 @@
 -- in a query (profile_name) for an unqualified column; SQL*Plus's side of
 -- this script is checked by tests/sqlplus_rules.py.)
 
+-- The DBA's SET system variables, put back at the end (STORE SET saves them, and only
+-- them, as SET commands in a file of the current directory: SQL*Plus User's Guide and
+-- Reference, STORE), as the other scripts of the pack do.
+store set dnfs_saved_settings.sql replace
 whenever sqlerror exit failure
 set verify off feedback off termout on
 -- What a login.sql may have changed and this script relies on: & substitution,
@@ -397,6 +401,6 @@ column user_life clear
 column profile_note clear
 undefine 1 2 _dnfs_user _dnfs_profile _dnfs_life _dnfs_result _dnfs_password_state _dnfs_password_note
 undefine _dnfs_user_profile _dnfs_user_life _dnfs_profile_note
--- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
+-- A later typo must not end SQL*Plus (WHENEVER is not a SET variable: STORE SET does not save it).
 whenever sqlerror continue none
-set feedback on
+@dnfs_saved_settings.sql

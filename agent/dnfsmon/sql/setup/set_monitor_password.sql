@@ -19,6 +19,10 @@
 --              that is not expired is expired first, so that leaving the
 --              expired state proves PASSWORD worked), and, unlocked, OPEN.
 
+-- The DBA's SET system variables, put back at the end (STORE SET saves them, and only
+-- them, as SET commands in a file of the current directory: SQL*Plus User's Guide and
+-- Reference, STORE), as the other scripts of the pack do.
+store set dnfs_saved_settings.sql replace
 whenever sqlerror exit failure
 set verify off feedback off termout on
 -- What a login.sql may have changed and this script relies on: & substitution,
@@ -131,6 +135,6 @@ prompt DNFSMON_PASSWORD=set user &_dnfs_user can connect with the password just 
 column 1 clear
 column user_name clear
 undefine 1 _dnfs_user
--- Leave the DBA's session as SQL*Plus starts it: a later typo must not end SQL*Plus.
+-- A later typo must not end SQL*Plus (WHENEVER is not a SET variable: STORE SET does not save it).
 whenever sqlerror continue none
-set feedback on
+@dnfs_saved_settings.sql
