@@ -48,8 +48,7 @@ def parse(root: str) -> int:
 
 
 def diff(old_root: str, new_root: str) -> int:
-    # As `dnfsmon diff OLD NEW` runs: a new source parses OLD as a process's first reading,
-    # then NEW, whose unchanged blocks' per-op lines are not parsed again.
+    # As `dnfsmon diff OLD NEW` runs: a new source parses OLD, then NEW.
     source = every_operation()
     previous = source.parse(reading(old_root, 7000.0), "bench").samples
     current = source.parse(reading(new_root, 7010.0), "bench").samples

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
@@ -302,24 +302,36 @@ def test_per_op_lines_read_per_block_as_read_line_by_line(path):
         block = lines[
             start + 1 : next((i for i in range(start + 1, len(lines)) if lines[i].startswith("device ")), None)
         ]
-        assert list(ms._parse_ops(1, block, "x").items()) == list(ms._parse_ops_line_by_line(1, block, "x").items())
+        assert ms._parse_ops(1, block, "x") == ms._parse_ops_line_by_line(1, block, "x")
 
 
-def test_a_later_reading_does_not_parse_unchanged_per_op_lines_again():
-    cache = ms.OpsCache()
-    ((first,), _) = ms.parse_mountstats(V3, cache=cache)
-    # 10 s later: the same per-op lines (and a blank line more at the end), a later age.
-    ((idle,), _) = ms.parse_mountstats(V3.replace("age:\t100", "age:\t110") + "\n", cache=cache)
-    assert idle.ops is first.ops and idle.age == 110
-    busy_text = V3.replace("age:\t100", "age:\t120").replace("READ: 1000 1002", "READ: 1001 1003")
-    ((busy,), _) = ms.parse_mountstats(busy_text, cache=cache)
-    assert busy.ops is not first.ops
-    assert busy.ops["READ"]["ops"] == 1001 and busy.ops["WRITE"] == first.ops["WRITE"]
-    # The same figures as a first reading of that text (a new cache), and nothing shared between caches.
-    ((cold,), _) = parse(busy_text)
-    assert cold.ops is not busy.ops and list(cold.ops.items()) == list(busy.ops.items())
-    ((other,), _) = ms.parse_mountstats(V3, cache=ms.OpsCache())
-    assert other.ops is not first.ops
+op_line = st.one_of(
+    st.builds(
+        lambda name, counters, indent: f"{indent}{name}: " + " ".join(map(str, counters)),
+        st.sampled_from(["READ", "WRITE", "GETATTR", "NULL"]),
+        st.lists(st.integers(min_value=0, max_value=2**64), min_size=7, max_size=11),
+        st.sampled_from(["\t", "\t        ", ""]),
+    ),
+    st.text(alphabet="READ:0123 \t", max_size=30),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(op_line, max_size=6))
+# Two operations on one line, a line of digits, a blank line: as many names as lines, a name every 9 words.
+@example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7", "8"])
+@example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7 8", "\t"])
+def test_per_op_lines_read_at_once_or_line_by_line_alike(lines):
+    """_parse_ops reads a block of lines of one length as one list of words; the line-by-line
+    reader is the reference, for any lines: the same rows, or the same error."""
+    try:
+        expected = ms._parse_ops_line_by_line(1, lines, "x")
+    except ParseError as error:
+        with pytest.raises(ParseError) as raised:
+            ms._parse_ops(1, lines, "x")
+        assert (raised.value.line_no, raised.value.message) == (error.line_no, error.message)
+    else:
+        assert ms._parse_ops(1, lines, "x") == expected
 
 
 def test_unchanged_per_op_lines_that_were_refused_are_refused_again():
@@ -520,3 +532,53 @@ def test_mutated_captures_only_ever_give_documented_errors(case):
     for interval in rates.diff_all(previous, samples).intervals:
         for value in ms.fields(interval).values():
             assert not isinstance(value, float) or value >= 0
+
+
+# --- the source's samples (a mount's operations as one sample) against a sample per operation ---
+
+
+def moved(text, rng):
+    """A later reading: age + 10 s, and a random part of every counter line moved forward, some
+    counters to a value no workload reaches (rates.IMPLAUSIBLE_COUNTER)."""
+    out = []
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] == "age:":
+            line = line.replace(words[1], str(int(words[1]) + 10))
+        elif len(words) > 8 and words[0].endswith(":") and words[0][:-1].isupper() and rng.random() < 0.5:
+            values = [int(w) + rng.choice([0, 0, 1, rng.randint(0, 10**6)]) for w in words[1:]]
+            if rng.random() < 0.1:
+                values[rng.randrange(len(values))] = 2**64 - rng.randint(1, 10**9)
+            line = f"\t{words[0]} " + " ".join(map(str, values))
+        elif words and words[0] in ("events:", "bytes:") and rng.random() < 0.5:
+            line = f"\t{words[0]} " + " ".join(str(int(w) + rng.randint(0, 1000)) for w in words[1:])
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("operations", [["all"], ["READ", "WRITE", "COMMIT", "GETATTR", "ACCESS", "LOOKUP"]])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_source_publishes_what_a_sample_per_operation_publishes(seed, operations):
+    """MountstatsSource diffs a mount's operations in one sample; `samples` keeps each operation a
+    sample of its own, as the nfs-utils comparison above reads them: the same points, in the same order."""
+    import random
+
+    rng = random.Random(seed)
+    old_text = fixture(TELEGRAF) + fixture(PROCFS) + SECOND
+    new_text = moved(old_text, rng)
+    if seed % 4 == 3:  # a remount: every key of /u03 starts again
+        new_text = new_text.replace("age:\t110", "age:\t3")
+    source = ms.MountstatsSource(["*"], [], operations)
+    old = source.parse(Raw({ms.MOUNTSTATS: old_text}, 1000.0, 1.0), "h").samples
+    new = source.parse(Raw({ms.MOUNTSTATS: new_text}, 1010.0, 11.0), "h").samples
+    published = source.publish(rates.diff_all({s.state_key: s for s in old}, new), new)
+
+    wanted = None if operations == ["all"] else frozenset(operations)
+    reference_old, _ = ms.samples(Raw({ms.MOUNTSTATS: old_text}, 1000.0, 1.0), "h", wanted)
+    reference_new, _ = ms.samples(Raw({ms.MOUNTSTATS: new_text}, 1010.0, 11.0), "h", wanted)
+    result = rates.diff_all({s.state_key: s for s in reference_old}, reference_new)
+    reference = rates.per_key_points(result, ms.fields)
+    assert reference
+    assert [(p.measurement, p.tags, dict(p.fields), p.time_ns) for p in published] == [
+        (p.measurement, p.tags, dict(p.fields), p.time_ns) for p in reference
+    ]

@@ -32,13 +32,13 @@ def test_every_host_source_is_built_from_the_defaults():
 
 def test_default_operations_are_the_six_the_dashboards_and_doctor_need():
     found = build("mountstats").parse(mountstats_raw(), "h").samples
-    ops = {dict(s.key)["op"] for s in found if s.measurement == mountstats.OP_MEASUREMENT}
+    ops = {op for s in found if isinstance(s, mountstats.MountOps) for op, _ in s.layout.operations}
     assert ops == {"READ", "WRITE", "COMMIT", "GETATTR", "ACCESS", "LOOKUP"}
     every = build("mountstats", configured(mountstats={"operations": ["all"]})).parse(mountstats_raw(), "h").samples
-    assert len(every) > len(found)
-    # The filter removes series, never changes one: each sample kept is the same in both.
+    assert sum(map(len, (s.counters for s in every))) > sum(map(len, (s.counters for s in found)))
+    # The filter removes series, never changes one: each counter kept is the same in both.
     kept = {s.state_key: s for s in every}
-    assert all(kept[s.state_key].counters == s.counters for s in found)
+    assert all(kept[s.state_key].counters[name] == value for s in found for name, value in s.counters.items())
 
 
 @pytest.mark.parametrize(
@@ -94,10 +94,10 @@ def test_a_bad_filter_is_refused_naming_the_key(section, key, value):
 
 
 def test_two_sources_of_one_kind_keep_their_own_memory():
-    """The per-op cache lives in the source: a second source parses in full, whatever the first saw."""
+    """The layouts a source met live in it: a second source starts with none, whatever the first saw."""
     first, second = build("mountstats"), build("mountstats")
     first.parse(mountstats_raw(100.0), "h")
-    assert first.cache.last and not second.cache.last  # type: ignore[attr-defined]
+    assert first.layouts and not second.layouts  # type: ignore[attr-defined]
     again = first.parse(mountstats_raw(110.0), "h").samples
     fresh = second.parse(mountstats_raw(110.0), "h").samples
     assert [(s.state_key, s.counters) for s in again] == [(s.state_key, s.counters) for s in fresh]

@@ -50,7 +50,6 @@ import time
 import urllib.parse
 import zlib
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -77,10 +76,6 @@ REJECTED_REQUESTS_MAX = 64
 GZIP_LEVEL = 1
 # zlib's window bits for a gzip header and trailer (zlib manual, deflateInit2: 16 + 15).
 GZIP_WBITS = 31
-# Lines of a batch handed to the compressing thread at a time (GzipBody): enough that
-# the hand-over costs nothing, few enough that the last piece, compressed while the
-# ship waits, is short.
-GZIP_CHUNK_LINES = 500
 
 
 class ShipError(RuntimeError):
@@ -253,18 +248,16 @@ class Writer:
                 ) from None
             raise
 
-    def write(self, lines: list[bytes], payload: Optional[bytes] = None) -> Optional[str]:
+    def write(self, lines: list[bytes]) -> Optional[str]:
         """None when InfluxDB stored the lines; the reason when it rejected them as bad data.
 
-        `payload`: the request body of these lines when already made (GzipBody).
-        Raises ShipError after max_retries, at the first timeout, or at the
+        The body is compressed here, once per request, at GZIP_LEVEL. Raises ShipError after max_retries, at the first timeout, or at the
         deadline; EnvironmentProblem when the bucket does not exist.
         """
-        if payload is None:
-            payload = b"\n".join(lines)
-            if self.settings.gzip:
-                compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
-                payload = compressor.compress(payload) + compressor.flush()
+        payload = b"\n".join(lines)
+        if self.settings.gzip:
+            compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
+            payload = compressor.compress(payload) + compressor.flush()
         # InfluxDB API reference, "Write data": line protocol in the body, precision in the query,
         # the token as "Authorization: Token ..." (1.8: "user:password"), gzip as Content-Encoding.
         headers = {"Content-Type": "text/plain; charset=utf-8"}
@@ -330,39 +323,6 @@ class Writer:
             self.connection = None
 
 
-class GzipBody:
-    """The gzip request body of a batch, compressed on a worker thread while the ship reads
-    the batch's next lines.
-
-    zlib releases the GIL while it compresses (CPython's Modules/zlibmodule.c), so
-    with a second core the compression, a third of a ship's CPU, runs beside the
-    reading instead of after it. One worker thread runs the pieces in order on one
-    compressor; the caller feeds it every GZIP_CHUNK_LINES lines and finishes it
-    before sending.
-    """
-
-    def __init__(self, worker: ThreadPoolExecutor):
-        self.worker = worker
-        self.compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
-        self.pieces: list[Future[bytes]] = []
-        self.taken = 0  # lines of the batch handed to the worker so far
-
-    def feed(self, lines: list[bytes]) -> None:
-        """Hand the batch's lines not handed over yet to the worker."""
-        if self.taken == len(lines):
-            return
-        data = b"\n".join(lines[self.taken :])
-        if self.taken:
-            data = b"\n" + data  # the line break between this piece and the previous one
-        self.taken = len(lines)
-        self.pieces.append(self.worker.submit(self.compressor.compress, data))
-
-    def finish(self, lines: list[bytes]) -> bytes:
-        """The whole body of `lines` (the batch fed so far and the rest)."""
-        self.feed(lines)
-        return b"".join([piece.result() for piece in self.pieces]) + self.compressor.flush()
-
-
 def _send(
     writer: Writer,
     store: Store,
@@ -370,15 +330,14 @@ def _send(
     positions: list[Position],
     report: ShipReport,
     done: list[Position],
-    payload: Optional[bytes] = None,
 ) -> None:
-    """Deliver a batch (lines and the position just after each; its request body when made
-    already), isolating rejected lines by halving; quarantine those.
+    """Deliver a batch (lines and the position just after each), isolating rejected lines by
+    halving; quarantine those.
 
     `done` gets the position of each settled line in order, so a ship
     stopped half-way acknowledges exactly the settled prefix.
     """
-    reason = writer.write(lines, payload)
+    reason = writer.write(lines)
     if reason is None:
         report.sent += len(lines)
         done.append(positions[-1])
@@ -405,12 +364,10 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     known = prometheus.metrics() if settings.naming == "prometheus" else None
     deadline = Deadline(settings.deadline_s)
     writer = Writer(settings, deadline)
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dnfsmon-gzip") if settings.gzip else None
     done: list[Position] = []
     try:
         lines: list[bytes] = []
         positions: list[Position] = []
-        body = GzipBody(worker) if worker is not None else None
         for position, record in store.unshipped():
             if known is not None:
                 named = prometheus.converted(from_line(record.decode()) if isinstance(record, bytes) else record, known)
@@ -432,19 +389,16 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
                 line = record
             lines.append(line)
             positions.append(position)
-            if body is not None and len(lines) % GZIP_CHUNK_LINES == 0:
-                body.feed(lines)
             if len(lines) >= settings.batch_size:
                 if deadline.remaining() <= 0:
                     report.unfinished = True
                     break
-                _send(writer, store, lines, positions, report, done, body.finish(lines) if body else None)
+                _send(writer, store, lines, positions, report, done)
                 store.acknowledge(done[-1])
                 lines, positions = [], []
-                body = GzipBody(worker) if worker is not None else None
         else:
             if lines:
-                _send(writer, store, lines, positions, report, done, body.finish(lines) if body else None)
+                _send(writer, store, lines, positions, report, done)
         if done:
             store.acknowledge(done[-1])
     except BaseException:
@@ -453,6 +407,4 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
         raise
     finally:
         writer.close()
-        if worker is not None:
-            worker.shutdown(wait=True)  # a piece still compressing when the ship stopped
     return report

@@ -18,14 +18,15 @@ I/O (a silent dNFS fallback, or a non-dNFS process).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import chain
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import rates
-from ..points import Point
+from ..points import Point, epoch_ns
 from ..rates import DiffResult, Sample
 from .base import (
     HostInputs,
@@ -192,7 +193,15 @@ class Mount:
     rpc_version: str = ""
     nfs_program_version: str = ""
     transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
-    ops: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The per-op lines in the kernel's order: each operation's name and its counters in
+    # OP_FIELDS order (8 or 9 of them, as the kernel printed).
+    op_names: list[str] = field(default_factory=list)
+    op_rows: list[list[int]] = field(default_factory=list)
+
+    @property
+    def ops(self) -> dict[str, dict[str, int]]:
+        """The per-op counters by operation and field name (made when asked)."""
+        return {name: dict(zip(OP_FIELDS, row)) for name, row in zip(self.op_names, self.op_rows)}
 
     @property
     def server(self) -> str:
@@ -218,13 +227,10 @@ def _version_ok(text: str) -> bool:
 
 
 def _parse_block(
-    first: int, lines: list[str], path: str, problems: list[ParseError], cache: OpsCache, wanted: MountFilter
+    first: int, lines: list[str], path: str, problems: list[ParseError], wanted: MountFilter
 ) -> Optional[Mount]:
     """One device block; None for non-NFS mounts and mounts the filter leaves out. Raises
-    ParseError for a malformed NFS block.
-
-    The text of its per-op lines and what they parse to are kept in `cache` for the next reading.
-    """
+    ParseError for a malformed NFS block."""
     header = DEVICE_RE.match(lines[0])
     if not header:
         raise ParseError(path, "expected 'device D mounted on M with fstype T'", first, lines[0])
@@ -294,47 +300,56 @@ def _parse_block(
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    op_lines = lines[ops_from:]
-    # Without the blank lines that end a block, which the parse skips: the kernel prints one.
-    op_text = "\n".join(op_lines).rstrip()
-    ops = cache.last.get(op_text)
-    if ops is None:
-        ops = _parse_ops(first + ops_from, op_lines, path)
-    cache.read[op_text] = ops
-    mount.ops = ops
+    mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
 
 
-def _parse_ops(first: int, lines: list[str], path: str) -> dict[str, dict[str, int]]:
+def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
     """The per-op lines of a block (rpc_print_iostats, net/sunrpc/stats.c): one line per
-    NFS procedure, "NAME: n n n ...".
+    NFS procedure, "NAME: n n n ..."; the names (without the colon) and each one's first
+    len(OP_FIELDS) counters.
 
-    They are most of a block (34 of some 45 lines with NFSv3), so the checks are made once
-    per block, not once per line: every name ends with ":", every line has at least
-    OP_MIN_FIELDS counters, and all the counters joined are ASCII digits. The number of
-    counters may differ from line to line (the kernel of the procfs capture prints 8 for
-    some procedures and 9 for others). A block that fails a check is read line by line,
-    which says which line is wrong.
+    They are most of a block (34 of some 45 lines with NFSv3), and most kernels print the
+    same number of counters on each: such a block is read as one list of words, a name
+    every `width` words, checked once (every line starts with a name ending with ":",
+    every other word is ASCII digits). A block whose lines differ in length (the kernel of
+    the procfs capture prints 8 counters for some procedures and 9 for others) or that
+    fails a check is read line by line, which says which line is wrong.
     """
-    rows = [line.split() for line in lines]
-    rows = [words for words in rows if words]
-    names = [words[0] for words in rows]
-    numbers = [words[1:] for words in rows]
-    if (
-        not rows
-        or min(map(len, numbers)) < OP_MIN_FIELDS
-        or not all(name.endswith(":") for name in names)
-        or not is_unsigned("".join(chain.from_iterable(numbers)))
-    ):
-        return _parse_ops_line_by_line(first, lines, path)
-    return {name[:-1]: dict(zip(OP_FIELDS, map(int, counters))) for name, counters in zip(names, numbers)}
+    text = "\n".join(lines).rstrip()
+    words = text.split()
+    count = text.count("\n") + 1
+    width = len(words) // count
+    if words and width > OP_MIN_FIELDS and len(words) == width * count and not _NOT_AN_OP_LINE.search(text):
+        names = words[::width]
+        del words[::width]
+        if all(name.endswith(":") for name in names) and is_unsigned("".join(words)):
+            values = list(map(int, words))
+            # Counters after the last of OP_FIELDS (a later kernel's) are not read.
+            read = min(width - 1, len(OP_FIELDS))
+            rows = [values[start : start + read] for start in range(0, len(values), width - 1)]
+            return _last_of_each([name[:-1] for name in names], rows)
+    return _parse_ops_line_by_line(first, lines, path)
 
 
-def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str, dict[str, int]]:
+# A line of the per-op part that cannot be "NAME: n n n ...": empty, or starting with a digit.
+_NOT_AN_OP_LINE = re.compile(r"^[ \t]*(?:[0-9]|$)", re.MULTILINE)
+
+
+def _last_of_each(names: list[str], rows: list[list[int]]) -> tuple[list[str], list[list[int]]]:
+    """An operation printed twice (the Telegraf capture's LAYOUTRETURN) counts as its last line,
+    in the place of its first."""
+    if len(set(names)) == len(names):
+        return names, rows
+    ops = dict(zip(names, rows))
+    return list(ops), list(ops.values())
+
+
+def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
     """The per-op lines one at a time: for a block _parse_ops cannot take in one go."""
-    ops = {}
+    names, rows = [], []
     for index, line in enumerate(lines):
         words = line.split()
         if not words:
@@ -343,33 +358,9 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> dict[str
             raise ParseError(
                 path, f"per-op line needs a name and at least {OP_MIN_FIELDS} counters", first + index, line
             )
-        ops[words[0][:-1]] = dict(zip(OP_FIELDS, _ints(words[1:], path, first + index, line)))
-    return ops
-
-
-class OpsCache:
-    """The per-op lines of each NFS block of the last mountstats text a source parsed, by
-    their text, and what they parsed to.
-
-    A mount whose ops did nothing since (most of a database host's mounts at any
-    moment) prints the same per-op lines again, which are then not parsed again:
-    in a run that reads mountstats several times (`collect --count 6` from cron,
-    `top`), most blocks of a reading after the first. Only the last reading's are
-    kept. The parsed counters are then shared by the samples of both readings:
-    nothing changes them once parsed (a sample's counters are what was read,
-    rates.Sample). One cache per MountstatsSource: a new source parses every block
-    in full.
-    """
-
-    def __init__(self) -> None:
-        self.last: dict[str, dict[str, dict[str, int]]] = {}
-        self.read: dict[str, dict[str, dict[str, int]]] = {}
-
-    def start(self) -> None:
-        self.read = {}
-
-    def finish(self) -> None:
-        self.last, self.read = self.read, {}
+        names.append(words[0][:-1])
+        rows.append(_ints(words[1:], path, first + index, line)[: len(OP_FIELDS)])
+    return _last_of_each(names, rows)
 
 
 MountFilter = Callable[[str], bool]
@@ -380,14 +371,12 @@ def every_mount(mountpoint: str) -> bool:
 
 
 def parse_mountstats(
-    text: str, path: str = MOUNTSTATS, cache: Optional[OpsCache] = None, wanted: MountFilter = every_mount
+    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount
 ) -> tuple[list[Mount], list[ParseError]]:
     """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others.
 
     `wanted(mountpoint)` False: the block is skipped before its lines are read.
     """
-    cache = OpsCache() if cache is None else cache
-    cache.start()
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
     problems: list[ParseError] = [
@@ -398,7 +387,7 @@ def parse_mountstats(
     mounts: dict[str, Mount] = {}
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
-            mount = _parse_block(start + 1, lines[start:end], path, problems, cache, wanted)
+            mount = _parse_block(start + 1, lines[start:end], path, problems, wanted)
         except ParseError as error:
             problems.append(error)
             continue
@@ -406,7 +395,6 @@ def parse_mountstats(
             # A mount point mounted over keeps the last block, the visible one
             # (as nfs-utils' mountstats does).
             mounts[mount.mountpoint] = mount
-    cache.finish()
     return list(mounts.values()), problems
 
 
@@ -449,98 +437,152 @@ def mount_gauges(mount: Mount) -> dict[str, rates.Gauge]:
     return {k: v for k, v in gauges.items() if v is not None}
 
 
-def samples(
-    raw: Raw,
-    host: str,
-    cache: Optional[OpsCache] = None,
-    wanted: MountFilter = every_mount,
-    operations: Optional[frozenset[str]] = None,
-) -> tuple[list[Sample], list[ParseError]]:
-    """A sample per mount and one per operation of it (those in `operations`; None: every one)."""
-    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, cache, wanted)
+def mount_key(mount: Mount, host: str) -> rates.Key:
+    """A mount's tags: the key of its sample and of its operations' (with "op")."""
+    return (
+        ("host", host),
+        ("mountpoint", mount.mountpoint),
+        ("server", mount.server),
+        ("export", mount.export),
+        ("nfs_version", mount.options.get("vers", mount.nfs_program_version)),
+        ("proto", mount.options.get("proto", mount.transports[0][0] if mount.transports else "")),
+    )
+
+
+def mount_sample(raw: Raw, mount: Mount, key: rates.Key, identity: tuple, state_key: Optional[str] = None) -> Sample:
+    """The mount's own counters (events:, bytes:, the transports summed) and gauges."""
+    counters: dict[str, int] = dict(zip(EVENT_KEYS, mount.events.values()))
+    counters.update(zip(BYTE_KEYS, mount.bytes.values()))
+    for name, counter in zip(XPRT_COUNTERS, XPRT_KEYS):
+        present = [t[name] for _, t in mount.transports if name in t]
+        if present and len(present) == len(mount.transports):
+            counters[counter] = sum(present)
+    return Sample(
+        MOUNT_MEASUREMENT,
+        key,
+        raw.time,
+        raw.wall_time,
+        counters,
+        mount_gauges(mount),
+        identity,
+        started(raw, mount),
+        state_key=state_key,
+    )
+
+
+def started(raw: Raw, mount: Mount) -> float:
+    """When the mount's counters started: a drop of `age` (a remount) moves it and re-baselines its keys."""
+    return raw.time - (mount.age or 0)
+
+
+def samples(raw: Raw, host: str, operations: Optional[frozenset[str]] = None) -> tuple[list[Sample], list[ParseError]]:
+    """Every key as a sample of its own: each mount, and each of its operations (those in
+    `operations`; None: every one).
+
+    The reference the source's samples are checked against (tests/test_mountstats.py): the
+    source (MountstatsSource) keeps a mount's operations together in one sample, and
+    publishes the same points from it.
+    """
+    mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS)
     identity = boot_identity(raw)
     result: list[Sample] = []
-    op_tags: dict[str, tuple[str, str]] = {}
     for mount in mounts:
-        key = (
-            ("host", host),
-            ("mountpoint", mount.mountpoint),
-            ("server", mount.server),
-            ("export", mount.export),
-            ("nfs_version", mount.options.get("vers", mount.nfs_program_version)),
-            ("proto", mount.options.get("proto", mount.transports[0][0] if mount.transports else "")),
-        )
-        # The counters started when the export was mounted: a drop of `age`
-        # (a remount) moves this start and re-baselines every key below.
-        started = raw.time - (mount.age or 0)
-        counters: dict[str, int] = dict(zip(EVENT_KEYS, mount.events.values()))
-        counters.update(zip(BYTE_KEYS, mount.bytes.values()))
-        for name, counter in zip(XPRT_COUNTERS, XPRT_KEYS):
-            present = [t[name] for _, t in mount.transports if name in t]
-            if present and len(present) == len(mount.transports):
-                counters[counter] = sum(present)
-        # The keys' state_key text (Sample.state_key) made here from the mount's part, shared by its ops.
-        tags = ",".join(map("=".join, key))
-        result.append(
-            Sample(
-                MOUNT_MEASUREMENT,
-                key,
-                raw.time,
-                raw.wall_time,
-                counters,
-                mount_gauges(mount),
-                identity,
-                started,
-                state_key=f"{MOUNT_MEASUREMENT},{tags}",
-            )
-        )
-        op_prefix = f"{OP_MEASUREMENT},{tags},op="
-        # Each op's counters are the parsed dict itself (the last reading's too when its lines did not
-        # change, OpsCache): nothing changes it.
+        key = mount_key(mount, host)
+        result.append(mount_sample(raw, mount, key, identity))
         for op, values in mount.ops.items():
-            if operations is not None and op not in operations:
-                continue
-            if op not in op_tags:
-                op_tags[op] = ("op", op)  # one tag pair per op name, shared by every mount
-            result.append(
-                Sample(
-                    OP_MEASUREMENT,
-                    (*key, op_tags[op]),
-                    raw.time,
-                    raw.wall_time,
-                    values,
-                    None,
-                    identity,
-                    started,
-                    state_key=op_prefix + op,
+            if operations is None or op in operations:
+                result.append(
+                    Sample(
+                        OP_MEASUREMENT,
+                        (*key, ("op", op)),
+                        raw.time,
+                        raw.wall_time,
+                        values,
+                        None,
+                        identity,
+                        started(raw, mount),
+                    )
                 )
-            )
     return result, problems
 
 
-def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
-    """nfs-utils mountstats iostat's per-op figures, over the measured interval."""
-    d = interval.deltas
-    ops = d.get("ops")
+@dataclass(frozen=True)
+class OpLayout:
+    """Which counters of a mount's operations sample (MountOps) are which operation's.
+
+    The counters are named "OP.FIELD" (READ.ops, READ.trans, ...), in the order the
+    kernel printed the operations and OP_FIELDS. Every operation has len(OP_FIELDS)
+    names here: a field its line does not have (errors on a kernel before 5.3) is a name
+    absent from the counters.
+    """
+
+    names: tuple[str, ...]  # the counters' names, in the order of the operations' counters
+    operations: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, its counters' names in OP_FIELDS order)
+
+    @classmethod
+    def of(cls, operations: Sequence[str], widths: Sequence[int]) -> OpLayout:
+        names_of = [(op, tuple(f"{op}.{name}" for name in OP_FIELDS)) for op in operations]
+        return cls(
+            tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths))),
+            tuple(names_of),
+        )
+
+
+class MountOps(Sample):
+    """A mount's operations as one sample: their counters together (OpLayout), diffed in one
+    pass (rates.diff), published as a point per operation.
+
+    An idle mount's counters are all equal to the last reading's, which rates.diff sees
+    at once; with a sample per operation, each of some 30 per mount was a sample, an
+    interval and a diff of its own. One counter of an operation going backwards drops
+    the interval of every operation of the mount: the kernel keeps them together, in
+    the RPC client's iostats (rpc_alloc_iostats, net/sunrpc/stats.c), which a remount
+    replaces, and a count going backwards there makes the block doubtful as a whole.
+
+    `layout` is the current reading's: the state saves the counters as any sample's,
+    and a previous sample is only read for its counters.
+    """
+
+    __slots__ = ("layout",)
+    layout: OpLayout
+
+    def __init__(self, layout: OpLayout, *args: object, **kwargs: object):
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        object.__setattr__(self, "layout", layout)
+
+
+# The deltas of an operation whose counters did not move, with 9 and 8 fields (no errors before kernel 5.3).
+IDLE_ROWS = ((0,) * len(OP_FIELDS), (0,) * OP_MIN_FIELDS + (None,))
+
+
+def op_figures(deltas: Sequence[Optional[int]], dt: float) -> dict[str, rates.Gauge]:
+    """nfs-utils mountstats iostat's per-op figures from one operation's counter deltas, in
+    OP_FIELDS order (None: that counter has no delta), over an interval of dt seconds."""
+    ops, trans, timeouts, sent, recv, queue, rtt, execute, errors = deltas
     if ops is None:
         return {}
-    wire = d["bytes_sent"] + d["bytes_recv"] if "bytes_sent" in d and "bytes_recv" in d else None
-    retrans = d["trans"] - ops if "trans" in d and d["trans"] >= ops else None
+    wire = sent + recv if sent is not None and recv is not None else None
+    retrans = trans - ops if trans is not None and trans >= ops else None
     out = {
-        "ops_per_s": interval.rate("ops"),
-        "kib_per_s": None if wire is None else rates.per_second(wire, interval.dt) / 1024,
-        "sent_kib_per_s": None if "bytes_sent" not in d else rates.per_second(d["bytes_sent"], interval.dt) / 1024,
-        "recv_kib_per_s": None if "bytes_recv" not in d else rates.per_second(d["bytes_recv"], interval.dt) / 1024,
+        "ops_per_s": rates.per_second(ops, dt),
+        "kib_per_s": None if wire is None else rates.per_second(wire, dt) / 1024,
+        "sent_kib_per_s": None if sent is None else rates.per_second(sent, dt) / 1024,
+        "recv_kib_per_s": None if recv is None else rates.per_second(recv, dt) / 1024,
         "kib_per_op": None if wire is None else rates.mean_per_event(wire / 1024, ops),
-        "retrans_per_s": None if retrans is None else rates.per_second(retrans, interval.dt),
+        "retrans_per_s": None if retrans is None else rates.per_second(retrans, dt),
         "retrans_pct": None if retrans is None else rates.percent(retrans, ops),
-        "timeouts_per_s": interval.rate("timeouts"),
-        "errors_per_s": interval.rate("errors"),
-        "avg_queue_ms": rates.mean_per_event(d.get("queue_ms"), ops),
-        "avg_rtt_ms": rates.mean_per_event(d.get("rtt_ms"), ops),
-        "avg_exe_ms": rates.mean_per_event(d.get("execute_ms"), ops),
+        "timeouts_per_s": None if timeouts is None else rates.per_second(timeouts, dt),
+        "errors_per_s": None if errors is None else rates.per_second(errors, dt),
+        "avg_queue_ms": rates.mean_per_event(queue, ops),
+        "avg_rtt_ms": rates.mean_per_event(rtt, ops),
+        "avg_exe_ms": rates.mean_per_event(execute, ops),
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def op_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
+    """The per-op figures of one operation's own interval (a sample of `samples`)."""
+    return op_figures([interval.deltas.get(name) for name in OP_FIELDS], interval.dt)
 
 
 def mount_fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
@@ -579,7 +621,8 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
 
 
 class MountstatsSource(HostSource):
-    """/proc/self/mountstats with the [mountstats] filters; its OpsCache lives as long as it does."""
+    """/proc/self/mountstats with the [mountstats] filters: per mount, a sample of its own
+    counters and one of its operations' (MountOps)."""
 
     name = NAME
     measurements = MEASUREMENTS
@@ -589,7 +632,9 @@ class MountstatsSource(HostSource):
         self.exclude_mounts = tuple(exclude_mounts)
         # ["all"]: every operation the kernel prints.
         self.operations: Optional[frozenset[str]] = None if list(operations) == ["all"] else frozenset(operations)
-        self.cache = OpsCache()
+        # The layouts met in this run, by operations and their widths: the mounts of one
+        # kernel share a few, and a layout's some 300 names are made once.
+        self.layouts: dict[tuple[tuple[str, ...], tuple[int, ...]], OpLayout] = {}
 
     def wanted(self, mountpoint: str) -> bool:
         """Shell-style globs (fnmatch) on the mount point: included and not excluded."""
@@ -601,11 +646,67 @@ class MountstatsSource(HostSource):
         return read(inputs)
 
     def parse(self, raw: Raw, host: str) -> Parsed:
-        found, problems = samples(raw, host, self.cache, self.wanted, self.operations)
+        mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, self.wanted)
+        identity = boot_identity(raw)
+        found: list[Sample] = []
+        for mount in mounts:
+            key = mount_key(mount, host)
+            # Both samples' state_key text (Sample.state_key) made here from the tags they share.
+            tags = ",".join(map("=".join, key))
+            found.append(mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"))
+            names, rows = mount.op_names, mount.op_rows
+            if self.operations is not None:
+                kept = [index for index, op in enumerate(names) if op in self.operations]
+                names, rows = [names[i] for i in kept], [rows[i] for i in kept]
+            shape = (tuple(names), tuple(map(len, rows)))
+            layout = self.layouts.get(shape)
+            if layout is None:
+                layout = self.layouts[shape] = OpLayout.of(*shape)
+            counters = dict(zip(layout.names, chain.from_iterable(rows)))
+            found.append(
+                MountOps(
+                    layout,
+                    OP_MEASUREMENT,
+                    key,
+                    raw.time,
+                    raw.wall_time,
+                    counters,
+                    None,
+                    identity,
+                    started(raw, mount),
+                    state_key=f"{OP_MEASUREMENT},{tags}",
+                )
+            )
         return Parsed(found, problems)
 
     def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
-        return rates.per_key_points(result, fields)
+        points = []
+        timestamps: dict[float, int] = {}  # the samples of one reading share their wall time
+        idle: dict[tuple[Optional[int], ...], Mapping[str, rates.Gauge]] = {}
+        for interval in result.intervals:
+            sample = interval.current
+            if sample.wall_time not in timestamps:
+                timestamps[sample.wall_time] = epoch_ns(sample.wall_time)
+            time_ns = timestamps[sample.wall_time]
+            if not isinstance(sample, MountOps):
+                own = mount_fields(interval)
+                if own:
+                    points.append(Point(sample.measurement, sample.key, own, time_ns))
+                continue
+            deltas = interval.deltas
+            for op, names in sample.layout.operations:
+                row = tuple(map(deltas.get, names))
+                # An operation that did nothing (most of them, at any moment) has the figures of
+                # every other idle one: made once, shared read-only by their points.
+                if row in IDLE_ROWS:
+                    if row not in idle:
+                        idle[row] = MappingProxyType(op_figures(row, interval.dt))
+                    values: Mapping[str, rates.Gauge] = idle[row]
+                else:
+                    values = op_figures(row, interval.dt)
+                if values:
+                    points.append(Point(OP_MEASUREMENT, (*sample.key, ("op", op)), values, time_ns))
+        return points
 
 
 def build(config: Config) -> MountstatsSource:
