@@ -34,6 +34,9 @@ PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
     "V$LOG": [("GROUP#", "11.2.0.4", None), ("THREAD#", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$CONTROLFILE": [("NAME", "11.2.0.4", None), ("CON_ID", "12.1.0.1", None)],
     "V$DIAG_ALERT_EXT": [("ORIGINATING_TIMESTAMP", "12.2", None), ("MESSAGE_TEXT", "12.2", None)],
+    # Oracle Database Reference, V$CONTAINERS (12.1+): one row per container of the
+    # instance; OPEN_MODE is MOUNTED, READ WRITE, READ ONLY or MIGRATE.
+    "V$CONTAINERS": [("CON_ID", "12.1.0.1", None), ("NAME", "12.1.0.1", None), ("OPEN_MODE", "12.1.0.1", None)],
     # Read by setup/set_monitor_password.sql. Oracle Database Reference,
     # DBA_USERS: PASSWORD_CHANGE_DATE is documented from 12.2.
     "DBA_USERS": [

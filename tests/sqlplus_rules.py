@@ -51,6 +51,12 @@ RULES = {
     "bind-stale": "bind variables keep their values for the session: a script reads only what it set in this run",
     "clear-columns": "CLEAR COLUMNS resets every column's settings, the DBA's own included: clear the pack's by name",
     "column-dba-name": "COLUMN for a V$ column name replaces, then clears, the DBA's own setting for it: alias it",
+    "clob-free": "a CLOB bind's temporary LOB stays allocated until freed: free it before it is set again and by the end",
+    "substitution-length": "a substitution variable's value is at most 240 characters",
+    "name-length": "a variable name is at most 30 bytes (SQL*Plus 12.1 and before); an identifier 30 bytes before 12.2",
+    "script-suffix": "@ and @@ append SET SUFFIX's extension to a name without one: name the .sql",
+    "script-not-found": "@ or @@ of a file that does not exist prints SP2-0310 and goes on",
+    "login-settings": "a statement runs as the session is set: DEFINE, SQLTERMINATOR, SQLCASE, PAUSE and titles as the pack needs",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -73,6 +79,7 @@ SET_DEFAULTS = {
     "sqlblanklines": "off",
     "sqlcase": "mixed",
     "sqlterminator": ";",
+    "suffix": "sql",
     "tab": "on",
     "termout": "on",
     "timing": "off",
@@ -99,6 +106,8 @@ SET_ABBREVIATIONS = {
     "sqlbl": "sqlblanklines",
     "sqlc": "sqlcase",
     "sqlt": "sqlterminator",
+    "suf": "suffix",
+    "suffix": "suffix",
     "tab": "tab",
     "term": "termout",
     "timi": "timing",
@@ -143,14 +152,30 @@ SQL_STARTS = {"select", "with", "insert", "update", "delete", "merge", "create",
 BLOCK_STARTS = {"begin", "declare"}
 WRITES = {"insert", "update", "delete", "merge", "create", "alter", "drop", "grant", "revoke"}
 MAX_DEPTH = 20
+# SQL*Plus User's Guide and Reference, Appendix A "SQL*Plus Limits" (10.2 B14357, 12.1 B71396,
+# 23 F82042): "substitution variable value length: 240 characters"; "substitution variable name
+# length: 30 bytes" up to 12.1 (128 bytes in 23). A pre-12.2 SQL*Plus may run the pack, so 30.
+MAX_SUBSTITUTION_VALUE = 240
+MAX_VARIABLE_NAME_BYTES = 30
+# Oracle Database SQL Language Reference, "Database Object Naming Rules": names are 1 to 30 bytes
+# before 12.2, 1 to 128 bytes from 12.2 (quoted or not).
+MAX_IDENTIFIER_BYTES_BEFORE_12_2 = 30
+# VARIABLE VARCHAR2(n): "The maximum that n can be is 32767 bytes" (User's Guide, VARIABLE, 12.2
+# and 23); before 12.1 the VARCHAR2 limit outside PL/SQL is 4000 bytes (the 32767-byte limit came
+# with 12.1's extended data types), so the pack keeps to 4000 there.
+MAX_VARCHAR2_BIND = {(12, 1): 32767, (0,): 4000}
 # Names a DBA's login.sql formats: the columns of the V$ views (the column
 # facts shared with the agent, and the pack's own views). A COLUMN setting is
 # per name, so the pack formats only aliases of its own (dnfs_...).
 # Dictionary column names a DBA formats in login.sql besides the V$ ones:
 # DBA_DATA_FILES and DBA_TEMP_FILES (FILE_NAME, TABLESPACE_NAME), DBA_OBJECTS
 # (OWNER, OBJECT_NAME, OBJECT_TYPE), DBA_SEGMENTS (SEGMENT_NAME), DBA_USERS
-# (USERNAME) (Oracle Database Reference, those views).
+# (USERNAME), and names of views the pack does not read that DBAs format:
+# V$ACTIVE_SESSION_HISTORY.SAMPLE_TIME and V$RECOVERY_AREA_USAGE.FILE_TYPE
+# (Oracle Database Reference, those views).
 DICTIONARY_COLUMN_NAMES = {
+    "SAMPLE_TIME",
+    "FILE_TYPE",
     "FILE_NAME",
     "TABLESPACE_NAME",
     "OWNER",
@@ -177,7 +202,9 @@ VARIABLE_TYPES = re.compile(
     r"|char\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nchar\s*\(\s*(\d+)\s*\)"
     r"|varchar2\s*\(\s*(\d+)\s*(char|byte)?\s*\)|nvarchar2\s*\(\s*(\d+)\s*\))$"
 )
-SUBSTITUTION = re.compile(r"&&?([A-Za-z0-9_#$]+)\.?")
+# A substitution variable left in a statement's text (DEFINE was not & when it was read).
+UNSUBSTITUTED = re.compile(r"&&?[A-Za-z_][A-Za-z0-9_#$]*")
+LOB_TYPES = ("clob", "nclob")
 # Tables a NEW_VALUE query may read for the checker to run it (SQLite).
 EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS", "DBA_USERS"}
 
@@ -256,15 +283,26 @@ class Run:
     binds_set: set[str] = dataclasses.field(default_factory=set)  # assigned in the current run
     dba_columns: set[str] = dataclasses.field(default_factory=set)  # the DBA's own, set before the run
     password_changes: list[str] = dataclasses.field(default_factory=list)
+    titles: set[str] = dataclasses.field(default_factory=set)  # TTITLE/BTITLE on
+    lobs: set[str] = dataclasses.field(default_factory=set)  # CLOB binds holding a temporary LOB
 
 
 class SqlPlus:
     """Reads scripts as SQL*Plus does; see RULES for what it reports."""
 
-    def __init__(self, directory: str, database: Optional[Database] = None) -> None:
+    def __init__(
+        self, directory: str, database: Optional[Database] = None, login: Optional[dict[str, str]] = None
+    ) -> None:
+        """`login`: what a login.sql set before the first script: SET system variables, and TTITLE/BTITLE "on"."""
         self.directory = directory
         self.database = database or Database()
         self.run_state = Run()
+        for name, value in (login or {}).items():
+            if name in ("ttitle", "btitle"):
+                self.run_state.titles.add(name)
+            else:
+                assert name in SET_DEFAULTS, name
+                self.run_state.settings[name] = value.lower()
 
     def start(
         self,
@@ -284,7 +322,10 @@ class SqlPlus:
         self.run_state.binds_set = set()  # a new run: what earlier runs left in binds is stale
         for i, value in enumerate(args, 1):
             self.run_state.defined[str(i)] = value
-        self._script(os.path.join(self.directory, script), 1)
+        path = os.path.join(self.directory, script)
+        self._script(path, 1)
+        for bind in sorted(self.run_state.lobs):
+            self._find(path, 0, "clob-free", f":{bind} still holds a temporary LOB when the run ends")
         return self.run_state
 
     # --- reading ---
@@ -292,9 +333,18 @@ class SqlPlus:
     def _find(self, script: str, line: int, rule: str, text: str) -> None:
         self.run_state.findings.append(Finding(os.path.relpath(script, self.directory), line, rule, text))
 
+    def _define_character(self) -> Optional[str]:
+        """SET DEFINE: OFF substitutes nothing, ON is &, any other value is the character itself."""
+        value = self.run_state.settings["define"]
+        return None if value == "off" else "&" if value == "on" else value[:1]
+
     def _substitute(self, script: str, number: int, text: str) -> str:
-        if self.run_state.settings["define"] == "off":
+        prefix = self._define_character()
+        if prefix is None:
             return text
+        concat = self.run_state.settings["concat"]
+        concat = "." if concat == "on" else "" if concat == "off" else concat[:1]
+        pattern = re.compile(re.escape(prefix) + "{1,2}([A-Za-z0-9_#$]+)" + (re.escape(concat) + "?" if concat else ""))
 
         def value(match: re.Match) -> str:
             name = match.group(1).lower()
@@ -307,14 +357,34 @@ class SqlPlus:
                 self._find(script, number, "secret-substituted", f"&{name} was read with ACCEPT HIDE")
             return self.run_state.defined[name]
 
-        return SUBSTITUTION.sub(value, text)
+        return pattern.sub(value, text)
 
-    def _script(self, path: str, depth: int) -> None:
+    def _define(self, script: str, number: int, name: str, value: str) -> None:
+        """A substitution variable set (DEFINE, ACCEPT, NEW_VALUE, an argument), within SQL*Plus's limits."""
+        if len(value) > MAX_SUBSTITUTION_VALUE:
+            self._find(script, number, "substitution-length", f"&{name} would be {len(value)} characters (at most 240)")
+        self._name_length(script, number, name)
+        self.run_state.defined[name] = value
+
+    def _name_length(self, script: str, number: int, name: str) -> None:
+        if len(name.encode()) > MAX_VARIABLE_NAME_BYTES:
+            self._find(script, number, "name-length", f"{name}: {len(name.encode())} bytes (at most 30)")
+
+    def _release(self) -> tuple[int, ...]:
+        return tuple(int(part) for part in self.database.version.split(".")[:2])
+
+    def _script(self, path: str, depth: int, caller: str = "", line: int = 0) -> None:
         if depth > MAX_DEPTH:
             self._find(path, 0, "nesting", f"nested {depth} deep (SP2-0309 past {MAX_DEPTH})")
             return
-        if not path.endswith(".sql"):
-            path += ".sql"
+        if "." not in os.path.basename(path):
+            # "If you omit ext, SQL*Plus assumes the default command-file extension" (@, SET SUFFIX).
+            if caller:
+                self._find(caller, line, "script-suffix", f"{os.path.basename(path)}: no .sql, SET SUFFIX decides")
+            path += "." + self.run_state.settings["suffix"]
+        if not os.path.exists(path):
+            self._find(caller or path, line, "script-not-found", f"SP2-0310: unable to open {os.path.basename(path)}")
+            return
         self.run_state.scripts.append(os.path.relpath(path, self.directory))
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -341,7 +411,7 @@ class SqlPlus:
                 if target in self.run_state.stored_files:
                     continue  # the file STORE SET wrote: SET commands only
                 base = os.path.dirname(path) if stripped.startswith("@@") else self.directory
-                self._script(os.path.join(base, target), depth + 1)
+                self._script(os.path.join(base, target), depth + 1, path, number)
                 continue
             if first in CLIENT_COMMANDS:
                 text = stripped
@@ -416,12 +486,12 @@ class SqlPlus:
             match = re.match(r'(?is)^\w+\s+(\w+)\s*=\s*(?:"(.*)"|\'(.*)\'|(\S*))\s*$', text)
             if match:
                 value = next(v for v in match.groups()[1:] if v is not None)
-                state.defined[match.group(1).lower()] = value
+                self._define(path, number, match.group(1).lower(), value)
         elif first in ("undefine", "undef"):
             for name in words[1:]:
                 state.defined.pop(name.lower(), None)
         elif first in ("accept", "acc"):
-            state.defined[words[1].lower()] = "<typed>"
+            self._define(path, number, words[1].lower(), "<typed>")
             if "hide" in (w.lower() for w in words[2:]):
                 state.secrets.add(words[1].lower())
         elif first in ("password", "passw"):
@@ -441,6 +511,7 @@ class SqlPlus:
                 column = state.columns.setdefault(name, {})
                 if "new_value" in options:
                     column["new_value"] = options[options.index("new_value") + 1]
+                    self._name_length(path, number, column["new_value"])
                 column["formatted"] = "yes"
         elif first in ("clear", "cl") and len(words) > 1 and words[1].lower().startswith("col"):
             self._find(path, number, "clear-columns", "CLEAR COLUMNS also resets the DBA's own COLUMN settings")
@@ -449,9 +520,13 @@ class SqlPlus:
             kind = " ".join(words[2:])
             match = VARIABLE_TYPES.match(kind)
             sizes = [int(g) for g in (match.groups() if match else ()) if g and g.isdigit()]
-            too_big = sizes and (sizes[0] > 2000 if kind.lower().startswith(("char", "nchar")) else sizes[0] > 32767)
+            varchar_limit = next(n for at, n in MAX_VARCHAR2_BIND.items() if self._release() >= at)
+            too_big = sizes and (
+                sizes[0] > 2000 if kind.lower().startswith(("char", "nchar")) else sizes[0] > varchar_limit
+            )
             if not match or too_big:
                 self._find(path, number, "variable-type", f"VARIABLE {words[1]} {kind}: not a documented type/size")
+            self._name_length(path, number, words[1])
             state.binds[words[1].lower()] = kind
         elif first == "whenever":
             if len(words) >= 3 and words[1].lower() == "sqlerror":
@@ -461,6 +536,12 @@ class SqlPlus:
             state.stored_files.append(words[2] if len(words) > 2 else "")
         elif first == "set":
             self._set(path, number, words[1:])
+        elif first in ("ttitle", "tti", "btitle", "bti"):
+            title = "ttitle" if first.startswith("t") else "btitle"
+            if len(words) > 1 and words[1].lower() == "off":
+                state.titles.discard(title)
+            else:
+                state.titles.add(title)
         elif first in ("prompt", "pro"):
             state.prompts.append(text.split(None, 1)[1] if len(words) > 1 else "")
         return ""
@@ -487,7 +568,12 @@ class SqlPlus:
         state.statements.append((os.path.relpath(path, self.directory), number, text))
         if state.settings["termout"] == "off":
             self._find(path, number, "termout-off", "statement run with TERMOUT OFF: its errors are not shown")
+        self._session_settings(path, number, text)
         code = _strip_literals(text)
+        if self._release() < (12, 2):
+            for identifier in re.findall(r'"[^"]*"|[A-Za-z][A-Za-z0-9_$#]*', code):
+                if len(identifier.strip('"').encode()) > MAX_IDENTIFIER_BYTES_BEFORE_12_2:
+                    self._find(path, number, "name-length", f"{identifier}: over 30 bytes before 12.2 (ORA-00972)")
         into = [m.span(1) for m in re.finditer(r"(?is)\binto\s+(:\w+(?:\s*,\s*:\w+)*)", code)]
         handlers = _handler_spans(code)
         for match in re.finditer(r"(?<![:\w]):([A-Za-z]\w*)", code):
@@ -497,16 +583,57 @@ class SqlPlus:
             # In text order: `:x := ...` and `INTO :x` set it; any other use reads it.
             # A set in an exception handler happens only on an error: not a set.
             in_handler = any(a <= match.start() < b for a, b in handlers)
-            if code[match.end() :].lstrip().startswith(":=") or any(a <= match.start() < b for a, b in into):
+            assigned = code[match.end() :].lstrip().startswith(":=")
+            if state.binds.get(bind, "").lower() in LOB_TYPES and not in_handler:
+                self._lob_use(path, number, bind, code, match, assigned or any(a <= match.start() < b for a, b in into))
+            if assigned or any(a <= match.start() < b for a, b in into):
                 if not in_handler:
                     state.binds_set.add(bind)
-            elif bind not in state.binds_set:
+            elif bind not in state.binds_set and not _frees_a_leftover(code, match):
                 self._find(path, number, "bind-stale", f":{bind} is read before this run sets it")
         first = text.split()[0].lower()
         if first in WRITES and not state.sqlerror_exit:
             self._find(path, number, "whenever", f"{first} runs without WHENEVER SQLERROR EXIT: a failure goes on")
         if not block and first in ("select", "with"):
             self._new_values(path, number, text)
+
+    def _session_settings(self, path: str, number: int, text: str) -> None:
+        """What a login.sql may have changed that alters how a statement is read, run or shown."""
+        state = self.run_state
+        settings = state.settings
+        problems = []
+        left = UNSUBSTITUTED.search(text)
+        if left:
+            problems.append(f"SET DEFINE {settings['define'].upper()}: {left.group(0)} is sent as is")
+        if not settings["sqlcase"].startswith("mix"):
+            problems.append(f"SET SQLCASE {settings['sqlcase'].upper()} changes the statement's literals")
+        if settings["pause"] != "off":
+            problems.append("SET PAUSE ON waits for Enter before each page")
+        if settings["sqlterminator"] not in (";", "on"):
+            problems.append(f"SET SQLTERMINATOR {settings['sqlterminator']!r}: ; does not end the statement")
+        problems += [f"{title.upper()} prints a title with each page" for title in sorted(state.titles)]
+        for problem in problems:
+            self._find(path, number, "login-settings", problem)
+
+    def _lob_use(self, path: str, number: int, bind: str, code: str, match: re.Match, assigned: bool) -> None:
+        """SQL*Plus User's Guide, VARIABLE: "To free resources used by CLOB and NCLOB bind variables, you
+        may need to manually free temporary LOBs with: EXECUTE DBMS_LOB.FREETEMPORARY(:cv)". A SELECT
+        INTO or an assignment gives the bind a new temporary LOB (PL/SQL copies a temporary LOB on
+        assignment: LOB Developer's Guide, temporary LOBs); the one it held stays allocated until freed."""
+        lobs = self.run_state.lobs
+        before = code[: match.start()].lower()
+        if re.search(r"dbms_lob\.freetemporary\(\s*$", before):
+            lobs.discard(bind)
+        elif re.search(r"dbms_lob\.createtemporary\(\s*$", before) or assigned:
+            value = code[match.end() :].lstrip()
+            is_null = assigned and re.match(r":=\s*null\s*;", value, re.IGNORECASE)
+            if bind in lobs:
+                done = "set to NULL" if is_null else "given a new temporary LOB"
+                self._find(path, number, "clob-free", f":{bind} {done} without freeing the one it held")
+            if is_null:
+                lobs.discard(bind)
+            else:
+                lobs.add(bind)
 
     def _new_values(self, path: str, number: int, text: str) -> None:
         state = self.run_state
@@ -544,7 +671,7 @@ class SqlPlus:
             return
         for alias, value in zip(aliases, rows[-1]):
             if alias in targets:
-                state.defined[targets[alias]] = _as_text(value)
+                self._define(path, number, targets[alias], _as_text(value))
 
     def _execute(self, tree: exp.Expression) -> Optional[list[tuple]]:
         tree = tree.copy()
@@ -561,6 +688,16 @@ class SqlPlus:
             return self.database.connect().execute(sql).fetchall()
         except sqlite3.OperationalError:
             return None  # a function SQLite lacks (SYS_CONTEXT): treated as a query that can fail
+
+
+def _frees_a_leftover(code: str, match: re.Match) -> bool:
+    """A CLOB bind read only to free the temporary LOB an earlier run left in it (the VARIABLE page's advice)."""
+    before = code[: match.start()].lower()
+    after = code[match.end() :].lower()
+    return bool(
+        re.search(r"dbms_lob\.(istemporary|freetemporary)\(\s*$", before)
+        or re.match(r"\s+is\s+not\s+null\s+and\s+dbms_lob\.istemporary\(", after)
+    )
 
 
 def _as_text(value: object) -> str:
@@ -613,9 +750,10 @@ def start(
     *args: str,
     database: Optional[Database] = None,
     defines: Optional[dict[str, str]] = None,
+    login: Optional[dict[str, str]] = None,
 ) -> Run:
-    """Run `@script args` from `directory` through the checker."""
-    return SqlPlus(directory, database).start(script, *args, defines=defines)
+    """Run `@script args` from `directory` through the checker, in a session a login.sql set up as `login` says."""
+    return SqlPlus(directory, database, login).start(script, *args, defines=defines)
 
 
 def leftovers(run: Run) -> list[str]:

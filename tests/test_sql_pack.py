@@ -46,7 +46,15 @@ USER_SCRIPTS = [
 ]
 # V$INSTANCE.VERSION as each release reports it.
 VERSIONS = oracle_facts.VERSION_STRINGS
-ALL_GRANTED = ("DBMS_LOCK", "GV_$EVENT_HISTOGRAM", "GV_$EVENT_HISTOGRAM_MICRO", "V_$DIAG_ALERT_EXT")
+# SYS objects ALL_OBJECTS shows a user the setup script made (DBMS_SESSION: EXECUTE to PUBLIC by default).
+ALL_GRANTED = (
+    "DBMS_LOCK",
+    "DBMS_SESSION",
+    "GV_$EVENT_HISTOGRAM",
+    "GV_$EVENT_HISTOGRAM_MICRO",
+    "V_$DIAG_ALERT_EXT",
+    "GV_$CONTAINERS",
+)
 
 
 def read(path):
@@ -98,6 +106,12 @@ RULE_EXAMPLES = {
     "column-dba-name": "column name heading 'Parameter' format a24\nselect name from v$parameter;\ncolumn name clear\n",
     "secret-substituted": "whenever sqlerror exit failure\naccept pw char prompt 'Password: ' hide\n"
     "begin\n    execute immediate 'alter user dnfsmon identified by \"&pw\"';\nend;\n/\n",
+    "clob-free": "variable c clob\nbegin\n    select to_clob('x') into :c from dual;\nend;\n/\n",
+    "substitution-length": "define x = '" + "a" * 241 + "'\n",
+    "name-length": "variable dnfs_a_bind_name_of_thirty_one_b number\n",
+    "script-suffix": "@@bad\n",
+    "script-not-found": "@@nowhere.sql\n",
+    "login-settings": "set sqlcase upper\nselect 'x' from dual;\n",
 }
 
 
@@ -223,11 +237,17 @@ def test_a_second_run_in_the_same_session_starts_clean_and_leaves_the_dbas_colum
         assert not re.search(r"(?im)^\s*cl(ear)?\s+col", read(path)), name(path)
 
 
-def switches(release, dbms_lock=True):
-    """The Python model of _dnfs_start.sql's release switches."""
+def switches(release, dbms_lock=True, dbms_session=True):
+    """The Python model of _dnfs_start.sql's release switches.
+
+    DBMS_SESSION.SLEEP exists from 18c (PL/SQL Packages and Types Reference,
+    DBMS_SESSION.SLEEP); a user may call it only with EXECUTE on it, which a
+    hardened database revokes from PUBLIC, and then DBMS_LOCK.SLEEP (every
+    release) is the one left.
+    """
     at = oracle_facts.release_tuple(release)
     micro = at >= oracle_facts.release_tuple("12.1.0.2")
-    v18 = at >= oracle_facts.release_tuple("18c")
+    v18 = at >= oracle_facts.release_tuple("18c") and dbms_session
     if micro:
         reconnects = "spreco + dpreco"
     else:
@@ -246,11 +266,29 @@ def switches(release, dbms_lock=True):
 def test_the_release_switch_query_gives_the_model(release):
     defaults = {"_dnfs_default_interval": "5", "_dnfs_default_count": "12", "_dnfs_loop_step": "dnfs_iops_step"}
     for dbms_lock in (True, False):
-        granted = ("DBMS_LOCK",) if dbms_lock else ()
-        result = run("_dnfs_start.sql", release=release, granted=granted, defines=defaults)
-        model = switches(release, dbms_lock)
-        assert {k: result.defined[k] for k in model} == model
-        assert result.defined["_dnfs_step"] == ("dnfs_iops_step" if model["_dnfs_can_sleep"] == "1" else "_dnfs_noop")
+        for dbms_session in (True, False):
+            granted = ("DBMS_LOCK",) * dbms_lock + ("DBMS_SESSION",) * dbms_session
+            result = run("_dnfs_start.sql", release=release, granted=granted, defines=defaults)
+            model = switches(release, dbms_lock, dbms_session)
+            assert {k: result.defined[k] for k in model} == model, granted
+            step = "dnfs_iops_step" if model["_dnfs_can_sleep"] == "1" else "_dnfs_noop"
+            assert result.defined["_dnfs_step"] == step, granted
+
+
+@pytest.mark.parametrize("release", ["18c", "19c", "23ai"])
+def test_without_execute_on_dbms_session_the_loop_sleeps_with_dbms_lock_or_runs_nothing(release):
+    """dba-review P6: with EXECUTE on DBMS_SESSION revoked from PUBLIC, every sleep raised PLS-00201
+    and the loop ran on without sleeping (millisecond intervals). Now DBMS_LOCK.SLEEP is used when
+    it may be executed, and otherwise nothing runs and one line names the grant."""
+    locked = run("dnfs_iops.sql", "5", "3", release=release, granted=("DBMS_LOCK",))
+    assert steps(locked) == 3 and locked.defined.get("_dnfs_sleep") is None  # undefined at the end
+    sleeps = [s for f, _, s in locked.statements if f == "_dnfs_sleep.sql"]
+    assert len(sleeps) == 3 and all("dbms_lock.sleep(5)" in s for s in sleeps), sleeps
+    neither = run("dnfs_iops.sql", "5", "3", release=release, granted=())
+    assert steps(neither) == 0
+    said = [p for p in neither.prompts if "GRANT EXECUTE ON SYS.DBMS_SESSION TO DNFSMON" in p]
+    assert len(said) == 1 and "nothing run" in said[0]
+    assert steps(run("dnfs_iops.sql", "5", "3", release=release, granted=("DBMS_SESSION",))) == 3
 
 
 def steps(result, step="dnfs_iops_step.sql"):
@@ -364,9 +402,9 @@ def test_intervals_are_contiguous():
             order.append("snapshot")
         elif file == "dnfs_iops_step.sql" and sql.lstrip().startswith("with"):
             order.append("print")
-        elif re.search(r":dnfs_prev\s*:=\s*:dnfs_cur;", sql) and file == "dnfs_iops_step.sql":
+        elif file == "dnfs_iops_shift.sql":
             order.append("shift")
-    assert order == ["snapshot"] + ["snapshot", "print", "shift"] * 3
+    assert order == ["snapshot", "shift"] + ["snapshot", "print", "shift"] * 3
     step = read(os.path.join(SQL, "dnfs_iops_step.sql"))
     assert "(:dnfs_cur_t - :dnfs_prev_t)" in step and "sysdate" not in step and "systimestamp" not in step
 
@@ -379,10 +417,18 @@ def test_a_missing_histogram_grant_leaves_the_events():
     assert len(event_reads) == 4 and all("gv$event_histogram" not in s for s in event_reads)
 
 
-def test_the_io_event_list_is_defined_once_and_is_the_agents():
+def test_the_event_list_is_defined_once_and_is_the_agents():
+    """dba-review P9: the pack read 8 events, the agent 11 ('log file sync' and temp I/O besides); the
+    list is kept in two substitution variables, each within SQL*Plus's 240 characters."""
     result = run("_dnfs_start.sql", defines={"_dnfs_default_interval": "0", "_dnfs_default_count": "0"})
-    events = re.findall(r"'([^']+)'", result.defined["_dnfs_io_events"])
-    assert events == list(io_events())
+    values = [result.defined["_dnfs_io_events"], result.defined["_dnfs_other_events"]]
+    assert all(len(v) <= sqlplus_rules.MAX_SUBSTITUTION_VALUE for v in values)
+    assert len(", ".join(values)) > sqlplus_rules.MAX_SUBSTITUTION_VALUE  # why it is two
+    events = re.findall(r"'([^']+)'", ", ".join(values))
+    assert events == list(oracle_facts.AGENT_EVENTS)
+    assert re.findall(r"'([^']+)'", values[0]) == list(io_events())
+    reads = [s for f, _, s in run("dnfs_latency.sql", "5", "1").statements if f == "dnfs_latency_snapshot.sql"]
+    assert reads and all(all(f"'{e}'" in s for e in oracle_facts.AGENT_EVENTS) for s in reads)
     for path in SCRIPTS:
         if path.endswith("_dnfs_start.sql"):
             continue
@@ -466,7 +512,7 @@ def test_header_block_and_settings_restored(script):
     text = read(os.path.join(SQL, script))
     for field in ("File name:", "Purpose:", "Usage:", "Notes:"):
         assert f"-- {field}" in text, script
-    assert "@@_dnfs_start" in text and text.rstrip().endswith("@@_dnfs_end")
+    assert "@@_dnfs_start.sql" in text and text.rstrip().endswith("@@_dnfs_end.sql")
 
 
 def granted_by_setup():
@@ -983,7 +1029,9 @@ def latency_rows(first_hit=True):
         "cur": (names, rows_of(docs[1], "system_event", columns)),
         "prev": (names, rows_of(docs[0], "system_event", columns)),
     }
-    tables = {name: (names, [r for r in rows if r[1] in io_events()]) for name, (names, rows) in tables.items()}
+    tables = {
+        name: (names, [r for r in rows if r[1] in oracle_facts.AGENT_EVENTS]) for name, (names, rows) in tables.items()
+    }
     events = run_core("dnfs_latency_step.sql", "events in the interval that just ended", tables, BINDS)
     hist = ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT"]
 
@@ -1011,7 +1059,7 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
     raws, events, buckets, new_bucket = latency_rows()
     points = agent_points(raws)
     agent = {dict(p.tags)["event"]: p.fields for p in points if p.measurement == "dnfsmon_oracle_event"}
-    assert len(events) == len(io_events())
+    assert len(events) == len(oracle_facts.AGENT_EVENTS)
     for row in events:
         mine = agent[row["dnfs_event"]]
         assert row["waits_per_s"] == pytest.approx(mine["waits_per_s"], rel=1e-12)
@@ -1033,10 +1081,21 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
 # --- dnfs_check over recorded rows ---
 
 
-def run_query(script, core, tables):
-    """Run a script's query marked '-- core: <name>' in SQLite over `tables` named as the views (GV$...)."""
-    sql = core_queries(read(os.path.join(SQL, script)))[core]
+def as_run(script, sql, release="19c", granted=ALL_GRANTED):
+    """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced."""
+    text = read(os.path.join(SQL, script))
+    line = text[: text.index(sql)].count("\n") + 1
+    sent = [s for f, n, s in run(script, release=release, granted=granted).statements if (f, n) == (script, line)]
+    assert sent, (script, line)
+    return sent[0].rstrip().rstrip(";")
+
+
+def run_query(script, core, tables, release="19c", granted=ALL_GRANTED):
+    """Run a script's query marked '-- core: <name>', as sent on `release`, in SQLite over `tables` named as the views."""
+    sql = as_run(script, core_queries(read(os.path.join(SQL, script)))[core], release, granted)
     connection = sqlite3.connect(":memory:")
+    connection.execute("create table dual (dummy)")
+    connection.execute("insert into dual values ('X')")
     for table, (columns, rows) in tables.items():
         connection.execute(f'create table "{table}" ({", ".join(f"{chr(34)}{c}{chr(34)}" for c in columns)})')
         connection.executemany(f'insert into "{table}" values ({", ".join("?" for _ in columns)})', rows)
@@ -1074,8 +1133,9 @@ def rac_with_standby_logs():
     return {
         "v$database": (["database_role"], [("PRIMARY",)]),
         "gv$instance": (["inst_id", "thread#"], instances),
-        "gv$datafile": (["inst_id", "name"], per_instance),
-        "gv$tempfile": (["inst_id", "name"], [(inst, name) for inst, _ in instances for name in temp]),
+        "gv$datafile": (["inst_id", "name", "con_id"], [(inst, name, 0) for inst, name in per_instance]),
+        "gv$tempfile": (["inst_id", "name", "con_id"], [(inst, name, 0) for inst, _ in instances for name in temp]),
+        "gv$containers": (["inst_id", "con_id", "open_mode"], [(inst, 0, "READ WRITE") for inst, _ in instances]),
         "gv$controlfile": (["inst_id", "name"], [(inst, name) for inst, _ in instances for name in control]),
         "gv$logfile": (["inst_id", "group#", "type", "member"], logfile),
         "gv$log": (["inst_id", "group#", "thread#"], log),
@@ -1099,7 +1159,7 @@ def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_gu
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
     listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
-    assert [(r["dnfs_inst_id"], r["file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
+    assert [(r["dnfs_inst_id"], r["dnfs_file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
@@ -1139,7 +1199,7 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
         [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
     )
     listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
-    assert [(r["dnfs_inst_id"], r["file_type"]) for r in listed] == [(2, "Data file")]
+    assert [(r["dnfs_inst_id"], r["dnfs_file_type"]) for r in listed] == [(2, "Data file")]
     verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[1]["verdict"].startswith(f"PARTLY: 1 of 4 database files ({role.lower()}")
     # The primary's verdict carries no note, and still counts its own online logs.
@@ -1204,7 +1264,7 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
         rows,
         [
             "dnfs_inst_id",
-            "sample_time",
+            "dnfs_sample_time",
             "read_iops",
             "write_iops",
             "total_iops",
@@ -1218,7 +1278,7 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
     _, events, buckets, _ = latency_rows(first_hit=False)
     latency = sqlplus_table(
         events,
-        ["dnfs_inst_id", "dnfs_event", "sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
+        ["dnfs_inst_id", "dnfs_event", "dnfs_sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
         column_formats("dnfs_latency.sql"),
     )
     histogram = sqlplus_table(
@@ -1243,3 +1303,201 @@ def test_the_loop_resets_what_a_login_sql_may_change_before_any_substitution():
     store = next(n for n, line in code if line.startswith("store set"))
     first_ampersand = next(n for n, line in code if "&" in line and n != reset)
     assert store < reset < first_ampersand
+
+
+# SET system variables (and titles) a DBA's login.sql may set, as SQL*Plus's own
+# examples and common login.sql files do; each changes how a script is read or run.
+LOGIN_SESSIONS = {
+    "define off": {"define": "off"},
+    "define ^": {"define": "^"},
+    "suffix txt": {"suffix": "txt"},
+    "concat off": {"concat": "off"},
+    "sqlcase upper": {"sqlcase": "upper"},
+    "pause on": {"pause": "on"},
+    "sqlterminator #": {"sqlterminator": "#"},
+    "titles": {"ttitle": "on", "btitle": "on"},
+    "all of them": {
+        "define": "off",
+        "suffix": "txt",
+        "concat": "off",
+        "sqlcase": "upper",
+        "pause": "on",
+        "sqlterminator": "#",
+        "ttitle": "on",
+        "btitle": "on",
+    },
+}
+
+
+@pytest.mark.parametrize("login", sorted(LOGIN_SESSIONS))
+@pytest.mark.parametrize("script", [*USER_SCRIPTS, *SETUP_SCRIPTS])
+def test_every_script_runs_from_a_session_a_login_sql_changed(script, login):
+    """dba-review P3 and the SUFFIX rule, from a session not at the defaults.
+
+    The checker starts from what the login.sql set and reads every line as
+    SQL*Plus would with it: an @@ without .sql takes SET SUFFIX's extension
+    (SP2-0310 under SUFFIX txt), DEFINE OFF leaves &names unsubstituted,
+    SQLCASE/PAUSE/SQLTERMINATOR/titles change each statement. The user types
+    the .sql, as the README says for a changed SUFFIX.
+    """
+    arguments = ("C##MONITOR",) if script.startswith("setup/") else () if script != "dnfs_iops.sql" else ("5", "2")
+    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    result = sqlplus_rules.start(SQL, script, *arguments, database=database, login=LOGIN_SESSIONS[login])
+    assert [str(f) for f in result.findings] == []
+    assert sqlplus_rules.leftovers(result) == []
+    if script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+        assert steps(result, script.replace(".sql", "_step.sql")) >= 2
+
+
+def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
+    """A script that runs at the defaults fails in the sessions the pack must survive."""
+    (tmp_path / "helper.sql").write_text("prompt helper\n")
+    (tmp_path / "x.sql").write_text("define n = 1\n@@helper\nselect '&n' from dual;\n")
+    assert {f.rule for f in sqlplus_rules.start(str(tmp_path), "x.sql").findings} == {"script-suffix"}
+    assert sqlplus_rules.start(str(tmp_path), "x.sql").scripts == ["x.sql", "helper.sql"]
+    expected = {
+        "suffix txt": {"script-suffix", "script-not-found"},
+        "define off": {"script-suffix", "login-settings"},
+        "sqlcase upper": {"script-suffix", "login-settings"},
+        "titles": {"script-suffix", "login-settings"},
+    }
+    for login, rules in expected.items():
+        found = sqlplus_rules.start(str(tmp_path), "x.sql", login=LOGIN_SESSIONS[login]).findings
+        assert {f.rule for f in found} == rules, (login, [str(f) for f in found])
+
+
+@pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
+def test_the_looping_scripts_free_every_clob_bind(release):
+    """dba-review P4: each interval's XMLSERIALIZE snapshot (about 100 bytes x processes x instances) was
+    copied and never freed: up to 60 temporary LOBs per bind per run, held in TEMP until the session ends."""
+    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=ALL_GRANTED)
+    session = sqlplus_rules.SqlPlus(SQL, database)
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql", "dnfs_iops.sql"):
+        result = session.start(script, "5", "4")
+        assert [str(f) for f in result.findings if f.rule == "clob-free"] == [], script
+        assert result.lobs == set(), script
+    # Every CLOB the pack declares is freed with DBMS_LOB.FREETEMPORARY, in a block that does nothing
+    # else that can fail (a failed block may leave its binds as they were: a freed locator kept).
+    declared = {b for b, kind in result.binds.items() if kind.lower() == "clob"}
+    frees = [s for _, _, s in result.statements if "dbms_lob.freetemporary(" in s]
+    assert declared == {re.search(r"freetemporary\(:(\w+)\)", s).group(1) for s in frees}
+    assert all("select" not in s and "dbms_lob.copy" not in s for s in frees)
+
+
+def rac_cdb_with_pdb_affinity():
+    """A 2-instance RAC CDB whose PDB2 is open on instance 1 only (PDB-to-instance affinity).
+
+    GV$DATAFILE and GV$TEMPFILE list every container's files on every
+    instance (the control file knows them all); GV$CONTAINERS gives each
+    instance's open mode per container (Oracle Database Reference,
+    V$CONTAINERS: MOUNTED, READ WRITE, READ ONLY, MIGRATE); the processes of
+    an instance open only the files of the containers open there.
+    """
+    tables = rac_with_standby_logs()
+    files = {1: ["/oradata/system01.dbf"], 2: ["/oradata/seed/system01.dbf"], 3: ["/oradata/pdb1/users01.dbf"]}
+    files[4] = ["/oradata/pdb2/users01.dbf", "/oradata/pdb2/data01.dbf"]
+    temp = {1: "/oradata/temp01.dbf", 3: "/oradata/pdb1/temp01.dbf", 4: "/oradata/pdb2/temp01.dbf"}
+    modes = {1: "READ WRITE", 2: "READ ONLY", 3: "READ WRITE"}
+    open_on = {1: {**modes, 4: "READ WRITE"}, 2: {**modes, 4: "MOUNTED"}}
+    datafile, tempfile, containers, opened = [], [], [], []
+    for inst in (1, 2):
+        for con, names in files.items():
+            datafile += [(inst, name, con) for name in names]
+            if open_on[inst][con] != "MOUNTED":
+                opened += [(inst, name) for name in names]
+        for con, name in temp.items():
+            tempfile.append((inst, name, con))
+            if open_on[inst][con] != "MOUNTED":
+                opened.append((inst, name))
+        containers += [(inst, con, mode) for con, mode in open_on[inst].items()]
+        opened += [(i, n) for i, n in tables["gv$dnfs_files"][1] if i == inst and ("redo" in n or "control" in n)]
+    tables["gv$datafile"] = (["inst_id", "name", "con_id"], datafile)
+    tables["gv$tempfile"] = (["inst_id", "name", "con_id"], tempfile)
+    tables["gv$containers"] = (["inst_id", "con_id", "open_mode"], containers)
+    tables["gv$dnfs_files"] = (["inst_id", "filename"], opened)
+    return tables
+
+
+def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
+    """dba-review P5: a PDB open on one RAC instance only made the other instance's verdict PARTLY."""
+    tables = rac_cdb_with_pdb_affinity()
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables)]
+    assert verdicts[0].startswith("IN USE: all 11 database files open through dNFS"), verdicts[0]
+    assert not verdicts[0].endswith("not open here")
+    # Instance 2: 11 files (5 data, 3 temp, 2 own redo logs, 1 control) less PDB2's 2 data files and its temp file, counted apart.
+    assert verdicts[1].startswith("IN USE: all 8 database files open through dNFS"), verdicts[1]
+    assert verdicts[1].endswith("; 3 files of PDBs not open here"), verdicts[1]
+    # A file of a PDB open on the instance and not open through dNFS is still caught.
+    name = "/oradata/pdb1/users01.dbf"
+    tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (2, name)])
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    assert [(r["dnfs_inst_id"], r["dnfs_file_name"]) for r in listed] == [(2, name)]
+    verdict = run_query("dnfs_check.sql", "verdict per instance", tables)[1]["verdict"]
+    assert verdict.startswith("PARTLY: 1 of 8 database files") and verdict.endswith("3 files of PDBs not open here")
+
+
+def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so():
+    """Before 12.1 there is no GV$CONTAINERS; without its grant the old counting stays, with one line naming it."""
+    tables = rac_cdb_with_pdb_affinity()
+    granted = tuple(g for g in ALL_GRANTED if g != "GV_$CONTAINERS")
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables, granted=granted)
+    assert verdicts[1]["verdict"].startswith("PARTLY: 3 of 11"), verdicts[1]
+    said = [p for p in run("dnfs_check.sql", granted=granted).prompts if "GV_$CONTAINERS" in p]
+    assert said == [
+        "PDBs not open on an instance are counted too: GRANT SELECT ON SYS.GV_$CONTAINERS TO DNFSMON"
+        " (CONTAINER=ALL in a CDB)."
+    ]
+    old = as_run(
+        "dnfs_check.sql",
+        core_queries(read(os.path.join(SQL, "dnfs_check.sql")))["verdict per instance"],
+        release="11.2.0.4",
+    )
+    assert "con_id" not in old.replace("0 as con_id", "").replace("c.con_id", "").replace("f.con_id", "")
+
+
+def test_the_header_prints_only_when_the_loop_runs():
+    """dba-review P7: a refused run printed the header ("every 0 s, 5 times") after its one line."""
+    refused = run("dnfs_iops.sql", "0", "5")
+    assert [p for p in refused.prompts if "every" in p] == []
+    assert [p for p in run("dnfs_iops.sql", release="12.2", granted=()).prompts if "every" in p] == []
+    assert [p for p in run("dnfs_check.sql").prompts if " every " in p and " s, " in p] == []
+    ran = run("dnfs_iops.sql", "5", "2")
+    assert [p for p in ran.prompts if "every" in p] == [
+        "dNFS NFS READ/WRITE calls per instance, every 5 s, 2 times (database clock; processes diffed one by one)"
+    ]
+    latency = [p for p in run("dnfs_latency.sql", "10", "3").prompts if "every" in p]
+    assert len(latency) == 1 and latency[0].startswith("I/O wait events per instance, every 10 s, 3 times (")
+
+
+def test_a_refused_argument_names_the_stale_argument_case():
+    """dba-review P8: &1 left by an earlier `@ash ...` gave a refusal for an argument the user never typed."""
+    said = [p.strip() for p in run("dnfs_iops.sql", "ash").prompts if p.strip()]
+    assert len(said) == 1 and said[0].endswith("(left from an earlier script? undefine 1 2).")
+    said = [p.strip() for p in run("dnfs_iops.sql", "5", "x").prompts if p.strip()]
+    assert len(said) == 1 and said[0].endswith("(left from an earlier script? undefine 1 2).")
+    assert "undefine 1 2" in read(os.path.join(SQL, "README.md"))
+
+
+def test_the_pack_formats_no_column_name_a_dba_formats_and_says_binary_units():
+    """dba-review P10 and P11: COLUMN sample_time (V$ACTIVE_SESSION_HISTORY) and file_type
+    (V$RECOVERY_AREA_USAGE) wiped a DBA's login.sql formats; 'GB' and 'MB' headings were GiB and MiB."""
+    assert {"SAMPLE_TIME", "FILE_TYPE"} <= sqlplus_rules.VIEW_COLUMN_NAMES
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql", "dnfs_check.sql"):
+        result = run(script, "5", "2") if script != "dnfs_check.sql" else run(script)
+        assert [str(f) for f in result.findings if f.rule == "column-dba-name"] == [], script
+    for path in SCRIPTS:
+        for heading in re.findall(r"(?im)^\s*col(?:umn)?\s+\w+\s+heading\s+'([^']*)'", read(path)):
+            assert not re.search(r"\b[KMGT]B\b", heading), (name(path), heading)  # KiB, MiB, GiB: 2^10, 2^20, 2^30
+
+
+def test_the_limits_that_depend_on_the_release(tmp_path):
+    """VARIABLE VARCHAR2(n): 32767 bytes from 12.1, 4000 before; identifiers: 30 bytes before 12.2."""
+    (tmp_path / "bind.sql").write_text("variable v varchar2(8000)\n")
+    (tmp_path / "alias.sql").write_text("select 1 as a_column_alias_of_thirty_one_bytes from dual;\n")
+    for release, bind, alias in (("11.2.0.4", 1, 1), ("12.1.0.2", 0, 1), ("12.2", 0, 0), ("23ai", 0, 0)):
+        database = sqlplus_rules.Database(version=VERSIONS[release])
+        found = sqlplus_rules.start(str(tmp_path), "bind.sql", database=database).findings
+        assert [f.rule for f in found] == ["variable-type"] * bind, release
+        found = sqlplus_rules.start(str(tmp_path), "alias.sql", database=database).findings
+        assert [f.rule for f in found] == ["name-length"] * alias, release

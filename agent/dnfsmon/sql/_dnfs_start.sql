@@ -5,7 +5,10 @@
 -- Usage:       define _dnfs_default_interval = 5
 --              define _dnfs_default_count = 12
 --              define _dnfs_loop_step = dnfs_iops_step   (_dnfs_noop: no loop)
---              @@_dnfs_start          (no arguments: the caller's first and
+--              define _dnfs_title = "What each line shows"  (looping scripts)
+--              define _dnfs_title_note = "(how it is measured)"
+--              ...; prompt &_dnfs_header  (empty when nothing runs)
+--              @@_dnfs_start.sql      (no arguments: the caller's first and
 --                                      second arguments stay as given)
 -- Notes:       STORE SET writes the current settings to dnfs_saved_settings.sql
 --              in the current directory (a client file; nothing is created in
@@ -13,10 +16,13 @@
 --              runs it to put them back. TERMOUT stays ON: an error here is
 --              shown, and every variable below has a safe value before the
 --              query that may change it.
+--              Every @@ of the pack names its .sql: a name without an extension
+--              gets SET SUFFIX's, which a login.sql may have changed (SQL*Plus
+--              User's Guide and Reference, "@" and "SET SUF[FIX]").
 
 store set dnfs_saved_settings.sql replace
--- A login.sql may change what the pack relies on (dba-review P3): SET DEFINE OFF would
--- leave @@&_dnfs_step unsubstituted (SP2-0310 at each step), SQLCASE UPPER would
+-- A login.sql may change what the pack relies on: SET DEFINE OFF would leave the loop's
+-- step name unsubstituted (SP2-0310 at each step), SQLCASE UPPER would
 -- upper-case the event names, PAUSE ON would wait at every query, a TTITLE would print
 -- above every query. STORE SET saves these and _dnfs_end restores them (SQL*Plus User's
 -- Guide and Reference, "SET System Variable Summary" and STORE); TTITLE and BTITLE it
@@ -27,11 +33,14 @@ btitle off
 set verify off feedback off heading on pagesize 50000 linesize 200 trimspool on tab off
 set sqlblanklines on echo off timing off autoprint off autotrace off serveroutput off newpage 1 numformat ""
 
--- The I/O wait events dNFS I/O is timed under: the one list of the pack (a
--- test keeps it equal to the agent's).
+-- The wait events dNFS I/O is timed under, and those a DBA reads beside them
+-- (commit, temp I/O): the one list of the pack, in two variables because a
+-- substitution variable holds at most 240 characters (SQL*Plus User's Guide
+-- and Reference, "SQL*Plus Limits"); a test keeps them equal to the agent's.
 define _dnfs_io_events = "'db file sequential read', 'db file scattered read', 'db file parallel read'"
 define _dnfs_io_events = "&_dnfs_io_events, 'direct path read', 'direct path write', 'log file parallel write'"
 define _dnfs_io_events = "&_dnfs_io_events, 'db file parallel write', 'control file sequential read'"
+define _dnfs_other_events = "'log file sync', 'direct path read temp', 'direct path write temp'"
 
 -- Safe values first: a query below that fails leaves these, never an
 -- undefined variable that SQL*Plus would prompt for.
@@ -46,14 +55,20 @@ define _dnfs_hist_view = gv$event_histogram
 define _dnfs_hist_bound = "wait_time_milli * 1000"
 define _dnfs_message = ""
 define _dnfs_step = _dnfs_noop
+define _dnfs_header = ""
 
 -- Optional positional arguments: a query that returns no rows defines the
--- ones not given as empty, and leaves the given ones alone.
+-- ones not given as empty, and leaves the given ones alone. The same for the
+-- title the one-shot scripts do not define.
 column 1 new_value 1 noprint
 column 2 new_value 2 noprint
+column dnfs_title new_value _dnfs_title noprint
+column dnfs_title_note new_value _dnfs_title_note noprint
 select
     null as "1",
-    null as "2"
+    null as "2",
+    null as dnfs_title,
+    null as dnfs_title_note
 from dual
 where 1 = 0;
 
@@ -76,11 +91,15 @@ select
     case
         when '&_dnfs_default_count' = '0' then ''
         when not regexp_like(nvl('&1', '&_dnfs_default_interval'), '^[0-9]{1,4}$')
-            then 'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run.'
+            then
+                'Interval "&1" is not a whole number of seconds from 1 to 3600: nothing run'
+                || ' (left from an earlier script? undefine 1 2).'
         when to_number(nvl('&1', '&_dnfs_default_interval')) not between 1 and 3600
             then 'Interval &1 is outside 1 to 3600 seconds: nothing run.'
         when not regexp_like(nvl('&2', '&_dnfs_default_count'), '^[0-9]{1,6}$')
-            then 'Count "&2" is not a whole number from 1 to 60: nothing run.'
+            then
+                'Count "&2" is not a whole number from 1 to 60: nothing run (left from an earlier script?'
+                || ' undefine 1 2).'
         when to_number(nvl('&2', '&_dnfs_default_count')) < 1
             then 'Count &2 is below 1: nothing run.'
         when to_number(nvl('&2', '&_dnfs_default_count')) > 60
@@ -88,10 +107,12 @@ select
     end as arg_message
 from dual;
 
--- Release switches: DBMS_SESSION.SLEEP from 18c; before, DBMS_LOCK.SLEEP,
--- which needs EXECUTE on SYS.DBMS_LOCK (ALL_OBJECTS lists the package only
--- when it is executable: without it the loop refuses to run rather than
--- print intervals a few milliseconds long); V$DNFS_SERVERS.NFSVERSION from
+-- Release switches: DBMS_SESSION.SLEEP from 18c where the user may execute
+-- it (EXECUTE is granted to PUBLIC, but hardened databases revoke it), else
+-- DBMS_LOCK.SLEEP, which needs EXECUTE on SYS.DBMS_LOCK (ALL_OBJECTS lists a
+-- package only to a user who may execute it: without either the loop refuses
+-- to run rather than print intervals a few milliseconds long, and names the
+-- grant); V$DNFS_SERVERS.NFSVERSION from
 -- 12.1; the microsecond event histogram from 12.1.0.2; V$DNFS_CHANNELS
 -- reconnects: RECO in 11.2.0.4, SPRECO + DPRECO from 12.1.0.2, none between.
 column sleep_call new_value _dnfs_sleep noprint
@@ -107,16 +128,26 @@ with release as (
         to_number(substr(version, 1, instr(version, '.') - 1)) as major
     from v$instance
 ),
-lock_package as (
-    select count(*) as lock_visible
+packages as (
+    select
+        count(case when object_name = 'DBMS_SESSION' then 1 end) as session_visible,
+        count(case when object_name = 'DBMS_LOCK' then 1 end) as lock_visible
     from all_objects
-    where owner = 'SYS' and object_name = 'DBMS_LOCK'
+    where owner = 'SYS' and object_name in ('DBMS_SESSION', 'DBMS_LOCK')
 )
 select
-    case when r.major >= 18 then 'dbms_session.sleep' else 'dbms_lock.sleep' end as sleep_call,
-    case when r.major >= 18 or l.lock_visible > 0 then 1 else 0 end as can_sleep,
     case
-        when r.major < 18 and l.lock_visible = 0 and '&_dnfs_default_count' != '0'
+        when r.major >= 18 and l.session_visible > 0 then 'dbms_session.sleep'
+        else 'dbms_lock.sleep'
+    end as sleep_call,
+    case when (r.major >= 18 and l.session_visible > 0) or l.lock_visible > 0 then 1 else 0 end as can_sleep,
+    case
+        when '&_dnfs_default_count' = '0' or l.lock_visible > 0 then null
+        when r.major >= 18 and l.session_visible = 0
+            then
+                'The pack sleeps with DBMS_SESSION.SLEEP, which this user may not execute: GRANT EXECUTE ON'
+                || ' SYS.DBMS_SESSION TO ' || user || ' (or on SYS.DBMS_LOCK; nothing run).'
+        when r.major < 18
             then
                 'Before 18c the pack sleeps with DBMS_LOCK.SLEEP: GRANT EXECUTE ON SYS.DBMS_LOCK TO '
                 || user || ' (nothing run).'
@@ -136,18 +167,24 @@ select
         else 'wait_time_milli * 1000'
     end as hist_bound
 from release r
-cross join lock_package l;
+cross join packages l;
 
--- The first step: none when an argument was refused or nothing can sleep.
+-- The first step: none when an argument was refused or nothing can sleep;
+-- the header line only when the loop runs (a refused run prints its one line).
 -- (_dnfs_next.sql's columns are set here too, so _dnfs_end.sql can clear them.)
 column first_step new_value _dnfs_step noprint
+column dnfs_header new_value _dnfs_header noprint
 column next_step new_value _dnfs_step noprint
 column remaining new_value _dnfs_remaining noprint
 select
     case
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 then '&_dnfs_loop_step'
         else '_dnfs_noop'
-    end as first_step
+    end as first_step,
+    case
+        when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 and '&_dnfs_loop_step' != '_dnfs_noop'
+            then '&_dnfs_title, every &_dnfs_interval s, &_dnfs_count times &_dnfs_title_note'
+    end as dnfs_header
 from dual;
 define _dnfs_remaining = &_dnfs_count
 prompt &_dnfs_message &_dnfs_sleep_message

@@ -17,7 +17,7 @@
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
-@@_dnfs_start
+@@_dnfs_start.sql
 
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_svrname heading 'Filer' format a20
@@ -74,4 +74,4 @@ column dnfs_recvs clear
 column dnfs_pings clear
 column reconnects clear
 column share_pct clear
-@@_dnfs_end
+@@_dnfs_end.sql

@@ -8,7 +8,12 @@
 --              alert log says so. The authoritative per-file check is the
 --              anti-join of the data, temp, redo and control files
 --              (GV$DATAFILE, GV$TEMPFILE, GV$LOGFILE, GV$CONTROLFILE) to the
---              files open through dNFS (GV$DNFS_FILES). Redo logs: only the
+--              files not open through dNFS (GV$DNFS_FILES). In a CDB (12.1+),
+--              the data and temp files of a PDB not open on an instance
+--              (GV$CONTAINERS.OPEN_MODE MOUNTED: PDB-to-instance affinity on
+--              RAC) are not counted for that instance, and the verdict says how
+--              many; this needs SELECT on SYS.GV_$CONTAINERS (without it they
+--              are counted, and the script says so). Redo logs: only the
 --              online logs of the instance's own thread (GV$LOG.THREAD# =
 --              GV$INSTANCE.THREAD#), not other RAC threads' or standby logs;
 --              none on a physical standby or far sync (DATABASE_ROLE), whose
@@ -25,10 +30,44 @@
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
-@@_dnfs_start
+@@_dnfs_start.sql
+
+-- The containers not open on each instance, from 12.1 where GV$CONTAINERS is
+-- readable (Oracle Database Reference, V$CONTAINERS: OPEN_MODE MOUNTED, READ
+-- WRITE, READ ONLY or MIGRATE; a PDB is opened per instance). GV$DATAFILE and
+-- GV$TEMPFILE list every container's files (the control file knows them all),
+-- GV$DNFS_FILES only those some process has open. Before 12.1, or without the
+-- grant: no container left out, and the message says so.
+define _dnfs_file_con_id = 0
+define _dnfs_closed_containers = "select 0 as inst_id, 0 as con_id from dual where 1 = 0"
+define _dnfs_containers_message = ""
+column file_con_id new_value _dnfs_file_con_id noprint
+column closed_containers new_value _dnfs_closed_containers noprint
+column containers_message new_value _dnfs_containers_message noprint
+with containers_view as (
+    select count(*) as containers_visible
+    from all_objects
+    where owner = 'SYS' and object_name = 'GV_$CONTAINERS'
+)
+select
+    case when i.version >= '12' and o.containers_visible > 0 then 'con_id' else '0' end as file_con_id,
+    case
+        when i.version >= '12' and o.containers_visible > 0
+            then 'select inst_id, con_id from gv$containers where open_mode = ''MOUNTED'''
+        else 'select 0 as inst_id, 0 as con_id from dual where 1 = 0'
+    end as closed_containers,
+    case
+        when i.version >= '12' and o.containers_visible = 0
+            then
+                'PDBs not open on an instance are counted too: GRANT SELECT ON SYS.GV_$CONTAINERS TO ' || user
+                || ' (CONTAINER=ALL in a CDB).'
+    end as containers_message
+from v$instance i
+cross join containers_view o;
+prompt &_dnfs_containers_message
 
 column dnfs_inst_id heading 'Inst' format 9999
-column file_type heading 'File type' format a12
+column dnfs_file_type heading 'File type' format a12
 column dnfs_file_name heading 'Not open through dNFS' format a100
 column dnfs_svrname heading 'Filer' format a30
 column paths heading 'Active paths' format 99990
@@ -43,13 +82,15 @@ with database_files as (
     select
         inst_id,
         'Data file' as file_type,
-        name as file_name
+        name as file_name,
+        &_dnfs_file_con_id as con_id
     from gv$datafile
     union all
     select
         inst_id,
         'Temp file' as file_type,
-        name as file_name
+        name as file_name,
+        &_dnfs_file_con_id as con_id
     from gv$tempfile
     union all
     -- The online logs of this instance's own thread only: GV$LOGFILE lists
@@ -63,7 +104,8 @@ with database_files as (
     select
         lf.inst_id,
         'Redo log' as file_type,
-        lf.member as file_name
+        lf.member as file_name,
+        0 as con_id
     from gv$logfile lf
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
@@ -73,8 +115,12 @@ with database_files as (
     select
         inst_id,
         'Control file' as file_type,
-        name as file_name
+        name as file_name,
+        0 as con_id
     from gv$controlfile
+),
+closed_containers as (
+    &_dnfs_closed_containers
 ),
 dnfs_open as (
     select distinct
@@ -84,11 +130,12 @@ dnfs_open as (
 )
 select
     f.inst_id as dnfs_inst_id,
-    f.file_type,
+    f.file_type as dnfs_file_type,
     f.file_name as dnfs_file_name
 from database_files f
 left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
-where d.filename is null
+left outer join closed_containers c on f.inst_id = c.inst_id and f.con_id = c.con_id
+where d.filename is null and c.con_id is null
 order by f.inst_id, f.file_type, f.file_name;
 -- core: end
 
@@ -131,7 +178,7 @@ select
 from v$instance i
 cross join alert_view o;
 prompt &_dnfs_alert_message
-@@&_dnfs_alert_part
+@@&_dnfs_alert_part..sql
 
 prompt Verdict
 -- core: verdict per instance
@@ -145,17 +192,20 @@ with servers as (
 database_files as (
     select
         inst_id,
-        name as file_name
+        name as file_name,
+        &_dnfs_file_con_id as con_id
     from gv$datafile
     union all
     select
         inst_id,
-        name as file_name
+        name as file_name,
+        &_dnfs_file_con_id as con_id
     from gv$tempfile
     union all
     select
         lf.inst_id,
-        lf.member as file_name
+        lf.member as file_name,
+        0 as con_id
     from gv$logfile lf
     inner join gv$log lg on lf.inst_id = lg.inst_id and lf.group# = lg.group#
     inner join gv$instance own on lg.inst_id = own.inst_id and lg.thread# = own.thread#
@@ -164,8 +214,12 @@ database_files as (
     union all
     select
         inst_id,
-        name as file_name
+        name as file_name,
+        0 as con_id
     from gv$controlfile
+),
+closed_containers as (
+    &_dnfs_closed_containers
 ),
 dnfs_open as (
     select distinct
@@ -174,11 +228,15 @@ dnfs_open as (
     from gv$dnfs_files
 ),
 coverage as (
+    -- A file of a container not open on the instance is counted apart: no
+    -- process of that instance can have it open.
     select
         f.inst_id,
-        count(*) as files,
-        sum(case when d.filename is null then 1 else 0 end) as not_dnfs
+        sum(case when c.con_id is null then 1 else 0 end) as files,
+        sum(case when c.con_id is null and d.filename is null then 1 else 0 end) as not_dnfs,
+        sum(case when c.con_id is null then 0 else 1 end) as not_open_here
     from database_files f
+    left outer join closed_containers c on f.inst_id = c.inst_id and f.con_id = c.con_id
     left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
     group by f.inst_id
 ),
@@ -220,10 +278,12 @@ select
             then
                 'IN USE: all ' || c.files || ' database files' || r.redo_note || ' open through dNFS; '
                 || nvl(p.filers, 0) || ' filer(s), fewest active paths to one filer: ' || nvl(p.fewest_paths, 0)
+                || case when c.not_open_here > 0 then '; ' || c.not_open_here || ' files of PDBs not open here' else '' end
         else
             'PARTLY: ' || c.not_dnfs || ' of ' || c.files || ' database files' || r.redo_note
             || ' not open through dNFS (listed above: local disk/ASM, or a fallback to kernel NFS: check the'
             || ' alert log)'
+            || case when c.not_open_here > 0 then '; ' || c.not_open_here || ' files of PDBs not open here' else '' end
     end as verdict
 from gv$instance i
 cross join redo r
@@ -234,7 +294,7 @@ order by i.inst_id;
 -- core: end
 
 column dnfs_inst_id clear
-column file_type clear
+column dnfs_file_type clear
 column dnfs_file_name clear
 column dnfs_svrname clear
 column paths clear
@@ -243,5 +303,8 @@ column dnfs_value clear
 column verdict clear
 column alert_part clear
 column alert_message clear
-undefine _dnfs_alert_part _dnfs_alert_message
-@@_dnfs_end
+column file_con_id clear
+column closed_containers clear
+column containers_message clear
+undefine _dnfs_alert_part _dnfs_alert_message _dnfs_file_con_id _dnfs_closed_containers _dnfs_containers_message
+@@_dnfs_end.sql

@@ -9,12 +9,12 @@
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
-@@_dnfs_start
+@@_dnfs_start.sql
 
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_svrname heading 'Filer' format a20
 column dnfs_filename heading 'File' format a70
-column size_mb heading 'MB' format 99999990.0
+column size_mb heading 'MiB' format 99999990.0
 column processes heading 'Procs' format 99990
 
 select
@@ -33,4 +33,4 @@ column dnfs_svrname clear
 column dnfs_filename clear
 column size_mb clear
 column processes clear
-@@_dnfs_end
+@@_dnfs_end.sql

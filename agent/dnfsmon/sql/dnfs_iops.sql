@@ -32,7 +32,9 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_iops_step
-@@_dnfs_start
+define _dnfs_title = "dNFS NFS READ/WRITE calls per instance"
+define _dnfs_title_note = "(database clock; processes diffed one by one)"
+@@_dnfs_start.sql
 
 variable dnfs_stop number
 variable dnfs_prev clob
@@ -46,19 +48,21 @@ variable dnfs_cur_clock varchar2(8)
 -- it): start clean, or this run would diff against the previous run's last
 -- snapshot (or the other looping script's clock), and stop after one
 -- interval when the previous run ended with Ctrl-C.
+-- The CLOB snapshots are freed first (dnfs_iops_free.sql: a CLOB bind's temporary
+-- LOB stays allocated until freed), and again at the end.
+@@dnfs_iops_free.sql
 begin
     :dnfs_stop := null;
-    :dnfs_prev := null;
     :dnfs_prev_t := null;
-    :dnfs_cur := null;
     :dnfs_cur_t := null;
     :dnfs_cur_n := null;
     :dnfs_cur_clock := null;
 end;
 /
-@@dnfs_iops_snapshot
+@@dnfs_iops_snapshot.sql
+@@dnfs_iops_shift.sql
 
-column sample_time heading 'Time' format a8
+column dnfs_sample_time heading 'Time' format a8
 column dnfs_inst_id heading 'Inst' format 9999
 column read_iops heading 'NFS reads/s' format 9999990.9
 column write_iops heading 'NFS writes/s' format 9999990.9
@@ -69,12 +73,10 @@ column avg_read_kb heading 'KiB/NFS read' format 99990.9
 column avg_write_kb heading 'KiB/NFS write' format 99990.9
 column note heading 'Note' format a100
 
-prompt
-prompt dNFS NFS READ/WRITE calls per instance, every &_dnfs_interval s, &_dnfs_count times (database clock; processes diffed one by one)
-prompt
+prompt &_dnfs_header
 
-@@_dnfs_loop
-column sample_time clear
+@@_dnfs_loop.sql
+column dnfs_sample_time clear
 column dnfs_inst_id clear
 column read_iops clear
 column write_iops clear
@@ -84,4 +86,5 @@ column write_mbps clear
 column avg_read_kb clear
 column avg_write_kb clear
 column note clear
-@@_dnfs_end
+@@dnfs_iops_free.sql
+@@_dnfs_end.sql

@@ -2,9 +2,11 @@
 -- Purpose:     The one place GV$DNFS_STATS is read: every process's dNFS
 --              counters, with the database clock in the same statement, into
 --              :dnfs_cur (XML), :dnfs_cur_t (seconds), :dnfs_cur_n (processes)
---              and :dnfs_cur_clock (HH24:MI:SS); the first call also makes it
---              the previous snapshot.
+--              and :dnfs_cur_clock (HH24:MI:SS). The temporary LOB :dnfs_cur
+--              held is freed first (dnfs_iops_shift.sql keeps a copy of its own).
 
+define _dnfs_lob = dnfs_cur
+@@_dnfs_free_lob.sql
 begin
     with processes as (
         select
@@ -46,9 +48,5 @@ begin
         to_char(systimestamp, 'HH24:MI:SS') as clock
     into :dnfs_cur, :dnfs_cur_t, :dnfs_cur_n, :dnfs_cur_clock
     from processes;
-    if :dnfs_prev_t is null then
-        :dnfs_prev := :dnfs_cur;
-        :dnfs_prev_t := :dnfs_cur_t;
-    end if;
 end;
 /

@@ -3,8 +3,8 @@
 --              between the two snapshots per instance (arithmetic only: no
 --              view is read here), and make the new snapshot the previous one.
 
-@@_dnfs_sleep
-@@dnfs_iops_snapshot
+@@_dnfs_sleep.sql
+@@dnfs_iops_snapshot.sql
 
 -- core: the interval that just ended, per instance
 with
@@ -90,7 +90,7 @@ per_instance as (
 )
 select
     i.inst_id as dnfs_inst_id,
-    :dnfs_cur_clock as sample_time,
+    :dnfs_cur_clock as dnfs_sample_time,
     i.reads / (:dnfs_cur_t - :dnfs_prev_t) as read_iops,
     i.writes / (:dnfs_cur_t - :dnfs_prev_t) as write_iops,
     (i.reads + i.writes) / (:dnfs_cur_t - :dnfs_prev_t) as total_iops,
@@ -107,11 +107,7 @@ select :dnfs_cur_clock || ' No rows in GV$DNFS_STATS: no process does dNFS I/O (
 from dual
 where :dnfs_cur_n = 0;
 
-begin
-    :dnfs_prev := :dnfs_cur;
-    :dnfs_prev_t := :dnfs_cur_t;
-end;
-/
+@@dnfs_iops_shift.sql
 
-set heading off
-@@_dnfs_next
+set heading off newpage none
+@@_dnfs_next.sql

@@ -1,6 +1,7 @@
 -- File name:   dnfs_latency.sql
 -- Purpose:     I/O wait events that time dNFS I/O (there is no dNFS-specific
---              event): waits/s and average ms per wait per instance, and the
+--              event), with 'log file sync' and the temp I/O events beside
+--              them: waits/s and average ms per wait per instance, and the
 --              histogram of 'db file sequential read' (single-block read
 --              latency) for each interval as it ends.
 -- Usage:       @dnfs_latency [interval_s] [count]
@@ -25,19 +26,24 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_latency_step
-@@_dnfs_start
+define _dnfs_title = "I/O wait events per instance"
+define _dnfs_title_note = "(then the histogram of db file sequential read; averages are per wait, see the header)"
+@@_dnfs_start.sql
 
 -- The histogram part runs only when its view is readable (ALL_OBJECTS lists
 -- a SYS view only to a user who may select from it).
 define _dnfs_hist_step = _dnfs_noop
 define _dnfs_hist_snapshot = _dnfs_noop
+define _dnfs_hist_shift = _dnfs_noop
 define _dnfs_hist_message = ""
 column hist_step new_value _dnfs_hist_step noprint
 column hist_snapshot new_value _dnfs_hist_snapshot noprint
+column hist_shift new_value _dnfs_hist_shift noprint
 column hist_message new_value _dnfs_hist_message noprint
 select
     case when count(*) > 0 then 'dnfs_latency_hist_step' else '_dnfs_noop' end as hist_step,
     case when count(*) > 0 then 'dnfs_latency_hist_snapshot' else '_dnfs_noop' end as hist_snapshot,
+    case when count(*) > 0 then 'dnfs_latency_hist_shift' else '_dnfs_noop' end as hist_shift,
     case
         when count(*) = 0
             then 'Histogram skipped: GRANT SELECT ON SYS.' || upper(replace('&_dnfs_hist_view', '$', '_$')) || ' TO ' || user
@@ -61,23 +67,24 @@ variable dnfs_hist_cur_t number
 -- it): start clean, or this run would diff against the previous run's last
 -- snapshot (or the other looping script's clock), and stop after one
 -- interval when the previous run ended with Ctrl-C.
+-- The CLOB snapshots are freed first (dnfs_latency_free.sql: a CLOB bind's temporary
+-- LOB stays allocated until freed), and again at the end.
+@@dnfs_latency_free.sql
 begin
     :dnfs_stop := null;
-    :dnfs_ev_prev := null;
-    :dnfs_ev_cur := null;
     :dnfs_prev_t := null;
     :dnfs_cur_t := null;
     :dnfs_cur_clock := null;
-    :dnfs_hist_prev := null;
-    :dnfs_hist_cur := null;
     :dnfs_hist_prev_t := null;
     :dnfs_hist_cur_t := null;
 end;
 /
-@@dnfs_latency_snapshot
-@@&_dnfs_hist_snapshot
+@@dnfs_latency_snapshot.sql
+@@dnfs_latency_shift.sql
+@@&_dnfs_hist_snapshot..sql
+@@&_dnfs_hist_shift..sql
 
-column sample_time heading 'Time' format a8
+column dnfs_sample_time heading 'Time' format a8
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_event heading 'Event' format a30
 column waits_per_s heading 'Waits/s' format 9999990.9
@@ -87,13 +94,10 @@ column bucket heading 'Bucket (< us)' format a14
 column bucket_waits_per_s heading 'Waits/s' format 9999990.9
 column pct heading '% waits' format 990.9
 
-prompt
-prompt I/O wait events per instance, every &_dnfs_interval s, &_dnfs_count times; then the 'db file sequential read' histogram.
-prompt Averages are per wait: per-I/O latency only for the two 'sequential read' events (see the header of dnfs_latency.sql).
-prompt
+prompt &_dnfs_header
 
-@@_dnfs_loop
-column sample_time clear
+@@_dnfs_loop.sql
+column dnfs_sample_time clear
 column dnfs_inst_id clear
 column dnfs_event clear
 column waits_per_s clear
@@ -104,6 +108,8 @@ column bucket_waits_per_s clear
 column pct clear
 column hist_step clear
 column hist_snapshot clear
+column hist_shift clear
 column hist_message clear
-undefine _dnfs_hist_step _dnfs_hist_snapshot _dnfs_hist_message
-@@_dnfs_end
+undefine _dnfs_hist_step _dnfs_hist_snapshot _dnfs_hist_shift _dnfs_hist_message
+@@dnfs_latency_free.sql
+@@_dnfs_end.sql

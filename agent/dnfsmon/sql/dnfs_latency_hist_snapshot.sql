@@ -1,9 +1,11 @@
 -- File name:   dnfs_latency_hist_snapshot.sql (called by dnfs_latency.sql and its histogram step)
 -- Purpose:     The one place the event histogram is read: the 'db file
 --              sequential read' buckets, with the database clock in the same
---              statement, into :dnfs_hist_cur and :dnfs_hist_cur_t; the first
---              call also makes it the previous snapshot.
+--              statement, into :dnfs_hist_cur and :dnfs_hist_cur_t, after
+--              freeing the temporary LOB :dnfs_hist_cur held.
 
+define _dnfs_lob = dnfs_hist_cur
+@@_dnfs_free_lob.sql
 begin
     select
         xmlserialize(
@@ -17,9 +19,5 @@ begin
     into :dnfs_hist_cur, :dnfs_hist_cur_t
     from &_dnfs_hist_view
     where event = 'db file sequential read';
-    if :dnfs_hist_prev_t is null then
-        :dnfs_hist_prev := :dnfs_hist_cur;
-        :dnfs_hist_prev_t := :dnfs_hist_cur_t;
-    end if;
 end;
 /

@@ -5,7 +5,7 @@
 --              buckets hit since startup, and a first stall is the outlier
 --              a DBA looks for.
 
-@@dnfs_latency_hist_snapshot
+@@dnfs_latency_hist_snapshot.sql
 
 -- core: histogram of 'db file sequential read' in the interval
 with
@@ -47,8 +47,4 @@ where :dnfs_hist_cur_t > :dnfs_hist_prev_t and d.waits > 0
 order by d.inst_id, d.bound_us;
 -- core: end
 
-begin
-    :dnfs_hist_prev := :dnfs_hist_cur;
-    :dnfs_hist_prev_t := :dnfs_hist_cur_t;
-end;
-/
+@@dnfs_latency_hist_shift.sql

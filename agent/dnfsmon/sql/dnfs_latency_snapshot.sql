@@ -1,10 +1,13 @@
 -- File name:   dnfs_latency_snapshot.sql (called by dnfs_latency.sql and its step)
 -- Purpose:     The one place GV$SYSTEM_EVENT is read: the I/O events' totals,
 --              with the database clock in the same statement, into
---              :dnfs_ev_cur, :dnfs_cur_t and :dnfs_cur_clock; the first call
---              also makes it the previous snapshot. A block of its own, so a
---              failure of the histogram's block cannot stop it.
+--              :dnfs_ev_cur, :dnfs_cur_t and :dnfs_cur_clock, after freeing the
+--              temporary LOB :dnfs_ev_cur held (dnfs_latency_shift.sql keeps a
+--              copy of its own). A block of its own, so a failure of the
+--              histogram's block cannot stop it.
 
+define _dnfs_lob = dnfs_ev_cur
+@@_dnfs_free_lob.sql
 begin
     select
         xmlserialize(
@@ -30,10 +33,6 @@ begin
         to_char(systimestamp, 'HH24:MI:SS') as clock
     into :dnfs_ev_cur, :dnfs_cur_t, :dnfs_cur_clock
     from gv$system_event
-    where event in (&_dnfs_io_events);
-    if :dnfs_prev_t is null then
-        :dnfs_ev_prev := :dnfs_ev_cur;
-        :dnfs_prev_t := :dnfs_cur_t;
-    end if;
+    where event in (&_dnfs_io_events, &_dnfs_other_events);
 end;
 /

@@ -3,8 +3,8 @@
 --              interval between the two snapshots (arithmetic only: no view
 --              is read here), then the histogram part when it runs.
 
-@@_dnfs_sleep
-@@dnfs_latency_snapshot
+@@_dnfs_sleep.sql
+@@dnfs_latency_snapshot.sql
 
 -- core: events in the interval that just ended
 with
@@ -36,7 +36,7 @@ prev as (
 select
     c.inst_id as dnfs_inst_id,
     c.event as dnfs_event,
-    :dnfs_cur_clock as sample_time,
+    :dnfs_cur_clock as dnfs_sample_time,
     (c.total_waits - p.total_waits) / (:dnfs_cur_t - :dnfs_prev_t) as waits_per_s,
     (c.time_waited_micro - p.time_waited_micro)
     / 1000 / nullif(c.total_waits - p.total_waits, 0) as avg_ms,
@@ -48,11 +48,7 @@ where :dnfs_cur_t > :dnfs_prev_t and c.total_waits >= p.total_waits
 order by c.inst_id, c.event;
 -- core: end
 
-begin
-    :dnfs_ev_prev := :dnfs_ev_cur;
-    :dnfs_prev_t := :dnfs_cur_t;
-end;
-/
+@@dnfs_latency_shift.sql
 
-@@&_dnfs_hist_step
-@@_dnfs_next
+@@&_dnfs_hist_step..sql
+@@_dnfs_next.sql

@@ -9,7 +9,7 @@
 define _dnfs_default_interval = 0
 define _dnfs_default_count = 0
 define _dnfs_loop_step = _dnfs_noop
-@@_dnfs_start
+@@_dnfs_start.sql
 
 column dnfs_inst_id heading 'Inst' format 9999
 column dnfs_id heading 'Id' format 999
@@ -20,7 +20,7 @@ column nfs_version heading 'NFS vers' format a9
 column dnfs_wtmax heading 'Wtmax' format 99999999
 column dnfs_rtmax heading 'Rtmax' format 99999999
 column open_files heading 'Files' format 99990
-column open_gb heading 'GB' format 9999990.0
+column open_gb heading 'GiB' format 9999990.0
 
 with files as (
     select
@@ -63,4 +63,4 @@ column dnfs_wtmax clear
 column dnfs_rtmax clear
 column open_files clear
 column open_gb clear
-@@_dnfs_end
+@@_dnfs_end.sql

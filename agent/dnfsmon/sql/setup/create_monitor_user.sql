@@ -54,6 +54,12 @@
 
 whenever sqlerror exit failure
 set verify off feedback off termout on
+-- What a login.sql may have changed and this script relies on: & substitution,
+-- ; ending statements, literals kept as written, no pause, no titles (SQL*Plus
+-- User's Guide and Reference, "SET System Variable Summary", TTITLE, BTITLE).
+set define '&' concat '.' sqlterminator ';' pause off sqlcase mixed
+ttitle off
+btitle off
 define _dnfs_user = ""
 column 1 new_value 1 noprint
 column 2 new_value 2 noprint
@@ -187,11 +193,12 @@ begin
     end if;
     -- Release-dependent views, granted where the database has them: the
     -- microsecond histogram (12.1.0.2 on; DBMS_DB_VERSION cannot tell 12.1.0.1
-    -- from 12.1.0.2) and the alert log view read by dnfs_check.sql (12.2 on).
+    -- from 12.1.0.2), the containers' open modes per instance (12.1 on) and
+    -- the alert log view (12.2 on), both read by dnfs_check.sql.
     for optional in (
         select object_name from dba_objects
         where owner = 'SYS' and object_type = 'VIEW'
-            and object_name in ('GV_$EVENT_HISTOGRAM_MICRO', 'V_$DIAG_ALERT_EXT')
+            and object_name in ('GV_$EVENT_HISTOGRAM_MICRO', 'GV_$CONTAINERS', 'V_$DIAG_ALERT_EXT')
         order by object_name
     ) loop
         needed.extend;

@@ -21,6 +21,12 @@
 
 whenever sqlerror exit failure
 set verify off feedback off termout on
+-- What a login.sql may have changed and this script relies on: & substitution,
+-- ; ending statements, literals kept as written, no pause, no titles (SQL*Plus
+-- User's Guide and Reference, "SET System Variable Summary", TTITLE, BTITLE).
+set define '&' concat '.' sqlterminator ';' pause off sqlcase mixed
+ttitle off
+btitle off
 column 1 new_value 1 noprint
 select null as "1"
 from dual
