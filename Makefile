@@ -25,18 +25,28 @@ $(TOOLS): $(AGENT)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-## make demo: the agent on this host and a simulated two-instance RAC, then the doctor on
-## replays of bundled fault cases, ending with a named layer, its evidence and the remedy; under a minute.
-## (The live `dnfsmon doctor` needs a host with NFS or dNFS traffic to judge: docs/doctor.md.)
+## make demo: a simulated two-instance RAC on a host whose NFS client, NICs and filer paths replay a
+## bundled case in real time (no NFS is needed here), the doctor's verdict on them, then the doctor on
+## replays of bundled fault cases, each ending with a named layer, its evidence and the remedy; under a minute.
+DEMO_HOST_CASE := linux-client-16-slots
 DEMO_CASES := lossy-link linux-client-16-slots
 demo: $(AGENT)
 	rm -rf demo-data
-	@echo "== 1/2 dnfsmon collect for 30 s: this host, and a simulated two-instance RAC database (its points are tagged simulated=true)"
-	$(DEMO) collect --count 7 --interval 5
+	mkdir -p demo-data
+	@echo "== The host's /proc and /sys: tests/cases/doctor/$(DEMO_HOST_CASE) replayed in real time under demo-data/host"
+	@echo "==     ([host] proc_root in examples/demo.toml; its README gives the rates), stopped at the end"
+	$(BIN)/python examples/replay_host.py tests/cases/doctor/$(DEMO_HOST_CASE) demo-data/host --seconds 120 --background > demo-data/replay.pid
+	@echo
+	@echo "== 1/3 dnfsmon collect for 20 s: the replayed host, and a simulated two-instance RAC database (its points are tagged simulated=true)"
+	$(DEMO) collect --count 5 --interval 5
 	@echo
 	$(DEMO) show
 	@echo
-	@echo "== 2/2 dnfsmon doctor on replays of bundled fault cases: two captures 10 s apart of a host whose NICs, TCP"
+	@echo "== 2/3 dnfsmon doctor: two samples 5 s apart of the same host and database, which layer is to blame"
+	$(DEMO) doctor --interval 5 || [ $$? -ge 10 ] || exit 1
+	kill $$(cat demo-data/replay.pid) 2>/dev/null || true
+	@echo
+	@echo "== 3/3 dnfsmon doctor on replays of bundled fault cases: two captures 10 s apart of a host whose NICs, TCP"
 	@echo "==     and NFS client carry filer traffic, with simulated database answers (tests/cases/doctor/, each with a README)"
 	@for case in $(DEMO_CASES); do \
 	    echo; echo "-- replay: tests/cases/doctor/$$case"; \

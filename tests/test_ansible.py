@@ -269,6 +269,34 @@ def rendered_files(output):
     return files
 
 
+def remove_system_user(name):
+    """Remove a user the tests made, and its group (left alone, the group makes useradd refuse)."""
+    subprocess.run(["userdel", name], capture_output=True)
+    subprocess.run(["groupdel", name], capture_output=True)
+
+
+def fresh_system_user(name):
+    """A system user of that name, made anew: one left by an interrupted run (SIGKILL, a reboot: no
+    teardown ran) is removed first, or useradd would refuse and every later run fail."""
+    remove_system_user(name)
+    subprocess.run(["useradd", "--system", "--no-create-home", name], check=True, capture_output=True)
+
+
+@pytest.mark.system
+def test_a_user_left_by_an_interrupted_run_is_made_anew():
+    """The fleet fixture failed on a leftover dnfsmon_ora_t or its group (useradd: already exists)."""
+    remove_system_user(ORACLE_OS_USER)
+    subprocess.run(["groupadd", "--system", ORACLE_OS_USER], check=True)  # a group left alone
+    try:
+        for _ in range(2):  # the leftover group alone, then a whole user left by the first pass
+            fresh_system_user(ORACLE_OS_USER)
+            assert pwd.getpwnam(ORACLE_OS_USER).pw_gid == grp.getgrnam(ORACLE_OS_USER).gr_gid
+    finally:
+        remove_system_user(ORACLE_OS_USER)
+    with pytest.raises(KeyError):
+        pwd.getpwnam(ORACLE_OS_USER)
+
+
 @pytest.fixture
 def fleet():
     """The example inventory's groups and group_vars (copied verbatim), its secrets in a Vault-encrypted
@@ -277,7 +305,7 @@ def fleet():
     os.chmod(top, 0o755)  # the service users must reach their directories below
     base = top / "dnfsmon"
     inventory = top / "inventory"
-    subprocess.run(["useradd", "--system", "--no-create-home", ORACLE_OS_USER], check=True, capture_output=True)
+    fresh_system_user(ORACLE_OS_USER)
     try:
         base.mkdir()
         record = top / "sqlplus"  # what the stand-in sqlplus saw, written as the Oracle OS user
@@ -355,7 +383,7 @@ def fleet():
         yield base, inventory, record
         site(inventory, "--limit", DB_HOST, "--tags", "dnfsmon_agent", "-e", "dnfsmon_agent_state=absent")
     finally:
-        subprocess.run(["userdel", ORACLE_OS_USER], capture_output=True)
+        remove_system_user(ORACLE_OS_USER)
         shutil.rmtree(top, ignore_errors=True)
 
 
@@ -494,6 +522,45 @@ def test_site_yml_on_an_inventory_with_a_database_host(fleet):
         pwd.getpwnam(USER)
     with pytest.raises(KeyError):
         grp.getgrnam(USER)
+
+
+# A dnfsmon whose check finds a database error of two lines (ORA- errors of 23ai carry a help
+# line) and an InfluxDB down, printed by the agent's own code in the format asked for.
+CHECK_STAND_IN = """#!{python}
+import sys
+from dnfsmon import check
+found = [
+    check.Item(check.OK, "config", "{config}"),
+    check.Item(check.FAIL, "database", "ORA-01017: invalid credential or not authorized; logon denied\\n"
+               "Help: https://docs.oracle.com/error-help/db/ora-01017/", check.EXIT_DATABASE),
+    check.Item(check.FAIL, "InfluxDB", "http://127.0.0.1:9 unreachable (Connection refused)", check.EXIT_INFLUXDB),
+]
+check.items = lambda cfg, connect=None: found
+sys.exit(check.run(lambda: None, output="json" if sys.argv[-2:] == ["--format", "json"] else "text"))
+"""
+
+
+@pytest.mark.slow
+def test_the_role_keeps_each_failed_item_of_dnfsmon_check_whole(tmp_path):
+    """The role read check's text and kept the lines marked [FAIL]: the help line of an Oracle error
+    was lost. It reads check --format json: each failed item, its detail whole."""
+    (tmp_path / "bin").mkdir()
+    stand_in = tmp_path / "bin" / "dnfsmon"
+    stand_in.write_text(CHECK_STAND_IN.format(python=sys.executable, config=tmp_path / "dnfsmon.toml"))
+    stand_in.chmod(0o755)
+    variables = {
+        "dnfsmon_agent_install_dir": str(tmp_path),
+        "dnfsmon_agent_config_dir": str(tmp_path),
+        "dnfsmon_agent_user": pwd.getpwuid(os.geteuid()).pw_name,
+    }
+    rc, _, output = playbook("agent_check.yml", variables)
+    assert rc == 0, output
+    (kept,) = re.findall(r'"msg": "KEPT (.*)"$', output, re.M)
+    assert json.loads(json.loads(f'"{kept}"')) == [
+        "[FAIL] database: ORA-01017: invalid credential or not authorized; logon denied\n"
+        "Help: https://docs.oracle.com/error-help/db/ora-01017/",
+        "[FAIL] InfluxDB: http://127.0.0.1:9 unreachable (Connection refused)",
+    ]
 
 
 BAD_HOST = "db2.test"  # a database host without the Oracle software owner or sqlplus

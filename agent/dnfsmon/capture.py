@@ -46,9 +46,13 @@ def _safe_join(directory: str, relative: str) -> str:
     return os.path.join(directory, relative)
 
 
-# The largest input file a capture may hold: /proc/self/mountstats of a host
-# with thousands of mounts is a few MiB; anything far larger is not an input.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+# What one capture's files may hold together. /proc/self/mountstats is most of it: some
+# 3.2 KiB per NFS mount with its per-op lines (bench/inputs.py), so 8 MiB is about 2,500
+# mounts, over twice the 1,000 the bench measures. Reading and diffing two captures costs
+# some 15 bytes of memory per byte read: two of 8 MiB took 160 MB and 10 s on a 2-core
+# machine, where two of 60 MB took 420 MB and 10.4 s (docs/capture-format.md). More is
+# refused, never read.
+MAX_CAPTURE_BYTES = 8 * 1024 * 1024
 
 
 # capture.json lists the files and clocks of each source: some KiB, 1 MiB at 10 000 mounts.
@@ -59,19 +63,20 @@ MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 MAX_WALL_TIME_S = (2**63 - 1) / 1e9
 
 
-def _read_captured(directory: str, relative: str) -> Optional[str]:
-    """One captured file's text; None when absent. Captures come from other hosts:
+def _read_captured(directory: str, relative: str, limit: int) -> Optional[bytes]:
+    """One captured file's bytes; None when absent. Captures come from other hosts:
     a symlink (it could point at a local secret), a FIFO or device (it could
-    block or never end) and an oversized file are refused, never read."""
+    block or never end) and a file past what is left of the capture's bound
+    (`limit` bytes) are refused, never read."""
     path = _safe_join(directory, relative)
     if not relative or "\0" in relative:
         raise CaptureError(f"{directory}/{MANIFEST}: file path {relative!r} is not a file name")
-    data = _read_bounded(path, MAX_FILE_BYTES)
-    return None if data is None else data.decode("utf-8", errors="replace")
+    return _read_bounded(path, limit, f"more than a capture's files may hold together ({MAX_CAPTURE_BYTES >> 20} MiB)")
 
 
-def _read_bounded(path: str, limit: int) -> Optional[bytes]:
-    """A capture file's bytes (None when absent): a regular file, not a link, at most `limit` bytes."""
+def _read_bounded(path: str, limit: int, bound: str) -> Optional[bytes]:
+    """A capture file's bytes (None when absent): a regular file, not a link, at most `limit`
+    bytes (`bound` says which in the message)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -86,10 +91,10 @@ def _read_bounded(path: str, limit: int) -> Optional[bytes]:
         raise CaptureError(f"{path}: not a regular file (a directory, FIFO or device)")
     with os.fdopen(fd, "rb") as f:
         if info.st_size > limit:
-            raise CaptureError(f"{path}: {info.st_size} bytes, more than a capture's file can be ({limit >> 20} MiB)")
+            raise CaptureError(f"{path}: {info.st_size} bytes, {bound}: not read")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise CaptureError(f"{path}: more than a capture's file can be ({limit >> 20} MiB)")
+        raise CaptureError(f"{path}: {bound}: not read")
     return data
 
 
@@ -117,7 +122,9 @@ def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[
 def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
     """(host, raws, failures) of a capture; CaptureError names what is wrong."""
     manifest_path = os.path.join(directory, MANIFEST)
-    data = _read_bounded(manifest_path, MAX_MANIFEST_BYTES)
+    data = _read_bounded(
+        manifest_path, MAX_MANIFEST_BYTES, f"more than a manifest can be ({MAX_MANIFEST_BYTES >> 20} MiB)"
+    )
     if data is None:
         raise CaptureError(f"{manifest_path}: No such file or directory")
     try:
@@ -138,6 +145,7 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
         raise CaptureError(f'{manifest_path}: "host" {problem}')
     raws: dict[str, Raw] = {}
     failures: dict[str, str] = {}
+    left = MAX_CAPTURE_BYTES  # what the capture's files may still hold
     for name, entry in sources.items():
         where = f"{manifest_path}: source {name!r}"
         if name not in ALL_SOURCES:
@@ -159,6 +167,9 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
             )
         files: dict[str, Optional[str]] = {}
         for relative in listed:
-            files[relative] = _read_captured(directory, relative)
+            data = _read_captured(directory, relative, left)
+            if data is not None:
+                left -= len(data)
+            files[relative] = None if data is None else data.decode("utf-8", errors="replace")
         raws[name] = Raw(files=files, time=time_s, wall_time=wall_time)
     return host, raws, failures

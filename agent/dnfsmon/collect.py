@@ -161,9 +161,20 @@ def read_targets(targets: Iterable[Target]) -> Reading:
 PROBLEMS_LOGGED = 20
 
 
-def report(outcome: Outcome) -> None:
-    """Log what a sample could not do; each reason once, with the input named."""
+def report(outcome: Outcome, failed_before: Optional[dict[str, int]] = None) -> None:
+    """Log what a sample could not do; each reason once, with the input named.
+
+    `failed_before` (a run's samples so far: source name -> samples it failed in) logs a
+    source's failure only the first time in the run and counts the others: a database that
+    is down fails every sample with a message that differs only in a connection id, and a
+    line per sample made the log of one outage some 16 000 lines a day. The run's last line
+    says in how many samples each source failed (run_summary).
+    """
     for name, reason in sorted(outcome.failures.items()):
+        if failed_before is not None:
+            failed_before[name] = failed_before.get(name, 0) + 1
+            if failed_before[name] > 1:
+                continue
         log.error("source %s failed: %s", name, reason)
     # A hostile or broken input can hold a million malformed lines: the first ones say what
     # is wrong, a count says how much (a 60 MB capture once wrote 91 MB of warnings).
@@ -242,7 +253,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
     if textfile is not None:
         textfile.remove_stale_temps()
     textfile_problem: Optional[EnvironmentProblem] = None
-    any_failure = False
+    failed_samples: dict[str, int] = {}  # source name -> samples of this run it failed in
     run_points = run_baselines = 0
     for number in range(1, count + 1):
         started = time.monotonic()
@@ -253,7 +264,7 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         for target in targets:
             reading = read_or_fail(target)
             outcome = compute(reading.raws, reading.failures, config.host, previous[target.id], target.sources)
-            report(outcome)
+            report(outcome, failed_samples)
             store.append(outcome.points)
             target_health = source_points(config.host, reading, outcome, time.time_ns())
             store.append(target_health)
@@ -285,7 +296,6 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
                 log.error("%s", problem)
                 textfile_problem = problem
         failed = sum(len(o.failures) for o in outcomes)
-        any_failure = any_failure or bool(failed)
         # Every point this sample put in the store: the log's count is what ship will send.
         run_points += len(interval_points) + len(health) + len(finding_points) + 1
         run_baselines += sum(1 for o in outcomes for skip in o.skips if skip.baseline)
@@ -306,8 +316,16 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         count,
         run_points,
         f", {run_baselines} series baselined (rates from the next sample)" if run_baselines else "",
-        "; a source failed (logged above)" if any_failure else "",
+        run_failures(failed_samples, count),
     )
     if textfile_problem is not None:
         raise textfile_problem
-    return any_failure
+    return bool(failed_samples)
+
+
+def run_failures(failed_samples: dict[str, int], count: int) -> str:
+    """The end of a run's log line: the sources that failed, in how many of its samples each."""
+    if not failed_samples:
+        return ""
+    each = ", ".join(f"{name} in {failed} of {count}" for name, failed in sorted(failed_samples.items()))
+    return f"; sources failed ({each} samples; each first reason logged above)"

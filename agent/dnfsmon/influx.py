@@ -304,7 +304,9 @@ class Writer:
                         f"InfluxDB {self.settings.url} write failed ({reason}); the next try "
                         f"({wait:.1f} s away{', as Retry-After asks' if asked else ''}) would pass deadline_s"
                     )
-                log.warning(
+                # Debug only: a ship that fails for good ends in one error naming its retries, and a
+                # line per retry made an InfluxDB outage some 5 lines a minute (user review M12).
+                log.debug(
                     "InfluxDB write failed (%s); retry %d of %d in %.1f s",
                     reason,
                     attempt + 1,

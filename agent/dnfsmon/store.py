@@ -45,7 +45,7 @@ lost: the old segments go as they are shipped or bounded away.
 - Bounded: after an append, whole oldest segments are deleted until the
   store fits in max_bytes; the unshipped points deleted are counted in
   `dropped_points`.
-- Counters (counts.json) are totals since the store was created, published
+- Counters (counts.json, and its copy counts.copy.json) are totals since the store was created, published
   with every sample as dnfsmon_agent.store_*: losing any one report point
   (itself dropped in an outage) loses no count.
 - One writer at a time: store.lock (flock) is held around every change, so
@@ -109,6 +109,9 @@ SEGMENT_SUFFIX = ".lp"
 OLD_SEGMENT_SUFFIX = ".jsonl"
 # Counters the store keeps for the agent's own report, in this file.
 COUNTS_FILE = "counts.json"
+# A second copy of counts.json, written with it: a file planted or lost in place of one (a FIFO
+# at counts.json is moved aside, never read) leaves the counts in the other.
+COUNTS_COPY_FILE = "counts.copy.json"
 CURSOR_FILE = "cursor.json"
 QUARANTINE_FILE = "quarantine.jsonl"
 LATEST_FILE = "latest.lp"
@@ -718,8 +721,10 @@ class Store:
     # counts.json is two slots of COUNTS_SLOT_BYTES, each "<crc32> <JSON>" padded with spaces.
     # A change rewrites the older slot in place (pwrite, fsync): blocks the file holds already,
     # so a full disk does not stop it (a new temp file would need a free block), and a crash in
-    # the middle of a write tears only that slot, never the other. The reader takes the valid
-    # slot with the higher serial number.
+    # the middle of a write tears only that slot, never the other. counts.copy.json is the same
+    # file written the same way just after: a file planted in place of one of them (a FIFO, a
+    # link: moved aside, never read) or lost leaves the counts in the other. The reader takes
+    # the valid slot with the higher serial number of the four.
 
     def _add_counts(
         self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0, quarantined_points: int = 0
@@ -747,28 +752,45 @@ class Store:
         self._unsaved_counts = StoreCounts()
 
     def _prepare_counts(self) -> None:
-        """Give counts.json its two slots while there is space (the store's lock held), so that a
-        full disk later never stops a count from being written; a store written before gets them
-        from its one JSON object."""
-        path = self._path(COUNTS_FILE)
-        try:
-            if os.lstat(path).st_size == 2 * COUNTS_SLOT_BYTES:
-                return
-        except FileNotFoundError:
-            pass
+        """Give counts.json and its copy their two slots while there is space (the store's lock
+        held), so that a full disk later never stops a count from being written; a store written
+        before gets them from its one JSON object, or from the copy that is left."""
+        unprepared = []
+        for name in (COUNTS_FILE, COUNTS_COPY_FILE):
+            try:
+                if os.lstat(self._path(name)).st_size == 2 * COUNTS_SLOT_BYTES:
+                    continue
+            except FileNotFoundError:
+                pass
+            unprepared.append(name)
+        if not unprepared:
+            return
         counts, serial = self._read_counts()
-        try:
-            write_atomically(path, _counts_slot(counts, serial) * 2)
-        except OSError as error:
-            log.warning(
-                "store %s: could not create %s (%s): the counts are written once there is space",
-                self.directory,
-                COUNTS_FILE,
-                error.strerror or error,
-            )
+        for name in unprepared:
+            try:
+                write_atomically(self._path(name), _counts_slot(counts, serial) * 2)
+            except OSError as error:
+                log.warning(
+                    "store %s: could not create %s (%s): the counts are written once there is space",
+                    self.directory,
+                    name,
+                    error.strerror or error,
+                )
 
     def _write_counts(self, counts: StoreCounts, serial: int) -> None:
-        path = self._path(COUNTS_FILE)
+        """Rewrite the older slot of counts.json and of its copy; OSError when neither took it."""
+        failure: Optional[OSError] = None
+        written = False
+        for name in (COUNTS_FILE, COUNTS_COPY_FILE):
+            try:
+                self._write_counts_slot(self._path(name), counts, serial)
+                written = True
+            except OSError as error:
+                failure = error
+        if not written and failure is not None:
+            raise failure
+
+    def _write_counts_slot(self, path: str, counts: StoreCounts, serial: int) -> None:
         try:
             fd = open_in_directory(path, os.O_WRONLY)
         except FileNotFoundError:
@@ -789,17 +811,24 @@ class Store:
                 os.close(fd)
 
     def _read_counts(self) -> tuple[StoreCounts, int]:
-        """(the totals in counts.json, their serial number); zeros when absent or unusable (a warning)."""
-        data = self._read_own_file(COUNTS_FILE, 2 * COUNTS_SLOT_BYTES)
-        if data is None:
+        """(the totals in counts.json or its copy, whichever slot is newest, their serial number);
+        zeros when neither holds usable counts (a warning)."""
+        found = []
+        read_any = False
+        for name in (COUNTS_FILE, COUNTS_COPY_FILE):
+            data = self._read_own_file(name, 2 * COUNTS_SLOT_BYTES)
+            if data is None:
+                continue
+            read_any = True
+            if data.startswith(b"{"):  # one JSON object: a store written before the slots
+                found.append(_counts_of(data))
+            else:
+                found.extend(
+                    _counts_of(data[start : start + COUNTS_SLOT_BYTES], with_serial=True)
+                    for start in range(0, len(data), COUNTS_SLOT_BYTES)
+                )
+        if not read_any:
             return StoreCounts(), 0
-        if data.startswith(b"{"):  # one JSON object: a store written before the slots
-            found = [_counts_of(data)]
-        else:
-            found = [
-                _counts_of(data[start : start + COUNTS_SLOT_BYTES], with_serial=True)
-                for start in range(0, len(data), COUNTS_SLOT_BYTES)
-            ]
         usable = [(counts, serial) for counts, serial in found if counts is not None]
         if not usable:
             log.warning(
