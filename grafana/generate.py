@@ -513,7 +513,7 @@ def health_row() -> list[dict]:
             )
         ],
         kind="table",
-        width=12,
+        width=8,
         height=4,
         unit="short",
         no_value="No finding in the last 2 minutes",
@@ -528,6 +528,14 @@ def health_row() -> list[dict]:
         "Health",
         [
             verdict,
+            stat(
+                "Nothing to judge",
+                "Yes when the agent's latest interval measured no layer: no database figures and no NFS or dNFS traffic to "
+                "a filer (dnfsmon doctor's exit code 12). No finding can fire then, so an empty verdict does not mean "
+                "healthy; dnfsmon_verdict.nothing_measured says why.",
+                [last_in_range("dnfsmon_verdict", "nothing_to_judge", HOST, "host")],
+                [(None, "green"), (1, "orange")],
+            ),
             stat(
                 "Agent: samples in the last 100 s",
                 "Samples this host's agent stored in the 100 s before the end of the range. The agent samples every 10 s and "
@@ -1416,8 +1424,10 @@ def alert_rule(
     summary: str,
     description: str,
     severity: str,
+    pending: str = "0s",
 ) -> dict:
-    """One rule: `query` over the last `seconds`, the last value of each series compared by `condition` (gt or lt)."""
+    """One rule: `query` over the last `seconds`, the last value of each series compared by `condition` (gt or lt);
+    `pending`: how long the condition must hold at every evaluation before the alert fires (the rule's `for`)."""
     evaluator, limit = condition
     return {
         "uid": uid,
@@ -1462,7 +1472,7 @@ def alert_rule(
         # No series at all: nothing to alert on (the agent-silent rule covers a host that stopped).
         "noDataState": "OK",
         "execErrState": "Error",
-        "for": "0s",
+        "for": pending,
         "annotations": {"summary": summary, "description": description},
         "labels": {"severity": severity},
     }
@@ -1499,8 +1509,11 @@ def alert_rules() -> dict:
             300,
             ("lt", 1),
             "{{ $labels.host }}: database {{ $labels.database }} not reachable",
-            "The agent's latest sample could not read the database; dnfsmon_oracle_status.error and the agent's log say why.",
+            "The agent's latest sample could not read the database, and none since 2 minutes; "
+            "dnfsmon_oracle_status.error and the agent's log say why.",
             "critical",
+            # A listener restart or one failed read is not an outage: 2 minutes is 12 samples that failed.
+            pending="2m",
         ),
         alert_rule(
             "dnfsmon-agent-silent",
@@ -1535,6 +1548,19 @@ def alert_rules() -> dict:
             "At least one source could not be read in every sample of the last 5 minutes; the agent's log names "
             "it and why.",
             "warning",
+        ),
+        alert_rule(
+            "dnfsmon-nothing-to-judge",
+            "dnfsmon: nothing to judge",
+            'SELECT last("nothing_to_judge") FROM "dnfsmon_verdict" WHERE $timeFilter GROUP BY "host"',
+            300,
+            ("gt", 0),
+            "{{ $labels.host }}: no layer measured, no verdict",
+            "For 10 minutes the agent measured no layer (no database figures and no NFS or dNFS traffic to a filer): "
+            "dnfsmon doctor would exit 12, and no finding can fire. dnfsmon_verdict.nothing_measured says why.",
+            "warning",
+            # A quiet spell (no single-block read, no NFS traffic for a minute) is not a blind host.
+            pending="10m",
         ),
     ]
     return {

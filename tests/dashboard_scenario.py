@@ -7,9 +7,11 @@ InfluxDB after each run. Its targets:
 - the database: the agent's OracleTarget, whose reads (oracle_db.read_once) answer with
   the simulated two-instance RAC (dnfsmon.simulator), except during the outage, when the
   live reader itself (python-oracledb) tries a port nothing listens on;
-- the host: recorded /proc/net/snmp readings whose counters grow at known rates
-  (TCP segments and retransmissions), with a counter reset and a window in which the
-  source cannot be read.
+- the host: recorded readings whose counters grow at known rates: /proc/net/snmp (TCP
+  segments and retransmissions, with a counter reset and a window in which it cannot be
+  read), /proc/net/dev and /sys/class/net (two storage NICs, one busy for a while), the
+  tcp_info of the dNFS connections to the filers (netlink; open while the database is),
+  and /proc/stat, /proc/meminfo, /proc/vmstat and /proc/pressure (CPU, swapping, PSI).
 
 Nothing here reads the points back to decide what is true: the truth comes from the
 schedule below and the simulator's model (simulator.truth), never from a query.
@@ -18,6 +20,7 @@ schedule below and the simulator's model (simulator.truth), never from a query.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import socket
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ from typing import Optional
 
 from dnfsmon import collect, influx, oracle_db, simulator, targets
 from dnfsmon.config import parse
-from dnfsmon.sources import build_all, oracle, tcp
+from dnfsmon.sources import build_all, filer_tcp, mountstats, nic, oracle, pressure, rpc, tcp
 from dnfsmon.sources.base import BOOT_ID_PATH, Raw
 from dnfsmon.store import Store
 
@@ -47,14 +50,15 @@ INCIDENT = (100 * MINUTE, 80 * MINUTE)  # two data files on the kernel NFS clien
 DB_OUTAGE = (70 * MINUTE, 55 * MINUTE)  # nothing listens where the database was
 AGENT_STOP = (45 * MINUTE, 30 * MINUTE)  # no run at all
 TCP_RESET = 20 * MINUTE  # the host's TCP counters go back to zero (same boot)
+HOST_BUSY = (25 * MINUTE, 15 * MINUTE)  # a batch: ens3 receives 3 times as much, the CPUs are busier
 DENSE = 3 * HOUR
 
 OUT_SEGS_PER_S = 5000.0
 RETRANS_PCT, LOSSY_RETRANS_PCT = 0.2, 3.0
 
-# The store's cap during the scenario: a run's points fit many times, half an hour without
-# shipping does not.
-STORE_MAX_BYTES = 1 << 19
+# The store's cap during the scenario: a run's points (about 300 KB with every host source)
+# fit several times, half an hour without shipping does not.
+STORE_MAX_BYTES = 1 << 21
 
 
 def inside(window: tuple[int, int], end: float, t: float) -> bool:
@@ -108,6 +112,293 @@ def retrans_pct_truth(end: int, t0: float, t1: float) -> float:
     return (r1 - r0) / (o1 - o0) * 100
 
 
+def boot(end: int) -> int:
+    return end - 8 * DAY
+
+
+def integral(end: int, t: float, rate: float, busy_rate: Optional[float] = None) -> int:
+    """A counter of the recorded host at t: `rate` per second since boot, `busy_rate` inside
+    HOST_BUSY (the kernel's counters are integers: the value at t, truncated)."""
+    total = rate * (t - boot(end))
+    if busy_rate is not None:
+        busy_start, busy_end = end - HOST_BUSY[0], end - HOST_BUSY[1]
+        total += (busy_rate - rate) * max(0.0, min(t, busy_end) - busy_start)
+    return int(total)
+
+
+# --- NICs: the storage network, one interface per dNFS path (the simulator's local addresses) ---
+NICS = {"ens3": "10.0.1.1", "ens4": "10.0.2.1"}
+NIC_SPEED_MBIT, NIC_MTU = 10_000, 9000
+# Bytes per second received and sent (ens3 receives BUSY_RX_FACTOR times as much in HOST_BUSY).
+NIC_RX_BYTES_PER_S = {"ens3": 250e6, "ens4": 200e6}
+NIC_TX_BYTES_PER_S = {"ens3": 40e6, "ens4": 30e6}
+BUSY_RX_FACTOR = 3.0
+NIC_PACKET_BYTES = 8000  # packets count one per 8000 bytes
+NIC_RX_DROPS_PER_S = {"ens3": 0.5, "ens4": 0.0}
+
+
+def nic_counters(end: int, interface: str, t: float) -> dict[str, int]:
+    """The /proc/net/dev counters of an interface at t."""
+    rx = NIC_RX_BYTES_PER_S[interface]
+    busy_rx = rx * BUSY_RX_FACTOR if interface == "ens3" else None
+    rx_bytes, tx_bytes = integral(end, t, rx, busy_rx), integral(end, t, NIC_TX_BYTES_PER_S[interface])
+    return {
+        "rx_bytes": rx_bytes,
+        "rx_packets": rx_bytes // NIC_PACKET_BYTES,
+        "rx_drop": integral(end, t, NIC_RX_DROPS_PER_S[interface]),
+        "tx_bytes": tx_bytes,
+        "tx_packets": tx_bytes // NIC_PACKET_BYTES,
+    }
+
+
+def net_dev(end: int, t: float) -> str:
+    """/proc/net/dev as the kernel prints it (dev_seq_printf_stats), lo and the two NICs."""
+    lines = [
+        "Inter-|   Receive                                                |  Transmit",
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed",
+        "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0",
+    ]
+    for interface in NICS:
+        c = nic_counters(end, interface, t)
+        receive = f"{c['rx_bytes']} {c['rx_packets']} 0 {c['rx_drop']} 0 0 0 0"
+        lines.append(f"  {interface}: {receive} {c['tx_bytes']} {c['tx_packets']} 0 0 0 0 0 0")
+    return "\n".join(lines) + "\n"
+
+
+def nic_truth(end: int, interface: str, t0: float, t1: float) -> dict[str, float]:
+    """The fields dnfsmon_nic must carry for (t0, t1]: rates of the counters above; %Util as
+    nicstat defines it for a full-duplex link (the busier direction over the link speed)."""
+    c0, c1 = nic_counters(end, interface, t0), nic_counters(end, interface, t1)
+    dt = t1 - t0
+    rx, tx = (c1["rx_bytes"] - c0["rx_bytes"]) / dt, (c1["tx_bytes"] - c0["tx_bytes"]) / dt
+    return {
+        "rx_kib_per_s": rx / 1024,
+        "tx_kib_per_s": tx / 1024,
+        "util_pct": max(rx, tx) * 8 / (NIC_SPEED_MBIT * 1e6) * 100,
+        "saturation_per_s": (c1["rx_drop"] - c0["rx_drop"]) / dt,
+    }
+
+
+# --- the dNFS connections to the filers: one per path of the simulated database ---
+# (local address, filer address) -> smoothed RTT in µs (tcpi_rtt).
+FILER_PATHS = {
+    ("10.0.1.1", "10.0.1.5"): 300,
+    ("10.0.1.1", "10.0.1.6"): 350,
+    ("10.0.2.1", "10.0.2.5"): 450,
+    ("10.0.2.1", "10.0.2.6"): 500,
+}
+FILER_SEGS_OUT_PER_S = 2000.0
+FILER_RETRANS_PCT = 0.3  # below what doctor calls lossy: no finding
+
+
+def filer_sockets(end: int, t: float) -> str:
+    """The netlink reading of the filer connections (filer_tcp.SOCKETS): none while the database
+    is down (dNFS connections close with their processes), new ones (new cookies) after it."""
+    sockets = []
+    generation = 1 if t >= end - DB_OUTAGE[1] else 0
+    if not inside(DB_OUTAGE, end, t):
+        for number, ((local, server), rtt) in enumerate(FILER_PATHS.items()):
+            segs = integral(end, t, FILER_SEGS_OUT_PER_S)
+            info = {
+                "tcpi_bytes_acked": segs * 8000,
+                "tcpi_bytes_received": segs * 8000,
+                "tcpi_segs_out": segs,
+                "tcpi_segs_in": segs,
+                "tcpi_total_retrans": integral(end, t, FILER_SEGS_OUT_PER_S * FILER_RETRANS_PCT / 100),
+                "tcpi_rtt": rtt,
+                "tcpi_rttvar": rtt // 4,
+                "tcpi_min_rtt": rtt // 2,
+                "tcpi_snd_cwnd": 100,
+                "tcpi_snd_ssthresh": 80,
+                "tcpi_unacked": 0,
+                "tcpi_retransmits": 0,
+            }
+            sockets.append(
+                {
+                    "src": local,
+                    "sport": 40000 + number,
+                    "dst": server,
+                    "dport": 2049,
+                    "cookie": 1000 * generation + number,
+                    "tcp_info": info,
+                }
+            )
+    interfaces = {address: interface for interface, address in NICS.items()}
+    return json.dumps({"sockets": sockets, "interfaces": interfaces}, sort_keys=True)
+
+
+def filer_truth(end: int, local: str, server: str, t0: float, t1: float) -> dict[str, float]:
+    """dnfsmon_filer_tcp of one path (one connection) for (t0, t1] (both inside one connection)."""
+    dt = t1 - t0
+    retrans = integral(end, t1, FILER_SEGS_OUT_PER_S * FILER_RETRANS_PCT / 100) - integral(
+        end, t0, FILER_SEGS_OUT_PER_S * FILER_RETRANS_PCT / 100
+    )
+    rtt_ms = FILER_PATHS[(local, server)] / 1000
+    return {"srtt_avg_ms": rtt_ms, "srtt_max_ms": rtt_ms, "retrans_segs_per_s": retrans / dt}
+
+
+def filer_connected(end: int, t0: float, t1: float) -> bool:
+    """One connection at both samples: up at both, and no outage between them."""
+    return not any(inside(DB_OUTAGE, end, t) for t in (t0, t1)) and not (t0 < end - DB_OUTAGE[1] <= t1)
+
+
+# --- CPU, memory, swapping and PSI ---
+CPUS, USER_HZ = 8, 100
+# Shares of all CPUs' time (busy: inside HOST_BUSY).
+CPU_USER, BUSY_CPU_USER, CPU_SYSTEM, CPU_IOWAIT = 0.20, 0.50, 0.05, 0.03
+PROCS_RUNNING, BUSY_PROCS_RUNNING = 4, 10
+SWAP_IN_PAGES_PER_S, SWAP_OUT_PAGES_PER_S = 5.0, 2.0
+PSI_US_PER_S = {"cpu_some": 20_000, "memory_some": 10_000, "memory_full": 5_000, "io_some": 30_000, "io_full": 10_000}
+MEM_TOTAL_KB, MEM_AVAILABLE_KB = 64 * 1024 * 1024, 16 * 1024 * 1024
+
+
+def cpu_ticks(end: int, t: float) -> dict[str, int]:
+    total = integral(end, t, CPUS * USER_HZ)
+    ticks = {
+        "user": integral(end, t, CPU_USER * CPUS * USER_HZ, BUSY_CPU_USER * CPUS * USER_HZ),
+        "system": integral(end, t, CPU_SYSTEM * CPUS * USER_HZ),
+        "iowait": integral(end, t, CPU_IOWAIT * CPUS * USER_HZ),
+    }
+    return {**ticks, "idle": total - sum(ticks.values())}
+
+
+def host_files(end: int, t: float) -> dict[str, str]:
+    """/proc/stat (show_stat), /proc/meminfo, /proc/vmstat and /proc/pressure/* at t."""
+    c = cpu_ticks(end, t)
+    running = BUSY_PROCS_RUNNING if inside(HOST_BUSY, end, t) else PROCS_RUNNING
+    stat = f"cpu  {c['user']} 0 {c['system']} {c['idle']} {c['iowait']} 0 0 0 0 0\n"
+    stat += "".join(f"cpu{n} 0 0 0 0 0 0 0 0 0 0\n" for n in range(CPUS))
+    stat += f"procs_running {running}\nprocs_blocked 0\n"
+    vmstat = (
+        f"pgmajfault {integral(end, t, 1.0)}\npswpin {integral(end, t, SWAP_IN_PAGES_PER_S)}\n"
+        f"pswpout {integral(end, t, SWAP_OUT_PAGES_PER_S)}\n"
+    )
+    files = {
+        pressure.STAT: stat,
+        pressure.MEMINFO: f"MemTotal: {MEM_TOTAL_KB} kB\nMemAvailable: {MEM_AVAILABLE_KB} kB\n",
+        pressure.VMSTAT: vmstat,
+    }
+    for resource, path in pressure.PSI_FILES.items():
+        lines = []
+        for kind in ("some", "full"):
+            total = integral(end, t, PSI_US_PER_S.get(f"{resource}_{kind}", 0))
+            lines.append(f"{kind} avg10=0.00 avg60=0.00 avg300=0.00 total={total}")
+        files[path] = "\n".join(lines) + "\n"
+    return files
+
+
+def pressure_truth(end: int, t0: float, t1: float) -> dict[str, float]:
+    """dnfsmon_host_pressure for (t0, t1]: CPU shares of the ticks above (busy = not idle and not
+    iowait, as proc(5) splits the cpu line), procs_running / CPUs at t1, swap pages per second."""
+    c0, c1 = cpu_ticks(end, t0), cpu_ticks(end, t1)
+    d = {k: c1[k] - c0[k] for k in c0}
+    total = sum(d.values())
+    running = BUSY_PROCS_RUNNING if inside(HOST_BUSY, end, t1) else PROCS_RUNNING
+    dt = t1 - t0
+
+    def rate(per_s: float) -> float:
+        return (integral(end, t1, per_s) - integral(end, t0, per_s)) / dt
+
+    return {
+        "cpu_busy_pct": (d["user"] + d["system"]) / total * 100,
+        "cpu_iowait_pct": d["iowait"] / total * 100,
+        "cpu_steal_pct": 0.0,
+        "run_queue_per_cpu": running / CPUS,
+        "swap_in_pages_per_s": rate(SWAP_IN_PAGES_PER_S),
+        "swap_out_pages_per_s": rate(SWAP_OUT_PAGES_PER_S),
+    }
+
+
+# --- the kernel NFS client: the archived redo logs' mount, on a filer dNFS does not serve ---
+# The archiver writes there (and reads back a little) while the database is up; nothing while it
+# is down. Not a data file export: no dnfs-fallback, and no path to a filer for the doctor.
+ARCHIVE = {"device": "10.0.3.7:/vol/arch", "mountpoint": "/u03/arch", "server": "10.0.3.7", "export": "/vol/arch"}
+MOUNTED_AT = HOUR  # seconds after boot: mounted all week
+# Per operation: ops per second, retransmissions per op, and ms of queue, RTT and execution per op.
+NFS_OPS = {
+    "READ": {"ops": 5.0, "retrans": 0.0, "queue_ms": 0.05, "rtt_ms": 1.5, "execute_ms": 1.6, "bytes": 262144},
+    "WRITE": {"ops": 40.0, "retrans": 0.01, "queue_ms": 0.1, "rtt_ms": 2.0, "execute_ms": 2.5, "bytes": 1048576},
+}
+NFS_BACKLOG = 0.2  # RPCs waiting for a slot, on average at each send (xprt bklog_u / sends)
+SLOT_TABLE_ENTRIES = 128
+
+
+def nfs_rate(end: int, t: float, per_s: float) -> int:
+    """A kernel NFS counter: `per_s` while the database is up, nothing during the outage."""
+    total = per_s * (t - boot(end))
+    outage_start, outage_end = end - DB_OUTAGE[0], end - DB_OUTAGE[1]
+    total -= per_s * max(0.0, min(t, outage_end) - outage_start)
+    return int(total)
+
+
+def nfs_op_counters(end: int, op: str, t: float) -> dict[str, int]:
+    spec = NFS_OPS[op]
+    ops = nfs_rate(end, t, spec["ops"])
+    return {
+        "ops": ops,
+        "trans": ops + nfs_rate(end, t, spec["ops"] * spec["retrans"]),
+        "bytes_sent": nfs_rate(end, t, spec["ops"] * (spec["bytes"] if op == "WRITE" else 200)),
+        "bytes_recv": nfs_rate(end, t, spec["ops"] * (spec["bytes"] if op == "READ" else 200)),
+        **{name: nfs_rate(end, t, spec["ops"] * spec[name]) for name in ("queue_ms", "rtt_ms", "execute_ms")},
+    }
+
+
+def mountstats_text(end: int, t: float) -> str:
+    """/proc/self/mountstats as nfs_show_stats and rpc_clnt_show_stats print it (statvers 1.1)."""
+    sends = rpc_sends(end, t)
+    lines = [
+        "device rootfs mounted on / with fstype rootfs",
+        f"device {ARCHIVE['device']} mounted on {ARCHIVE['mountpoint']} with fstype nfs statvers=1.1",
+        "\topts:\trw,vers=3,rsize=1048576,wsize=1048576,namlen=255,acregmin=3,acregmax=60,acdirmin=30,"
+        f"acdirmax=60,hard,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr={ARCHIVE['server']},mountvers=3,"
+        f"mountport=635,mountproto=udp,local_lock=none",
+        f"\tage:\t{int(t - boot(end) - MOUNTED_AT)}",
+        "\tcaps:\tcaps=0x3fef,wtmult=512,dtsize=32768,bsize=0,namlen=255",
+        "\tsec:\tflavor=1,pseudoflavor=1",
+        "\tevents:\t" + " ".join(["0"] * 27),
+        "\tbytes:\t0 0 0 0 0 0 0 0",
+        "\tRPC iostats version: 1.1  p/v: 100003/3 (nfs)",
+        f"\txprt:\ttcp 900 1 1 0 0 {sends} {sends} 0 {sends} {int(NFS_BACKLOG * sends)} 128 {sends} 0",
+        "\tper-op statistics",
+        "\t        NULL: 0 0 0 0 0 0 0 0 0",
+    ]
+    for op in NFS_OPS:
+        c = nfs_op_counters(end, op, t)
+        values = " ".join(str(c[name]) for name in ("ops", "trans")) + " 0 "
+        values += " ".join(str(c[name]) for name in ("bytes_sent", "bytes_recv", "queue_ms", "rtt_ms", "execute_ms"))
+        lines.append(f"\t{op:>12}: {values} 0")
+    for op in ("COMMIT", "GETATTR", "ACCESS", "LOOKUP"):
+        lines.append(f"\t{op:>12}: 0 0 0 0 0 0 0 0 0")
+    return "\n".join(lines) + "\n\n"
+
+
+def nfs_op_truth(end: int, op: str, t0: float, t1: float) -> dict[str, float]:
+    """dnfsmon_nfs_op of one operation for (t0, t1]: per second, and per operation (mountstats.c)."""
+    c0, c1 = nfs_op_counters(end, op, t0), nfs_op_counters(end, op, t1)
+    d = {k: c1[k] - c0[k] for k in c0}
+    out = {"retrans_per_s": (d["trans"] - d["ops"]) / (t1 - t0)}
+    if d["ops"]:
+        out["avg_queue_ms"] = d["queue_ms"] / d["ops"]
+        out["avg_rtt_ms"] = d["rtt_ms"] / d["ops"]
+        out["avg_exe_ms"] = d["execute_ms"] / d["ops"]
+    return out
+
+
+def rpc_sends(end: int, t: float) -> int:
+    """RPCs the mount's transport sent: every transmission of every operation."""
+    return sum(nfs_op_counters(end, op, t)["trans"] for op in NFS_OPS)
+
+
+def nfs_mount_truth(end: int, t0: float, t1: float) -> dict[str, float]:
+    """dnfsmon_nfs_mount for (t0, t1]: the backlog each send found (xprt bklog_u / sends)."""
+    s0, s1 = rpc_sends(end, t0), rpc_sends(end, t1)
+    backlog = int(NFS_BACKLOG * s1) - int(NFS_BACKLOG * s0)
+    return {} if s1 == s0 else {"avg_backlog": backlog / (s1 - s0)}
+
+
+RPC_NFS = "net 0 0 0 0\nrpc {calls} {retrans} 0\nproc3 22 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+
+
 SNMP = (
     "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab "
     "InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n"
@@ -137,24 +428,48 @@ class Clock:
         self.t += seconds
 
 
+BOOT_ID = "5c1a8e0e-0000-4000-8000-000000000001\n"
+
+
 class RecordedHost(targets.Target):
-    """The host's /proc/net/snmp as recorded at each sample (the readings a capture holds)."""
+    """The host's files as recorded at each sample (the readings a capture holds)."""
 
     def __init__(self, clock: Clock, end: int):
         self.id = f"host:{HOST}"
-        self.sources = build_all([tcp.NAME])
+        self.sources = build_all([tcp.NAME, nic.NAME, filer_tcp.NAME, pressure.NAME, mountstats.NAME, rpc.NAME])
         self.clock, self.end = clock, end
 
     def read(self) -> targets.Reading:
-        t = self.clock.t
-        if inside(SOURCE_FAILING, self.end, t):
-            return targets.Reading(failures={tcp.NAME: "FileNotFoundError: [Errno 2] No such file: proc/net/snmp"})
-        out, retrans = tcp_counters(self.end, t)
-        files: dict[str, Optional[str]] = {
-            tcp.NET_SNMP: SNMP.format(insegs=out, out=out, retrans=retrans),
-            BOOT_ID_PATH: "5c1a8e0e-0000-4000-8000-000000000001\n",
+        t, end = self.clock.t, self.end
+
+        def raw(files: dict[str, str]) -> Raw:
+            recorded: dict[str, Optional[str]] = {**files, BOOT_ID_PATH: BOOT_ID}
+            return Raw(recorded, t, t)
+
+        sys_files = {
+            path: value
+            for interface in NICS
+            for path, value in zip(nic.sys_files(interface).values(), (f"{NIC_SPEED_MBIT}\n", "full\n", f"{NIC_MTU}\n"))
         }
-        return targets.Reading(raws={tcp.NAME: Raw(files, t, t)})
+        raws = {
+            nic.NAME: raw({nic.NET_DEV: net_dev(end, t), **sys_files}),
+            filer_tcp.NAME: raw({filer_tcp.SOCKETS: filer_sockets(end, t)}),
+            pressure.NAME: raw(host_files(end, t)),
+            mountstats.NAME: raw({mountstats.MOUNTSTATS: mountstats_text(end, t)}),
+            rpc.NAME: raw(
+                {
+                    rpc.RPC_NFS: RPC_NFS.format(calls=nfs_rate(end, t, 45.0), retrans=nfs_rate(end, t, 0.4)),
+                    rpc.TUNABLES["tcp_slot_table_entries"]: f"{SLOT_TABLE_ENTRIES}\n",
+                }
+            ),
+        }
+        if inside(SOURCE_FAILING, end, t):
+            return targets.Reading(
+                raws=raws, failures={tcp.NAME: "FileNotFoundError: [Errno 2] No such file: proc/net/snmp"}
+            )
+        out, retrans = tcp_counters(end, t)
+        raws[tcp.NAME] = raw({tcp.NET_SNMP: SNMP.format(insegs=out, out=out, retrans=retrans)})
+        return targets.Reading(raws=raws)
 
 
 def database_reader(clock: Clock, end: int, memory: simulator.Memory):
@@ -242,6 +557,13 @@ def run(
 def status_truth(end: int, t: float) -> int:
     """reachable as the agent must record it at sample time t."""
     return 0 if inside(DB_OUTAGE, end, t) else 1
+
+
+def nothing_to_judge_truth(end: int, before: Optional[float], t: float) -> bool:
+    """No layer measured in the interval (before, t] (dnfsmon doctor's "nothing to judge",
+    docs/doctor.md): the database cannot be read at t, and the kernel NFS mount had no traffic
+    since `before` (it stops with the database; its READs would be a rung of the ladder)."""
+    return before is not None and inside(DB_OUTAGE, end, t) and before >= end - DB_OUTAGE[0]
 
 
 def findings_truth(end: int, t: float) -> set[str]:

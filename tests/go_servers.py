@@ -115,7 +115,10 @@ SERVERS = {
             pkg_config=True,
             program="influxd",
         ),
-        # Thanos (Apache-2.0): go.mod with replace directives and Go 1.26.10.
+        # Thanos (Apache-2.0): go.mod with replace directives and Go 1.26.10. Built with the tags of
+        # its releases (.promu.yml: netgo, slicelabels): its gRPC code reinterprets Prometheus's
+        # labels as a slice, and without `slicelabels` every receiver panics on its first Store API
+        # answer (grpc mem.BinaryTieredBufferPool: index out of range [64]).
         GoServer(
             "thanos",
             "github.com/thanos-io/thanos",
@@ -123,6 +126,7 @@ SERVERS = {
             "github.com/thanos-io/thanos/cmd/thanos",
             toolchain="go1.27.3",
             wrapper=True,
+            tags="netgo,slicelabels",
         ),
     )
 }

@@ -331,3 +331,118 @@ def prometheus_table_rows(series: list[PromSeries]) -> list[dict]:
             row: dict = {"Time": t * 1000, **{k: val for k, val in s.labels.items() if k != "__name__"}, "Value": v}
             rows.append(row)
     return rows
+
+
+# --- alert evaluation states ----------------------------------------------------------------
+#
+# Grafana's unified alerting keeps one state per alert instance (a series' labels) and moves it at
+# each evaluation of the rule's group (pkg/services/ngalert/state/state.go, State.transition and
+# resultNormal/resultAlerting/resultError/resultNoData; pkg/services/ngalert/state/manager.go,
+# stateIsStale). What an evaluation returns (pkg/services/ngalert/eval/eval.go,
+# evaluateExecutionResult): an error gives one Error result; no series at all gives one NoData result
+# whose labels are not any series' (so noDataState acts on that result, not on the hosts'
+# instances); else one result per series: the condition 0 is Normal, non-zero Alerting.
+
+NORMAL, PENDING, ALERTING, NODATA, ERROR = "Normal", "Pending", "Alerting", "NoData", "Error"
+# A series missing from this many evaluations in a row is resolved and dropped (manager.go:
+# stateIsStale, missingSeriesEvalsToResolve, whose default is 2).
+MISSING_SERIES_EVALS_TO_RESOLVE = 2
+NO_SERIES: tuple = (("__no_series__", ""),)  # the labels of the NoData result (not a series' labels)
+
+
+def duration_s(text: str) -> int:
+    """A rule's `for` ("0s", "2m", "1h30m": prometheus/common/model.ParseDuration's forms used here)."""
+    parts = re.findall(r"(\d+)(h|m|s)", text)
+    assert "".join(n + u for n, u in parts) == text, text
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+@dataclass
+class AlertInstance:
+    state: str
+    starts_at: float  # when the current state began (State.StartsAt)
+    last_evaluated: float  # State.LastEvaluationTime
+
+
+class RuleStates:
+    """The states of one rule's alert instances across evaluations."""
+
+    def __init__(self, rule: dict, interval_s: int):
+        self.pending_s = duration_s(rule["for"])
+        self.no_data_state = rule["noDataState"]  # Alerting, NoData, OK or KeepLast
+        self.error_state = rule["execErrState"]  # Alerting, Error, OK or KeepLast
+        self.interval_s = interval_s
+        self.instances: dict[tuple, AlertInstance] = {}
+
+    def _alerting(self, i: AlertInstance, at: float) -> None:
+        """resultAlerting: Alerting stays; Pending fires once `for` has passed since it began;
+        any other state goes Pending (for > 0) or straight to Alerting."""
+        if i.state == ALERTING:
+            return
+        if i.state == PENDING:
+            if at - i.starts_at >= self.pending_s:
+                i.state, i.starts_at = ALERTING, at
+            return
+        i.state, i.starts_at = (PENDING if self.pending_s > 0 else ALERTING), at
+
+    def _normal(self, i: AlertInstance, at: float) -> None:
+        """resultNormal: Normal and StartsAt = the evaluation time, unless already Normal."""
+        if i.state != NORMAL:
+            i.state, i.starts_at = NORMAL, at
+
+    def _keep_last(self, i: AlertInstance, at: float) -> None:
+        """resultKeepLast: Alerting stays; Pending still fires after `for`; anything else is Normal."""
+        if i.state in (ALERTING, PENDING):
+            self._alerting(i, at)
+        else:
+            self._normal(i, at)
+
+    def _special(self, i: AlertInstance, at: float, setting: str, own_state: str) -> None:
+        """resultNoData (noDataState) and resultError (execErrState)."""
+        if setting == "Alerting":
+            self._alerting(i, at)
+        elif setting == own_state:
+            if i.state != own_state:
+                i.state, i.starts_at = own_state, at
+        elif setting == "OK":
+            self._normal(i, at)
+        elif setting == "KeepLast":
+            self._keep_last(i, at)
+        else:
+            raise ValueError(f"unsupported state setting {setting}")
+
+    def evaluate(self, at: float, results: dict[tuple, str]) -> None:
+        """One evaluation at `at`: results maps each instance's labels to NORMAL, ALERTING,
+        NODATA or ERROR (results_of gives them from the frames)."""
+        for labels, result in results.items():
+            # newState: a new instance starts Normal, StartsAt the evaluation time.
+            i = self.instances.setdefault(labels, AlertInstance(NORMAL, at, at))
+            if result == NORMAL:
+                self._normal(i, at)
+            elif result == ALERTING:
+                self._alerting(i, at)
+            elif result == NODATA:
+                self._special(i, at, self.no_data_state, NODATA)
+            elif result == ERROR:
+                self._special(i, at, self.error_state, ERROR)
+            i.last_evaluated = at
+        for labels, i in list(self.instances.items()):
+            if labels not in results and at - i.last_evaluated >= MISSING_SERIES_EVALS_TO_RESOLVE * self.interval_s:
+                del self.instances[labels]  # stale: resolved (reason MissingSeries) and evicted
+
+    def firing(self) -> set[tuple]:
+        """The instances in Alerting: what the Alertmanager receives (NeedsSending skips Pending)."""
+        return {labels for labels, i in self.instances.items() if i.state == ALERTING}
+
+    def pending(self) -> set[tuple]:
+        return {labels for labels, i in self.instances.items() if i.state == PENDING}
+
+
+def results_of(conditions: Optional[dict[tuple, bool]]) -> dict[tuple, str]:
+    """evaluateExecutionResult: None (the query failed) is one Error result; no series one NoData
+    result; else each series' condition."""
+    if conditions is None:
+        return {NO_SERIES: ERROR}
+    if not conditions:
+        return {NO_SERIES: NODATA}
+    return {labels: ALERTING if firing else NORMAL for labels, firing in conditions.items()}

@@ -70,11 +70,24 @@ def node_exporter(directory: str, textfile_directory: str) -> Process:
     return Process("node_exporter", directory, args, port, "/metrics")
 
 
-def prometheus(directory: str, targets: list[str]) -> Process:
-    """Prometheus scraping `targets` (host:port) every second."""
+def prometheus(directory: str, targets: list[str], remote_write_url: str = "") -> Process:
+    """Prometheus scraping `targets` (host:port) every second, and remote-writing what it scrapes
+    to `remote_write_url` when one is given."""
     port = free_port()
     config_path = os.path.join(directory, "prometheus.yml")
     os.makedirs(directory, exist_ok=True)
+    remote_write = ""
+    if remote_write_url:
+        # A batch leaves at least every second (the default waits up to 5 s to fill one), and a
+        # failed send is retried from 100 ms up to 1 s apart: the tests see where each sample went
+        # within seconds (docs.prometheus.io, configuration: <queue_config>).
+        remote_write = f"""remote_write:
+  - url: {json.dumps(remote_write_url)}
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 100ms
+      max_backoff: 1s
+"""
     with open(config_path, "w") as f:
         f.write(f"""global:
   scrape_interval: 1s
@@ -83,7 +96,7 @@ scrape_configs:
   - job_name: node
     static_configs:
       - targets: {json.dumps(targets)}
-""")
+{remote_write}""")
     args = [
         f"--config.file={config_path}",
         f"--web.listen-address=127.0.0.1:{port}",
@@ -106,19 +119,101 @@ def victoria_metrics(directory: str) -> Process:
     return Process("victoria-metrics", directory, args, port, "/health")
 
 
-def query(base_url: str, promql: str, at: Optional[float] = None, prefix: str = "/api/v1") -> list[tuple[dict, float]]:
-    """An instant PromQL query's series: (labels without __name__ kept, value)."""
-    params = {"query": promql}
-    if at is not None:
-        params["time"] = f"{at:.3f}"
-    request = urllib.request.Request(
-        f"{base_url}{prefix}/query", data=urllib.parse.urlencode(params).encode(), method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
+@dataclasses.dataclass
+class Receiver:
+    """One Thanos Receive replica's addresses: its place in the hashring is its gRPC address."""
+
+    replica: int
+    grpc_port: int = dataclasses.field(default_factory=free_port)
+    http_port: int = dataclasses.field(default_factory=free_port)
+    remote_write_port: int = dataclasses.field(default_factory=free_port)
+    capnproto_port: int = dataclasses.field(default_factory=free_port)
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def remote_write_url(self) -> str:
+        return f"http://127.0.0.1:{self.remote_write_port}/api/v1/receive"
+
+
+def hashring(receivers: list[Receiver]) -> str:
+    """One hashring of every receiver (docs/components/receive.md, "Example": hashring.json)."""
+    return json.dumps([{"hashring": "default", "endpoints": [r.endpoint for r in receivers]}])
+
+
+def thanos_receive(directory: str, receiver: Receiver, hashring_path: str, replication_factor: int) -> Process:
+    """One Thanos Receive replica: it takes remote writes, forwards each series to the replicas the
+    hashring names (`replication_factor` of them, a write acknowledged once a quorum has it) and
+    stores its share in a TSDB of its own, labelled receive_replica for Thanos Query's deduplication."""
+    args = [
+        "receive",
+        f"--tsdb.path={directory}/data",
+        f"--grpc-address={receiver.endpoint}",
+        f"--http-address=127.0.0.1:{receiver.http_port}",
+        f"--remote-write.address=127.0.0.1:{receiver.remote_write_port}",
+        # Unused with the default protobuf replication, but its listener would default to 0.0.0.0:19391.
+        f"--receive.capnproto-address=127.0.0.1:{receiver.capnproto_port}",
+        f"--receive.local-endpoint={receiver.endpoint}",
+        f"--receive.hashrings-file={hashring_path}",
+        f"--receive.replication-factor={replication_factor}",
+        f'--label=receive_replica="{receiver.replica}"',
+        "--log.level=warn",
+    ]
+    return Process("thanos", directory, args, receiver.http_port, "/-/ready", name=f"receive-{receiver.replica}")
+
+
+def thanos_query(directory: str, store_endpoints: list[str], replica_label: str) -> Process:
+    """Thanos Query over the receivers' Store API, merging their replicas on `replica_label`."""
+    port = free_port()
+    endpoints = {"endpoints": [{"address": address} for address in store_endpoints]}
+    args = [
+        "query",
+        f"--http-address=127.0.0.1:{port}",
+        f"--grpc-address=127.0.0.1:{free_port()}",
+        f"--endpoint.sd-config={json.dumps(endpoints)}",
+        f"--query.replica-label={replica_label}",
+        "--log.level=warn",
+    ]
+    return Process("thanos", directory, args, port, "/-/ready", name="query")
+
+
+def api(url: str, fields: dict[str, str]) -> list[dict]:
+    """The result of a query to a Prometheus HTTP API endpoint (`url` ends in /query or /query_range)."""
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
         answer = json.loads(response.read())
     if answer.get("status") != "success":
-        raise RuntimeError(f"{promql}: {answer}")
-    return [(series["metric"], float(series["value"][1])) for series in answer["data"]["result"]]
+        raise RuntimeError(f"{fields['query']}: {answer}")
+    return answer["data"]["result"]
+
+
+def raw_samples(
+    base_url: str, selector: str, start: float, end: float, **params: str
+) -> dict[tuple[str, frozenset], list[tuple[float, float]]]:
+    """Every stored sample of `selector`'s series from `start` to `end`: a range selector in an
+    instant query answers the raw samples, not values evaluated at steps."""
+    window_ms = int((end - start) * 1000) + 1
+    found = {}
+    for series in api(
+        f"{base_url}/api/v1/query", {"query": f"{selector}[{window_ms}ms]", "time": f"{end:.3f}", **params}
+    ):
+        labels = dict(series["metric"])
+        name = labels.pop("__name__")
+        found[(name, frozenset(labels.items()))] = [(float(t), float(v)) for t, v in series["values"]]
+    return found
+
+
+def query(
+    base_url: str, promql: str, at: Optional[float] = None, prefix: str = "/api/v1", **extra: str
+) -> list[tuple[dict, float]]:
+    """An instant PromQL query's series: (labels without __name__ kept, value); `extra` are more
+    parameters of the request (Thanos Query's dedup)."""
+    params = {"query": promql, **extra}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    return [(series["metric"], float(series["value"][1])) for series in api(f"{base_url}{prefix}/query", params)]
 
 
 def expected_series(sample) -> dict[tuple[str, frozenset], float]:
@@ -134,6 +229,15 @@ def expected_series(sample) -> dict[tuple[str, frozenset], float]:
             metric = known[(point.measurement, name)]
             found[(metric.name, labels)] = float(value) * metric.factor
     return found
+
+
+def expected_history(points) -> dict[tuple[str, frozenset], list[float]]:
+    """(metric name, labels) -> the values of every stored sample in time order, in base units."""
+    history: dict[tuple[str, frozenset], list[float]] = {}
+    for point in sorted(points, key=lambda p: p.time_ns):
+        for key, value in expected_series([point]).items():
+            history.setdefault(key, []).append(value)
+    return history
 
 
 def series(url: str, ignored_labels: set[str], prefix: str = "/api/v1") -> dict[tuple[str, frozenset], float]:

@@ -122,8 +122,10 @@ def test_two_cron_runs_in_a_row_give_rates_on_the_second(tmp_path):
     run("--config", config, "collect", check_rc=0)
     # Baseline only: no rate, no zero; the agent's own points say each source ran.
     first = [p for p in stored(tmp_path) if p.measurement != "dnfsmon_source"]
-    assert [p.measurement for p in first] == ["dnfsmon_agent"]
-    assert first[0].fields["intervals"] == 0 and first[0].fields["skipped"] > 0
+    assert [p.measurement for p in first] == ["dnfsmon_verdict", "dnfsmon_agent"]
+    # Nothing measured yet, and the verdict says so rather than nothing at all.
+    assert first[0].fields["nothing_to_judge"] == 1
+    assert first[1].fields["intervals"] == 0 and first[1].fields["skipped"] > 0
     seen = len(stored(tmp_path))
     run("--config", config, "collect", check_rc=0)
     second = stored(tmp_path)[seen:]
@@ -186,7 +188,7 @@ def test_a_broken_source_is_logged_and_the_others_still_store(tmp_path):
     assert "source nic failed: proc/net/dev:1: missing the two-line '|' header" in result.stderr
     measurements = {p.measurement for p in stored(tmp_path)}
     # The fake proc has no mountstats: no NFS mounts.
-    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent", "dnfsmon_source"}
+    assert measurements == {"dnfsmon_tcp", "dnfsmon_agent", "dnfsmon_source", "dnfsmon_verdict"}
     agent = [p for p in stored(tmp_path) if p.measurement == "dnfsmon_agent"][-1]
     # nic (bad header), mountstats, routes (no proc/net/route) and pressure (no proc/stat) failed;
     # tcp, filer_tcp and rpc (no NFS client: nothing to read) ran.

@@ -260,7 +260,11 @@ def diagnosis_points(name: str) -> list:
 def test_ladder_and_findings_are_catalogued_points():
     entries = catalogue.load()
     points = [p for name in NAMES for p in diagnosis_points(name)]
-    assert {p.measurement for p in points} == {diagnosis.LADDER_MEASUREMENT, diagnosis.FINDING_MEASUREMENT}
+    assert {p.measurement for p in points} == {
+        diagnosis.LADDER_MEASUREMENT,
+        diagnosis.FINDING_MEASUREMENT,
+        diagnosis.VERDICT_MEASUREMENT,
+    }
     assert [v for p in points for v in catalogue.violations(p, entries)] == []
     finding = next(p for p in diagnosis_points("filer-16-threads") if p.measurement == diagnosis.FINDING_MEASUREMENT)
     assert dict(finding.tags) == {
@@ -271,6 +275,20 @@ def test_ladder_and_findings_are_catalogued_points():
         "simulated": "true",
     }
     assert json.loads(str(finding.fields["evidence"]))["tcp_srtt_ms"] == 44.0
+
+
+def test_every_interval_publishes_its_verdict_nothing_to_judge_included():
+    """A host with nothing measured writes no ladder and no finding: without a verdict point a
+    dashboard or an alert cannot tell it from a healthy one (doctor's exit 12 as a point)."""
+    for name in NAMES:
+        (verdict,) = [p for p in diagnosis_points(name) if p.measurement == diagnosis.VERDICT_MEASUREMENT]
+        findings = [p for p in diagnosis_points(name) if p.measurement == diagnosis.FINDING_MEASUREMENT]
+        assert verdict.fields["findings"] == len(findings), name
+        assert verdict.fields["nothing_to_judge"] == (1 if name == "nothing-to-judge" else 0), name
+        reason = verdict.fields["nothing_measured"]
+        assert (reason == "") == (name != "nothing-to-judge"), name
+    (verdict,) = [p for p in diagnosis_points("nothing-to-judge") if p.measurement == diagnosis.VERDICT_MEASUREMENT]
+    assert str(verdict.fields["nothing_measured"]).startswith("no database configured, and no NFS or dNFS traffic")
 
 
 def test_docs_name_every_finding_threshold_and_exit_code():

@@ -2,8 +2,8 @@
 
 dnfsmon's own `ship` of line protocol into a VictoriaMetrics single node
 ([influxdb] naming = "prometheus"), queried with the same PromQL as the
-textfile path (tests/test_prometheus_server.py). The Thanos path is not
-tested here yet (docs/testing.md says why).
+textfile path (tests/test_prometheus_server.py). The replicated path,
+Prometheus remote write into Thanos Receive, is tests/test_fleet_thanos.py.
 """
 
 from __future__ import annotations

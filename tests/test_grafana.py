@@ -481,3 +481,54 @@ def test_the_schema_check_catches_an_unknown_key_and_a_wrong_type(tsc):
     for broken, needle in ((bad_key, "unitt"), (bad_type, "not assignable to type 'number'"), (bad_option, "sparkle")):
         result = run_tsc(tsc, {"broken.ts": typescript_for(broken)})
         assert result.returncode != 0 and needle in result.stdout, result.stdout
+
+
+def test_alert_states_follow_grafanas_transitions():
+    """grafana_emulation.RuleStates on the transitions pkg/services/ngalert/state/state.go makes:
+    Pending for `for`, then Alerting; back to Normal when the condition is 0; a series missing
+    from two evaluations resolved; noDataState OK and execErrState Error on their own results."""
+    import grafana_emulation as ge
+
+    host = (("host", "db1"),)
+    rule = {"for": "2m", "noDataState": "OK", "execErrState": "Error"}
+    states = ge.RuleStates(rule, 60)
+    seen = []
+    for at, conditions in [
+        (0, {host: False}),
+        (60, {host: True}),  # Pending from here
+        (120, {host: True}),
+        (180, {host: True}),  # 2 minutes since 60: Alerting
+        (240, {host: False}),  # Normal at once
+        (300, {host: True}),  # Pending again
+        (360, {}),  # no series: a NoData result of its own (OK), the host's instance missing
+        (420, {}),  # missing from 2 evaluations: resolved and dropped
+        (480, None),  # the query failed: Error
+    ]:
+        states.evaluate(at, ge.results_of(conditions))
+        seen.append({labels: i.state for labels, i in states.instances.items()})
+    assert [s.get(host) for s in seen] == [
+        "Normal",
+        "Pending",
+        "Pending",
+        "Alerting",
+        "Normal",
+        "Pending",
+        "Pending",
+        None,
+        None,
+    ]
+    assert seen[6][ge.NO_SERIES] == "Normal" and seen[8][ge.NO_SERIES] == "Error"
+    # for 0s: straight to Alerting; a firing instance whose series vanishes keeps firing one evaluation.
+    states = ge.RuleStates({**rule, "for": "0s"}, 60)
+    states.evaluate(0, ge.results_of({host: True}))
+    assert states.firing() == {host}
+    states.evaluate(60, ge.results_of({}))
+    assert states.firing() == {host}
+    states.evaluate(120, ge.results_of({}))
+    assert states.firing() == set()
+    # execErrState Alerting and noDataState Alerting fire on their own result, after `for` too.
+    states = ge.RuleStates({"for": "1m", "noDataState": "Alerting", "execErrState": "Alerting"}, 60)
+    states.evaluate(0, ge.results_of({}))
+    assert states.pending() == {ge.NO_SERIES}
+    states.evaluate(60, ge.results_of(None))
+    assert states.firing() == {ge.NO_SERIES}

@@ -3,7 +3,8 @@
 Pure functions over the points of one interval (the catalogued fields that
 `collect` stores and `diff` prints): `diagnose(points)` gives the joined
 paths, the ladder and the findings; `to_points` publishes the ladder
-(dnfsmon_latency_ladder) and the findings (dnfsmon_finding). The rules are in
+(dnfsmon_latency_ladder), the findings (dnfsmon_finding) and the verdict
+(dnfsmon_verdict). The rules are in
 rules.py, one function per finding id; docs/doctor.md describes them.
 """
 
@@ -23,6 +24,7 @@ from .rules import Context, Finding
 
 LADDER_MEASUREMENT = "dnfsmon_latency_ladder"
 FINDING_MEASUREMENT = "dnfsmon_finding"
+VERDICT_MEASUREMENT = "dnfsmon_verdict"
 SEVERITIES = causes.SEVERITIES
 # The database's inventory (filers and exports, data file coverage): read every
 # [oracle] inventory_interval_s, not every sample (sources/oracle.py).
@@ -135,9 +137,16 @@ def diagnose(
 
 
 def to_points(diagnosis: Diagnosis, time_ns: int) -> list[Point]:
-    """The ladder and the findings as points; `simulated` tags what the simulator's data decided."""
+    """The verdict, the ladder and the findings as points; `simulated` tags what the simulator's
+    data decided. The verdict point is written every interval: "nothing to judge" leaves no
+    ladder and no finding, and only this point tells it from a healthy interval."""
     host = (("host", diagnosis.host),)
-    out = []
+    verdict: dict[str, FieldValue] = {
+        "findings": len(diagnosis.findings),
+        "nothing_to_judge": int(diagnosis.verdict == NOTHING_TO_JUDGE),
+        "nothing_measured": diagnosis.nothing_measured,
+    }
+    out = [Point(VERDICT_MEASUREMENT, host, verdict, time_ns)]
     steps = {name: value for name, value in diagnosis.ladder.items() if value is not None}
     if steps:
         tags = host + ((("simulated", "true"),) if diagnosis.simulated_database else ())
