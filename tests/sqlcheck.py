@@ -50,9 +50,6 @@ PACK_VIEWS: dict[str, list[oracle_facts.Column]] = {
 # writes; V$DATABASE.DATABASE_ROLE, primary or standby.
 PACK_EXTRA_COLUMNS: dict[str, list[oracle_facts.Column]] = {
     "V$INSTANCE": [("THREAD#", "11.2.0.4", None)],
-    # V$DATABASE.DATABASE_ROLE: PRIMARY, PHYSICAL STANDBY, LOGICAL STANDBY,
-    # SNAPSHOT STANDBY, FAR SYNC from 12.1 (Oracle Database Reference, V$DATABASE).
-    "V$DATABASE": [("DATABASE_ROLE", "11.2.0.4", None)],
 }
 
 

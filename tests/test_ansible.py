@@ -165,8 +165,76 @@ def test_oracle_user_role_runs_the_pack_script_every_time_and_sets_a_new_passwor
         else:
             assert stdin == "s3cret-pw\ns3cret-pw" and script == password_text  # PASSWORD's two answers
     assert "ORACLE_SID=ORCLCDB" in (record / "call-0.env").read_text()
-    assert (record / "users").read_text() == "C##DNFSMON OPEN\n"
+    assert (record / "users.ORCLCDB").read_text() == "C##DNFSMON OPEN\n"
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+def test_oracle_user_role_sets_up_each_database_of_the_list_with_the_password_life(tmp_path):
+    record = tmp_path / "sqlplus"
+    record.mkdir()
+    variables = oracle_user_variables(tmp_path, "DNFSMON")
+    variables["dnfsmon_oracle_user_databases"] = [
+        {"oracle_sid": "SALES"},
+        {"oracle_sid": "HR", "oracle_home": "/opt/oracle/home21"},
+    ]
+    variables["dnfsmon_oracle_user_password_life"] = "90"
+    rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc == 0 and changed > 0, output
+    calls = sqlplus_calls(record)
+    environments = [(record / f"call-{n}.env").read_text() for n in range(len(calls))]
+    sids = [re.search(r"^ORACLE_SID=(\S+)$", e, re.M).group(1) for e in environments]
+    homes = [re.search(r"^ORACLE_HOME=(\S+)$", e, re.M).group(1) for e in environments]
+    scripts = [args[3].rsplit("/", 1)[-1] for args, _, _ in calls]
+    assert list(zip(sids, scripts)) == [
+        ("SALES", "create_monitor_user.sql"),
+        ("SALES", "set_monitor_password.sql"),
+        ("HR", "create_monitor_user.sql"),
+        ("HR", "set_monitor_password.sql"),
+    ]
+    assert homes == ["/opt/oracle/home", "/opt/oracle/home", "/opt/oracle/home21", "/opt/oracle/home21"]
+    # The setup script's arguments: the user and the password life.
+    assert [args[4:] for args, _, _ in calls if args[3].endswith("create_monitor_user.sql")] == [["DNFSMON", "90"]] * 2
+    assert (record / "users.SALES").read_text() == (record / "users.HR").read_text() == "DNFSMON OPEN\n"
+    variables["dnfsmon_oracle_user_password_life"] = "forever"
+    rc, _, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
+    assert rc != 0 and "dnfsmon_oracle_user_password_life whole days" in output
+
+
+@pytest.mark.slow
+def test_agent_role_writes_one_oracle_table_and_password_file_per_database(tmp_path):
+    """dnfsmon_agent_oracle_databases: an [[oracle]] table and an owner-only password file each, read back
+    by the agent's own config loader; one database as before otherwise; both at once refused."""
+    from dnfsmon import config as configuration
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    variables = {
+        "dnfsmon_agent_user": me,
+        "dnfsmon_agent_group": grp.getgrgid(os.getgid()).gr_name,
+        "dnfsmon_agent_python": sys.executable,
+        "dnfsmon_agent_config_dir": str(tmp_path / "etc"),
+        "dnfsmon_agent_data_dir": str(tmp_path / "lib"),
+        "dnfsmon_agent_logrotate_file": str(tmp_path / "logrotate"),
+        "dnfsmon_agent_oracle_databases": [
+            {"target": "SALES", "dsn": "db1:1521/SALES", "user": "C##DNFSMON", "password": "sales-pw"},
+            {"target": "HR", "dsn": "db1:1521/HR", "user": "C##DNFSMON", "password": "hr-pw", "scope": "cluster"},
+        ],
+    }
+    rc, changed, output = playbook("apply_agent.yml", variables, "--tags", "dnfsmon_agent_configure")
+    assert rc == 0 and changed > 0, output
+    assert "sales-pw" not in output and "hr-pw" not in output
+    cfg = configuration.load(str(tmp_path / "etc" / "dnfsmon.toml"))
+    assert [(d.target, d.dsn, d.scope) for d in cfg.databases] == [
+        ("SALES", "db1:1521/SALES", "instance"),
+        ("HR", "db1:1521/HR", "cluster"),
+    ]
+    for database, password in zip(cfg.databases, ("sales-pw", "hr-pw")):
+        assert database.password_file == str(tmp_path / "etc" / f"oracle-{database.target}.password")
+        assert open(database.password_file).read() == password + "\n"
+        assert stat.S_IMODE(os.stat(database.password_file).st_mode) == 0o600
+    both = dict(variables, dnfsmon_agent_config={"oracle": {"enabled": True, "dsn": "db1:1521/X"}})
+    rc, _, output = playbook("apply_agent.yml", both, "--tags", "dnfsmon_agent_configure")
+    assert rc != 0 and "not both" in output
 
 
 @pytest.mark.slow
@@ -179,10 +247,10 @@ def test_oracle_user_role_finishes_an_interrupted_first_run(tmp_path):
     rc, _, output = playbook("apply_oracle_user.yml", variables, env=env)
     assert rc != 0 and "s3cret-pw" not in output
     assert "ORA-20006: C##DNFSMON is still EXPIRED & LOCKED" in output  # why, though the task's log is hidden
-    assert (record / "users").read_text() == "C##DNFSMON EXPIRED & LOCKED\n"  # no login until PASSWORD
+    assert (record / "users.ORCLCDB").read_text() == "C##DNFSMON EXPIRED & LOCKED\n"  # no login until PASSWORD
     rc, changed, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
     assert rc == 0 and changed > 0, output
-    assert (record / "users").read_text() == "C##DNFSMON OPEN\n"
+    assert (record / "users.ORCLCDB").read_text() == "C##DNFSMON OPEN\n"
     assert [args[3].rsplit("/", 1)[-1] for args, _, _ in sqlplus_calls(record)][-2:] == [
         "create_monitor_user.sql",
         "set_monitor_password.sql",
@@ -195,7 +263,7 @@ def test_oracle_user_role_stops_when_the_existing_account_is_locked(tmp_path):
     """An existing user locked by failed logins keeps its password, but the agent cannot connect: not "ok"."""
     record = tmp_path / "sqlplus"
     record.mkdir()
-    (record / "users").write_text("C##DNFSMON LOCKED(TIMED)\n")
+    (record / "users.ORCLCDB").write_text("C##DNFSMON LOCKED(TIMED)\n")
     variables = oracle_user_variables(tmp_path, "C##DNFSMON")
     rc, _, output = playbook("apply_oracle_user.yml", variables, env={"FAKE_SQLPLUS_DIR": str(record)})
     assert rc != 0, output
@@ -695,6 +763,7 @@ def test_the_readme_the_role_and_contrib_share_one_layout():
     assert rendered.startswith(command), rendered
     for secret in ("oracle.password", "influxdb.token"):
         assert f"/etc/dnfsmon/{secret}" in readme
-        assert any(secret in str(value) for value in role["_dnfsmon_agent_managed"].values())
+        managed = {**role["_dnfsmon_agent_managed"], **role["_dnfsmon_agent_managed_oracle"]}
+        assert any(secret in str(value) for value in managed.values())
     troubleshooting = open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8").read()
     assert "/opt/dnfsmon/bin/dnfsmon check" in troubleshooting and "venv/bin" not in troubleshooting

@@ -61,12 +61,14 @@ def doctor_points():
 
 
 def simulated_points():
-    """Two reads of the simulator (RAC, 11.2.0.4: RECO and the millisecond histogram)."""
+    """Two reads of the simulator (RAC, 11.2.0.4: RECO and the millisecond histogram; a CDB standby)."""
     from dnfsmon import simulator
 
     points = []
     # 11.2.0.4 (RAC, RECO, the millisecond histogram) and a 19c CDB (the pdb tag).
-    for workload in (simulator.Workload(release="11.2.0.4", mode="thick"), simulator.Workload(pdbs=2)):
+    # The second, an Active Data Guard standby: the role tag and the status's role and open mode.
+    standby = simulator.Workload(pdbs=2, database_role="PHYSICAL STANDBY", open_mode="READ ONLY WITH APPLY")
+    for workload in (simulator.Workload(release="11.2.0.4", mode="thick"), standby):
         memory = simulator.Memory()
         first = compute({"oracle": simulator.read(workload, 1_795_000_000.0, memory)}, {}, "h", {})
         second = compute({"oracle": simulator.read(workload, 1_795_000_010.0, memory)}, {}, "h", first.samples)

@@ -150,11 +150,20 @@ def test_database_with_every_grant_is_ok(tmp_path):
 
 def test_database_missing_a_grant_names_the_grant_and_exits_3(tmp_path):
     visible = every_view()
-    del visible["GV$DNFS_CHANNELS"]
+    del visible["GV$DNFS_CHANNELS"], visible["V$DNFS_CHANNELS"]
     items = check.check_database(oracle_config(tmp_path), connected_with(visible))
     assert [i.status for i in items] == [check.FAIL]
-    assert "GRANT SELECT ON SYS.GV_$DNFS_CHANNELS TO DNFSMON" in items[0].line()
+    assert "GRANT SELECT ON SYS.V_$DNFS_CHANNELS TO DNFSMON" in items[0].line()  # scope "instance": V$
     assert check.exit_code(items) == 3
+
+
+def test_a_user_granted_only_the_gv_view_is_read_in_instance_scope_with_a_warning_naming_the_grant(tmp_path):
+    visible = every_view()
+    del visible["V$DNFS_CHANNELS"]
+    items = check.check_database(oracle_config(tmp_path), connected_with(visible))
+    assert [i.status for i in items] == [check.WARN, check.OK]
+    assert "GRANT SELECT ON SYS.V_$DNFS_CHANNELS TO DNFSMON" in items[0].line()
+    assert check.exit_code(items) == 0
 
 
 def test_unreachable_database_is_a_fail_line_with_the_hint_and_exits_3(tmp_path, monkeypatch):

@@ -64,8 +64,10 @@ def test_every_sql_text_matches_the_column_facts(release):
 def test_release_differences_reach_the_sql():
     old = {q.name: q for q in oracle.build_queries(facts_available("11.2.0.4"))}
     new = {q.name: q for q in oracle.build_queries(facts_available("19c"))}
-    assert "gv$event_histogram " in old["event_histogram"].sql and "wait_time_milli" in old["event_histogram"].sql
-    assert "gv$event_histogram_micro" in new["event_histogram"].sql
+    assert "v$event_histogram)" in old["event_histogram"].sql and "wait_time_milli" in old["event_histogram"].sql
+    assert "v$event_histogram_micro)" in new["event_histogram"].sql
+    cluster = {q.name: q for q in oracle.build_queries(facts_available("19c"), "cluster")}
+    assert "FROM gv$event_histogram_micro WHERE" in cluster["event_histogram"].sql
     assert "RECO" in old["dnfs_channels"].columns
     assert "SPRECO" in new["dnfs_channels"].columns and "RECO" not in new["dnfs_channels"].columns
     assert "NFSVERSION" not in old["dnfs_servers"].columns and "NFSVERSION" in new["dnfs_servers"].columns
@@ -331,20 +333,46 @@ def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
     documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
     stats = documents[0]["results"]["dnfs_stats"]
     stats["rows"] = [r for r in stats["rows"] if r[stats["columns"].index("PNUM")] != 22]  # not there yet
+    # What a process that started after the first read would have sent since: its counts.
+    channels = documents[1]["results"]["dnfs_channels"]
+    rows_22 = [r for r in channels["rows"] if r[channels["columns"].index("PNUM")] == 22]
+    calls = [
+        r[documents[1]["results"]["dnfs_stats"]["columns"].index(c)]
+        for r in documents[1]["results"]["dnfs_stats"]["rows"]
+        if r[documents[1]["results"]["dnfs_stats"]["columns"].index("PNUM")] == 22
+        for c in ("NFS_READ", "NFS_WRITE")
+    ]
+    for row in rows_22:
+        row[channels["columns"].index("SENDS")] = -(-sum(calls) // len(rows_22))
     before, after = io_reads(documents[0]), io_reads(documents[1])
     expected = (sum(after[p] - before[p] for p in before) + after[22]) / 10
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
     assert io["read_iops"] == pytest.approx(expected, rel=1e-12) and after[22] > 0
     assert io["new_processes"] == 1 and io["processes_left_out"] == 0
+    # The same process with the sends it made in the interval only: it counted more calls than it
+    # sent, so its counts did not start after the first read; left out, not a spike (dba-review P1).
+    for row in rows_22:
+        row[channels["columns"].index("SENDS")] = 1
+    outcome = points_between(*[live_read(d)[0] for d in documents])
+    (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert io["read_iops"] == pytest.approx(sum(after[p] - before[p] for p in before) / 10, rel=1e-12)
+    assert io["new_processes"] == 0 and io["processes_left_out"] == 1 and io["new_processes_doubtful"] == 1
 
 
 @pytest.mark.parametrize("top", [3, 0])
-def test_oracle_top_processes_bounds_the_top_process_points_through_the_live_reader(top):
-    """[oracle] top_processes reaches the parser through the results document the reader writes."""
+def test_oracle_top_processes_is_an_option_of_the_source_built_from_the_config(top):
+    """[oracle] top_processes is the source's option (code-review 1.3): not written into the results
+    document, nor kept in a sample's gauges; it bounds the top process points."""
     memory = simulator.Memory()
     raws = [live_read(simulated_document(t, memory=memory), top_processes=top)[0] for t in (T0, T0 + 10)]
-    points = points_between(*raws).points
+    assert not any("top_processes" in oracle.load(raw) for raw in raws)
+    table = {"enabled": True, "dsn": "db1:1521/ORCL", "user": "dnfsmon", "password_env": "X", "top_processes": top}
+    source = oracle.build(parse({"oracle": table}, None))
+    assert source.top_processes == top
+    first = compute({"oracle": raws[0]}, {}, "h", {}, {"oracle": source})
+    assert not any("top_processes" in sample.gauges for sample in first.samples.values())
+    points = compute({"oracle": raws[1]}, {}, "h", first.samples, {"oracle": source}).points
     ranks = sorted(
         (dict(p.tags)["instance"], int(dict(p.tags)["rank"])) for p in points if "top_process" in p.measurement
     )
@@ -396,10 +424,10 @@ def test_a_rac_instance_missing_from_one_read():
 
 
 def test_missing_grant_names_the_exact_view_and_the_other_queries_still_run():
-    raw, connection = live_read(simulated_document(T0), drop_views=("GV$IOSTAT_FILE",))
+    raw, connection = live_read(simulated_document(T0), drop_views=("GV$IOSTAT_FILE", "V$IOSTAT_FILE"))
     reason = oracle.failure(oracle.samples(raw, "h")[0])
-    assert "GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO DNFSMON" in reason
-    assert not any("gv$iostat_file" in sql for sql in connection.executed)
+    assert "GRANT SELECT ON SYS.V_$IOSTAT_FILE TO DNFSMON" in reason
+    assert not any("iostat_file" in sql for sql in connection.executed)
     samples, _ = oracle.samples(raw, "h")
     assert any(s.measurement == "dnfsmon_dnfs_io" for s in samples)
 
@@ -409,7 +437,7 @@ def test_query_failing_with_ora_00942_names_the_grants_of_its_views():
     raw, _ = live_read(simulated_document(T0), failing=failing)
     reason = oracle.failure(oracle.samples(raw, "h")[0])
     assert reason.startswith(
-        "dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.GV_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.GV_$PROCESS TO DNFSMON)"
+        "dnfs_stats: ORA-00942: table or view does not exist (missing grant? GRANT SELECT ON SYS.V_$DNFS_STATS TO DNFSMON, GRANT SELECT ON SYS.V_$PROCESS TO DNFSMON)"
     )
 
 
@@ -640,9 +668,10 @@ def test_the_oracle_lists_have_one_source_of_truth():
         "event_histogram": set(oracle_facts.HISTOGRAM_EVENTS),
     }
     # The views the agent may query are exactly the views read (and so granted).
-    assert {v for q in oracle.build_queries(facts_available("19c")) for v in q.views} | {"GV$EVENT_HISTOGRAM"} == set(
-        oracle_facts.VIEWS_READ
-    )
+    queried = {
+        v for scope in oracle.SCOPES for q in oracle.build_queries(facts_available("19c"), scope) for v in q.views
+    }
+    assert queried | {"GV$EVENT_HISTOGRAM", "V$EVENT_HISTOGRAM"} == set(oracle_facts.VIEWS_READ)
     # Each release's version string maps back to that release.
     assert all(oracle_facts.release_of_version(v) == r for r, v in oracle_facts.VERSION_STRINGS.items())
     assert list(oracle_facts.VERSION_STRINGS) == list(oracle_facts.RELEASES)
@@ -739,14 +768,58 @@ def test_rac_instance_scope_reads_only_the_connected_instance_through_the_live_r
     for t in (T0, T0 + 10):
         raw, connection = live_read(simulated_document(t, workload, memory), scope="instance")
         raws.append(raw)
-    assert all(
-        "inst_id = TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))" in sql
-        for sql in connection.executed
-        if "gv$" in sql and "all_tab_columns" not in sql
-    )
+    assert not any("gv$" in sql for sql in connection.executed)  # the connected instance's V$ views
     points = points_between(*raws, host=f"simhost{connected}.example.com").points
     # The instance's host, spelt as the agent spells its own host.
     assert io_by_instance(points) == {f"simdb{connected}": f"simhost{connected}.example.com"}
+
+
+def channel_sends_per_s(points):
+    return sum(p.fields["sends_per_s"] for p in points if p.measurement == "dnfsmon_dnfs_channel")
+
+
+def test_rac_agents_in_instance_scope_read_each_instance_s_channel_counts_once_per_interval():
+    """One agent per node (scope "instance"), their samples interleaved: node 1's per-path sends/s are the
+    I/O its processes did, as the model's truth gives it, not the part a node-2 read left (dba-review A4)."""
+    workloads = {n: simulator.Workload(instances=2, scope="instance", connected_instance=n) for n in (1, 2)}
+    memory = simulator.Memory()  # one database: its V$DNFS_CHANNELS counts are shared by both agents
+    raws = {1: [], 2: []}
+    for t in (T0, T0 + 5, T0 + 10, T0 + 15):
+        node = 1 if (t - T0) % 10 == 0 else 2
+        raw, _ = live_read(simulated_document(t, workloads[node], memory), scope="instance")
+        raws[node].append(raw)
+    for node in (1, 2):
+        points = points_between(*raws[node], host=f"simhost{node}").points
+        t0 = T0 + (0 if node == 1 else 5)
+        truth = simulator.truth(workloads[node], node, t0, t0 + 10)
+        assert channel_sends_per_s(points) == pytest.approx(
+            truth.observable_read_iops + truth.observable_write_iops, rel=0.01
+        ), node
+
+
+def test_instance_scope_reads_v_views_and_falls_back_to_gv_only_where_v_is_not_granted():
+    workload = simulator.Workload(instances=2, scope="instance", connected_instance=2)
+    document = simulated_document(T0, workload)
+    raw, connection = live_read(document, scope="instance")
+    sent = [sql for sql in connection.executed if "all_tab_columns" not in sql and sql != oracle_db.SESSION_SQL]
+    assert sent and not any("gv$" in sql for sql in sent)
+    assert oracle.load(raw)["warning"] is None
+    # A user set up before the V$ views were granted: V$DNFS_CHANNELS missing, GV$ granted.
+    raw, connection = live_read(document, scope="instance", drop_views=("V$DNFS_CHANNELS",))
+    channels = [sql for sql in connection.executed if "dnfs_channels" in sql and "UNION ALL" in sql]
+    assert channels and all(
+        "FROM gv$dnfs_channels WHERE inst_id = TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))" in sql for sql in channels
+    )
+    assert "GRANT SELECT ON SYS.V_$DNFS_CHANNELS TO DNFSMON" in oracle.load(raw)["warning"]
+    assert oracle.load(raw)["errors"] == {} and oracle.load(raw)["results"]["dnfs_channels"]["rows"]
+    # Neither granted: the GRANT of the scope's own view.
+    raw, _ = live_read(document, scope="instance", drop_views=("V$DNFS_CHANNELS", "GV$DNFS_CHANNELS"))
+    assert oracle.load(raw)["errors"] == {
+        "V$DNFS_CHANNELS": "not visible to DNFSMON: GRANT SELECT ON SYS.V_$DNFS_CHANNELS TO DNFSMON"
+    }
+    # Scope "cluster" needs the GV$ view, whatever V$ grants there are.
+    raw, _ = live_read(document, scope="cluster", drop_views=("GV$DNFS_CHANNELS",))
+    assert "GV$DNFS_CHANNELS" in oracle.load(raw)["errors"]
 
 
 def test_rac_no_instance_is_published_twice_in_either_scope():
@@ -766,6 +839,35 @@ def test_rac_no_instance_is_published_twice_in_either_scope():
     assert len([p for p in cluster if p.measurement == "dnfsmon_dnfs_io"]) == 2
     status = [p for p in cluster if p.measurement == "dnfsmon_oracle_status"]
     assert len(status) == 1 and dict(status[0].tags)["host"] == "simhost1"
+
+
+@pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
+def test_a_standby_s_points_carry_its_role_and_the_status_its_role_and_open_mode(release):
+    """Active Data Guard: the physical standby's I/O (redo apply) is told apart from the primary's by
+    V$DATABASE.DATABASE_ROLE on every point about its instances; the status point names the role and
+    OPEN_MODE as fields, its key the same as when the database is down."""
+    mode = "thick" if release.startswith("11.") else "thin"  # python-oracledb: 11.2 needs thick mode
+    standby = simulator.Workload(
+        instances=1, release=release, mode=mode, database_role="PHYSICAL STANDBY", open_mode="READ ONLY WITH APPLY"
+    )
+    memory = simulator.Memory()
+    options = {"mode": mode}
+    raws = [live_read(simulated_document(t, standby, memory), release, **options)[0] for t in (T0, T0 + 10)]
+    points = points_between(*raws).points
+    about_instances = [p for p in points if "instance" in dict(p.tags)]
+    assert {p.measurement for p in about_instances} >= {
+        "dnfsmon_dnfs_io",
+        "dnfsmon_dnfs_channel",
+        "dnfsmon_oracle_event",
+    }
+    assert all(dict(p.tags)["role"] == "PHYSICAL STANDBY" for p in about_instances)
+    (status,) = [p for p in points if p.measurement == "dnfsmon_oracle_status"]
+    assert "role" not in dict(status.tags)
+    assert (status.fields["database_role"], status.fields["open_mode"]) == ("PHYSICAL STANDBY", "READ ONLY WITH APPLY")
+    # A primary's points are as they were: no role tag.
+    primary = points_between(*[live_read(simulated_document(t))[0] for t in (T0, T0 + 10)]).points
+    assert not any("role" in dict(p.tags) for p in primary)
+    assert {p.fields["database_role"] for p in primary if p.measurement == "dnfsmon_oracle_status"} == {"PRIMARY"}
 
 
 def test_cdb_figures_per_pdb_add_up_to_the_instance():
@@ -1381,6 +1483,48 @@ def test_several_databases_are_each_a_target_with_their_own_failures_and_back_of
     assert "not asked again in this run" in by_database["SALES"][2]  # SALES's own budget
     assert refusing.accepted == 1  # one logon for HR in two runs
     assert len(stored(tmp_path, "dnfsmon_agent")) == 5  # every host sample
+
+
+def test_capture_and_doctor_read_every_configured_database(tmp_path):
+    """A capture holds each [[oracle]] database under its own entry, and the doctor reads them all
+    (both used to keep the first database only)."""
+    from dnfsmon import capture
+    from fake_tns import FakeListener
+
+    locked, expired = FakeListener("refuse", error_code=28000), FakeListener("refuse", error_code=28001)
+    (tmp_path / "pw").write_text("secret-pw\n")
+    (tmp_path / "pw").chmod(0o600)
+    config = write_config(tmp_path, agent={"host": "dbhost"}, host={"sources": ["nic"]})
+    with open(config, "a") as f:
+        for target, dsn in (("SALES", locked.dsn), ("HR", expired.dsn)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "{dsn}"\nuser = "dnfsmon"\n')
+            f.write('password_file = "pw"\ncall_timeout_s = 2\n')
+    directory = tmp_path / "capture"
+    try:
+        captured = subprocess.run(
+            [*DNFSMON, "--config", str(config), "capture", str(directory)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        locked.close()
+        expired.close()
+    assert captured.returncode == 0, captured.stderr
+    host, raws, failures = capture.read(str(directory))
+    assert sorted(raws) == ["nic", "oracle:HR", "oracle:SALES"] and not failures
+    downs = {name: oracle.load(raw)["down"] for name, raw in raws.items() if name != "nic"}
+    assert "ORA-28000" in downs["oracle:SALES"] and "ORA-28001" in downs["oracle:HR"]
+    # The doctor on two captures: both databases' status points, each with its own reason.
+    outcome = compute(raws, failures, host, compute(raws, failures, host, {}).samples)
+    errors = {
+        dict(p.tags)["database"]: p.fields["error"] for p in outcome.points if p.measurement == "dnfsmon_oracle_status"
+    }
+    assert sorted(errors) == ["HR", "SALES"] and "ORA-28001" in errors["HR"] and "ORA-28000" in errors["SALES"]
+    doctor = subprocess.run(
+        [*DNFSMON, "doctor", str(directory), str(directory), "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert doctor.returncode != 1 and "oracle:HR" not in doctor.stderr, doctor.stderr
 
 
 def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():

@@ -14,8 +14,9 @@ T0 = 1_795_000_000.0
 COMMIT_AND_TEMP = ("log file sync", "direct path read temp", "direct path write temp")
 
 
-def run(workload, samples, step=10.0, start=T0):
-    """[(t0, t1, points)] of consecutive samples, through the agent's own pipeline."""
+def run(workload, samples, step=10.0, start=T0, top_processes=oracle.DEFAULT_TOP_PROCESSES):
+    """[(t0, t1, points)] of consecutive samples, through the agent's own pipeline
+    (the source with [oracle] top_processes)."""
     memory = simulator.Memory()
     previous, t_prev, out = {}, None, []
     raws = []
@@ -23,7 +24,7 @@ def run(workload, samples, step=10.0, start=T0):
         t = start + i * step
         raw = simulator.read(workload, t, memory)
         raws.append(raw)
-        outcome = compute({"oracle": raw}, {}, "h", previous)
+        outcome = compute({"oracle": raw}, {}, "h", previous, {"oracle": oracle.OracleSource(top_processes)})
         if t_prev is not None:
             out.append((t_prev, t, outcome.points))
         previous, t_prev = outcome.samples, t
@@ -112,6 +113,27 @@ def test_processes_that_start_inside_an_interval_are_counted_from_zero():
         assert io["processes_left_out"] == 0
         new += io["new_processes"]
     assert new >= 20  # about one new process per slot every 40 s
+
+
+def test_a_slot_that_kept_its_counters_never_makes_a_spike_and_is_counted_as_doubtful():
+    """dba-review P1: were a new process's V$DNFS_STATS counters its slot's (not reset), counting them
+    from zero would add every predecessor's I/O to one interval. Checked against the process's own
+    channel sends, such a process is left out and counted; with counters that do start at zero (the
+    test above) none is."""
+    kept = simulator.Workload(instances=1, processes=10, process_lifetime_s=40.0, slot_keeps_counters=True)
+    intervals, _ = run(kept, 13)
+    doubtful = 0
+    for t0, t1, points in intervals:
+        io = io_points(points)["simdb1"]
+        truth = simulator.truth(kept, 1, t0, t1)
+        assert io["read_iops"] <= truth.read_iops * 1.005
+        assert io["new_processes"] == 0
+        doubtful += io["new_processes_doubtful"]
+        assert io["processes_left_out"] >= io["new_processes_doubtful"]
+    assert doubtful >= 20
+    reset = simulator.Workload(instances=1, processes=10, process_lifetime_s=40.0)
+    for _, _, points in run(reset, 13)[0]:
+        assert io_points(points)["simdb1"]["new_processes_doubtful"] == 0
 
 
 def test_event_latency_and_histogram_match_the_truth():
@@ -203,9 +225,9 @@ def top_processes(points):
 
 def test_the_top_processes_are_the_busiest_with_their_own_rates():
     """Top N by dNFS operations in the interval, per instance, tagged by rank and process name (review C6)."""
-    workload = simulator.Workload(instances=1, processes=12, top_processes=3)
+    workload = simulator.Workload(instances=1, processes=12)
     model = simulator.Model(workload)
-    intervals, _ = run(workload, 3)
+    intervals, _ = run(workload, 3, top_processes=3)
     busiest = sorted(range(12), key=lambda slot: -model.weights[1][slot])[:3]
     for t0, t1, points in intervals:
         top = top_processes(points)
@@ -218,13 +240,13 @@ def test_the_top_processes_are_the_busiest_with_their_own_rates():
             assert name == (simulator.BACKGROUND_PROCESSES[slot] if slot < 5 else "foreground")
             assert fields["program"].startswith("oracle@simhost1 (")
         assert top[1][1]["ops_per_s"] >= top[2][1]["ops_per_s"] >= top[3][1]["ops_per_s"]
-    none = run(simulator.Workload(instances=1, processes=12, top_processes=0), 2)[0]
+    none = run(simulator.Workload(instances=1, processes=12), 2, top_processes=0)[0]
     assert not top_processes(none[0][2])
 
 
 def test_a_new_process_can_be_a_top_process():
-    workload = simulator.Workload(instances=1, processes=4, process_lifetime_s=20.0, top_processes=4)
-    intervals, _ = run(workload, 6)
+    workload = simulator.Workload(instances=1, processes=4, process_lifetime_s=20.0)
+    intervals, _ = run(workload, 6, top_processes=4)
     new = [
         fields for _, _, points in intervals for _, fields in top_processes(points).values() if fields["new_process"]
     ]

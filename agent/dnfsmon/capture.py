@@ -16,6 +16,13 @@ by hand):
 only differences matter), `wall_time` seconds since the Unix epoch. A listed
 file absent from DIR stands for one that could not be read (e.g. the speed
 of a virtual interface).
+
+With several databases ([[oracle]] tables) each has its own entry,
+"oracle:<target>", whose files are under DIR/oracle:<target>/ (so that
+each database's oracle/results.json is its own):
+
+            "oracle:SALES": {"time": ..., "files": ["oracle/results.json"]},
+            "oracle:HR": {"failed": "..."}
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from .config import _host as host_problem
-from .sources import ALL_SOURCES
+from .sources import ALL_SOURCES, source_of
 from .sources.base import Raw
 
 FORMAT_VERSION = 1
@@ -38,6 +45,16 @@ MANIFEST = "capture.json"
 
 class CaptureError(ValueError):
     pass
+
+
+def entry_directory(directory: str, name: str) -> str:
+    """Where an entry's files are: DIR for a source's own entry, DIR/<entry> for one of several
+    databases ("oracle:SALES"); CaptureError for an entry name that is not one directory's name."""
+    if name == source_of(name):
+        return directory
+    if "/" in name or "\0" in name or name in (".", ".."):
+        raise CaptureError(f"{directory}/{MANIFEST}: source {name!r} is not a name")
+    return os.path.join(directory, name)
 
 
 def _safe_join(directory: str, relative: str) -> str:
@@ -108,7 +125,7 @@ def write(directory: str, host: str, raws: Mapping[str, Raw], failures: Mapping[
             text = raw.text_or_none(relative)
             if text is None:
                 continue
-            path = _safe_join(directory, relative)
+            path = _safe_join(entry_directory(directory, name), relative)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -148,7 +165,7 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
     left = MAX_CAPTURE_BYTES  # what the capture's files may still hold
     for name, entry in sources.items():
         where = f"{manifest_path}: source {name!r}"
-        if name not in ALL_SOURCES:
+        if source_of(name) not in ALL_SOURCES:
             raise CaptureError(f"{where} is unknown; known: {', '.join(ALL_SOURCES)}")
         if not isinstance(entry, dict):
             raise CaptureError(f"{where} must be an object")
@@ -167,7 +184,7 @@ def read(directory: str) -> tuple[str, dict[str, Raw], dict[str, str]]:
             )
         files: dict[str, Optional[str]] = {}
         for relative in listed:
-            data = _read_captured(directory, relative, left)
+            data = _read_captured(entry_directory(directory, name), relative, left)
             if data is not None:
                 left -= len(data)
             files[relative] = None if data is None else data.decode("utf-8", errors="replace")

@@ -174,11 +174,14 @@ def check_database(
     try:
         if database.container:
             found.append(Item(FAIL, f"{what} container", database.container, EXIT_DATABASE))
+        found += [Item(WARN, f"{what} view {view}", note) for view, note in database.notes.items()]
         if database.missing:
             return found + [
                 Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
             ]
-        connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is visible"
+        connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is " + (
+            "readable (see the warnings)" if database.notes else "visible"
+        )
         return found if database.container else [*found, Item(OK, what, connected)]
     finally:
         database.close()

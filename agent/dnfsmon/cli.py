@@ -22,7 +22,7 @@ from . import __version__, capture, diagnosis
 # that print for people: a cron run of collect does not load them, nor the
 # importlib.resources machinery the catalogue reads its CSV with.
 from . import config as configuration
-from .collect import collect, compute, diff_captures, read_targets, report
+from .collect import collect, compute, diff_captures, read_targets, report, sources_of
 from .errors import EnvironmentProblem
 from .points import Point, to_line
 from .state import LockHeld, RunLock
@@ -579,7 +579,7 @@ def cmd_doctor(
             expected = cfg.dnfs_expected
         # Like a capture, the doctor only reads: no target remembers anything (no state written).
         targets = targets_from(cfg)
-        sources = {name: source for target in targets for name, source in target.sources.items()}
+        sources = sources_of(targets)
         try:
             old = read_targets(targets)
             time.sleep(interval_s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -141,20 +141,29 @@ def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -
     return baseline, compute(new_raws, new_failures, host, baseline.samples, sources)
 
 
-def read_targets(targets: Iterable[Target]) -> Reading:
-    """One reading of every target's sources together (what a capture holds).
+def entry_name(name: str, target: Target, targets: Sequence[Target]) -> str:
+    """The name of a target's source in a reading of every target (a capture's entry): the source's
+    name, or "<source>:<target>" when another target has a source of that name (several databases,
+    [[oracle]]: "oracle:SALES", "oracle:HR"). sources.source_of gives the source back."""
+    if sum(name in other.sources for other in targets) == 1:
+        return name
+    return f"{name}:{target.id.split(':', 1)[-1]}"
 
-    A capture holds one reading per source: with several databases ([[oracle]]),
-    the first database's (docs/oracle.md, "Several databases on one host").
-    """
+
+def read_targets(targets: Sequence[Target]) -> Reading:
+    """One reading of every target's sources together (what a capture holds), each database's
+    under its own entry (entry_name)."""
     union = Reading()
     for target in targets:
-        if any(name in union.raws or name in union.failures for name in target.sources):
-            continue  # a second database: its source's place is taken
         reading = read_or_fail(target)
-        union.raws.update(reading.raws)
-        union.failures.update(reading.failures)
+        union.raws.update((entry_name(n, target, targets), raw) for n, raw in reading.raws.items())
+        union.failures.update((entry_name(n, target, targets), why) for n, why in reading.failures.items())
     return union
+
+
+def sources_of(targets: Sequence[Target]) -> dict[str, Source]:
+    """Each target's configured sources by their entry in read_targets' reading."""
+    return {entry_name(n, target, targets): source for target in targets for n, source in target.sources.items()}
 
 
 # The malformed inputs of one sample logged one by one; the rest are counted in one line.

@@ -39,7 +39,7 @@ from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .errors import EnvironmentProblem
-from .oracle_facts import VIEWS_READ, grant_name
+from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, grant_name
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
 
@@ -190,6 +190,52 @@ def container_problem(cdb: object, con_name: object, max_con_id: object, user: s
     return ""
 
 
+# Either histogram view will do (the microsecond one from 12.1.0.2).
+HISTOGRAM_VIEWS = ("GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM")
+
+
+def missing_views(found: Mapping[str, set[str]], scope: str, user: str) -> tuple[dict[str, str], dict[str, str]]:
+    """({view: the GRANT that would let the agent read it}, {view: a note}) for a scope.
+
+    Scope "cluster" reads the GV$ views, "instance" their V$ views
+    (oracle_facts.INSTANCE_VIEWS). In scope "instance" a view whose GV$ view
+    alone is granted (a user set up before V$ views were granted) is read
+    from the GV$ view filtered on the instance: it works, and a note names
+    the grant that makes it a V$ read.
+    """
+    missing: dict[str, str] = {}
+    notes: dict[str, str] = {}
+
+    def grant(view: str) -> str:
+        return f"not visible to {user}: GRANT SELECT ON {grant_name(view)} TO {user}"
+
+    def instance_view(view: str) -> str:
+        return base_view(view) if scope == "instance" else view
+
+    for view in CLUSTER_VIEWS:
+        if view in HISTOGRAM_VIEWS:
+            continue
+        wanted = instance_view(view)
+        if wanted in found:
+            continue
+        if view in found:
+            notes[wanted] = (
+                f"{wanted} not visible to {user}: {view} is read, filtered on this instance (parallel execution on "
+                f"every instance); GRANT SELECT ON {grant_name(wanted)} TO {user}, or run the setup script again"
+            )
+        else:
+            missing[wanted] = grant(wanted)
+    histograms = [instance_view(v) for v in HISTOGRAM_VIEWS]
+    if not (found.keys() & {*histograms, *HISTOGRAM_VIEWS}):
+        missing[histograms[-1]] = grant(histograms[0])
+    elif not (found.keys() & set(histograms)):
+        notes[histograms[0]] = (
+            f"{histograms[0]} not visible to {user}: the GV$ histogram is read, filtered on this instance; "
+            f"GRANT SELECT ON {grant_name(histograms[0])} TO {user}, or run the setup script again"
+        )
+    return missing, notes
+
+
 def discovery_sql() -> str:
     names = ", ".join("'" + grant_name(v)[4:] + "'" for v in VIEWS)
     return f"SELECT table_name, column_name FROM all_tab_columns WHERE owner = 'SYS' AND table_name IN ({names})"
@@ -240,6 +286,8 @@ class Database:
         self.connection: Any = None  # an oracledb.Connection once connected
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
+        # Views read another way than the scope's own (missing_views): they work; what to grant.
+        self.notes: dict[str, str] = {}
         # Why the database is not asked again in this run (a step hung, a logon was refused,
         # or failures used the run's budget), or "".
         self.given_up = ""
@@ -315,17 +363,7 @@ class Database:
             view = table.replace("_$", "$", 1)
             found.setdefault(view, set()).add(column.upper())
         self.available = found
-        user = self.settings.user.upper() or "<user>"
-        optional = {"GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM"}  # either one will do
-        self.missing = {
-            v: f"not visible to {user}: GRANT SELECT ON {grant_name(v)} TO {user}"
-            for v in VIEWS
-            if v not in found and v not in optional
-        }
-        if not (found.keys() & optional):
-            self.missing["GV$EVENT_HISTOGRAM"] = (
-                f"not visible to {user}: GRANT SELECT ON {grant_name('GV$EVENT_HISTOGRAM_MICRO')} TO {user}"
-            )
+        self.missing, self.notes = missing_views(found, self.settings.scope, self.settings.user.upper() or "<user>")
 
     def check_container(self) -> None:
         """Set self.container when the session sees only part of a CDB (CONTAINER_SQL)."""
@@ -409,8 +447,7 @@ class Database:
             "results": results,
             "errors": errors,
             "down": None,
-            "warning": self.warning or None,
-            "top_processes": self.settings.top_processes,
+            "warning": "; ".join(filter(None, (self.warning, *self.notes.values()))) or None,
         }
 
     def _execute(self, sql: str) -> tuple[list, float]:

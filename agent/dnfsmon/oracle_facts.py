@@ -44,9 +44,9 @@ VERSION_STRINGS: dict[str, str] = {
     "23ai": "23.0.0.0.0",
 }
 
-# Views the agent reads, as queried (the GRANT names SYS.<view with V_$/GV_$>,
-# see grant_name). The setup script grants exactly these; tests hold both to it.
-VIEWS_READ = (
+# Views the agent reads in scope "cluster", as queried (the GRANT names
+# SYS.<view with V_$/GV_$>, see grant_name): every instance through GV$.
+CLUSTER_VIEWS = (
     "GV$INSTANCE",
     "V$DATABASE",
     "GV$DNFS_STATS",
@@ -62,6 +62,20 @@ VIEWS_READ = (
     "GV$DATAFILE",
     "GV$TEMPFILE",
 )
+# In scope "instance" (the default: one agent per RAC node) the V$ view of
+# each GV$ one. A V$ view is instance-specific: it shows the instance the
+# session is connected to, so reading it starts no parallel execution on
+# the other instances and never reads (so never resets: V$DNFS_CHANNELS
+# counts "since the last select") another instance's rows. A GV$ view
+# "retrieves the V$ view information from all qualified instances" (Oracle
+# Database Reference, "GV$ Views"; Real Application Clusters Administration
+# and Deployment Guide, "Performance Views in Oracle RAC"); an INST_ID
+# filter is documented with a literal (INST_ID = 2), not with
+# SYS_CONTEXT('USERENV', 'INSTANCE').
+INSTANCE_VIEWS = tuple(view[1:] if view.startswith("GV$") else view for view in CLUSTER_VIEWS)
+# Every view the agent may read, in either scope. The setup script grants
+# exactly these; tests hold both to it.
+VIEWS_READ = tuple(dict.fromkeys((*CLUSTER_VIEWS, *INSTANCE_VIEWS)))
 
 # Wait events dNFS I/O is timed under (there is no dNFS-specific event):
 # Oracle Database Reference, "Descriptions of Wait Events", User I/O and
@@ -287,6 +301,12 @@ VIEWS: dict[str, list[Column]] = {
         ("DBID", "11.2.0.4", None),
         ("NAME", "11.2.0.4", None),
         ("DB_UNIQUE_NAME", "11.2.0.4", None),
+        # The database's Data Guard role and how it is open (Reference, V$DATABASE): DATABASE_ROLE
+        # is PRIMARY, PHYSICAL STANDBY, LOGICAL STANDBY, SNAPSHOT STANDBY, or FAR SYNC (12.1 on);
+        # OPEN_MODE is MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY (a physical standby
+        # open read only while redo apply runs: Active Data Guard) or MIGRATE.
+        ("DATABASE_ROLE", "11.2.0.4", None),
+        ("OPEN_MODE", "11.2.0.4", None),
         ("CDB", "12.1.0.1", None),
         ("CON_ID", "12.1.0.1", None),
     ],

@@ -39,7 +39,7 @@ from typing import Callable, Optional
 from . import oracle_facts
 from .oracle_facts import AGENT_EVENTS, HISTOGRAM_EVENTS, OTHER_OPS
 from .sources.base import Raw
-from .sources.oracle import FILE_COUNTERS, RESULTS, build_queries
+from .sources.oracle import FILE_COUNTERS, RESULTS, Query, build_queries
 
 VERSIONS = oracle_facts.VERSION_STRINGS
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
@@ -132,8 +132,15 @@ class Workload:
     # n + 2; the root is 1): foreground processes and data files belong to
     # the PDBs in turn, background processes and control files to the root.
     pdbs: int = 0
-    # The agent's [oracle] top_processes.
-    top_processes: int = 10
+    # False (the agent's assumption): a process's V$DNFS_STATS counters start at zero with it.
+    # True: the undocumented alternative the agent guards against (dba-review P1), counters kept
+    # by the process slot (PNUM) from the instance's startup, each process adding to its
+    # predecessors' counts. V$DNFS_CHANNELS is per process and select either way.
+    slot_keeps_counters: bool = False
+    # V$DATABASE.DATABASE_ROLE and OPEN_MODE (Reference, V$DATABASE): an Active Data Guard
+    # standby is ("PHYSICAL STANDBY", "READ ONLY WITH APPLY"); its I/O is redo apply's.
+    database_role: str = "PRIMARY"
+    open_mode: str = "READ WRITE"
 
     def __post_init__(self) -> None:
         oracle_facts.release_tuple(self.release)
@@ -358,6 +365,8 @@ class Model:
 
     def process_counts(self, inst: int, slot: int, t: float) -> dict[str, int]:
         _, begin = self.process(inst, slot, t)
+        if self.w.slot_keeps_counters:
+            begin = self.startup(inst, t)
         share = self.load(begin, t) * self.weights[inst][slot]
         reads = math.floor(self.w.read_iops * share)
         writes = math.floor(self.w.write_iops * share)
@@ -409,11 +418,12 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
             "agent_clock": t,  # the simulated agent's clock runs with the database's
         }
         if query.name == "dnfs_channels":
-            for inst in instances:
+            for inst in channel_selects(query, workload):
                 memory.last_channel_select[inst] = t
-    database = {"DBID": workload.dbid, "NAME": workload.db_name, "DB_UNIQUE_NAME": workload.db_name}
-    if "CDB" in available["V$DATABASE"]:
-        database["CDB"] = "YES" if workload.pdbs else "NO"
+    # As the live reader makes it: the database query's row (its columns in this release).
+    database_query = next(q for q in build_queries(available, workload.scope) if q.name == "database")
+    (database_row,) = _rows(model, "database", t, memory, [])
+    database = {column: database_row[column] for column in database_query.columns}
     document = {
         "kind": "simulated",
         "target": workload.db_name,
@@ -422,9 +432,23 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
         "results": results,
         "errors": {},
         "down": None,
-        "top_processes": workload.top_processes,
     }
     return Raw({}, t, t, documents={RESULTS: document})
+
+
+def channel_selects(query: Query, workload: Workload) -> list[int]:
+    """The instances whose V$DNFS_CHANNELS counts a select of the channels query takes ("since the
+    last select": Oracle Database Reference, V$DNFS_CHANNELS).
+
+    A V$ view is the connected instance's alone. A GV$ view is read on every instance ("querying a
+    GV$ view retrieves the V$ view information from all qualified instances": Reference, "GV$
+    Views"); the Reference shows an INST_ID filter with a literal only, so the simulator takes the
+    case it does not rule out: a filter on SYS_CONTEXT('USERENV', 'INSTANCE') applied after every
+    instance's rows were read, each instance's counts taken.
+    """
+    if "gv$dnfs_channels" in query.sql.lower():
+        return list(range(1, workload.instances + 1))
+    return [workload.connected_instance]
 
 
 class _DriverError(Exception):
@@ -466,7 +490,16 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
                 }
             )
     elif name == "database":
-        rows.append({"DBID": w.dbid, "NAME": w.db_name, "DB_UNIQUE_NAME": w.db_name, "CDB": "YES" if w.pdbs else "NO"})
+        rows.append(
+            {
+                "DBID": w.dbid,
+                "NAME": w.db_name,
+                "DB_UNIQUE_NAME": w.db_name,
+                "DATABASE_ROLE": w.database_role,
+                "OPEN_MODE": w.open_mode,
+                "CDB": "YES" if w.pdbs else "NO",
+            }
+        )
     elif name == "dnfs_stats" and w.dnfs_enabled:
         for inst in instances:
             startup = model.startup(inst, t)

@@ -126,7 +126,7 @@ class OracleTarget(Target):
         from .oracle_db import Database, LogonBackoff, backoff_file_id, load_backoff
 
         self.id = f"oracle:{settings.target}"
-        self.sources = {oracle.NAME: oracle.OracleSource(settings)}
+        self.sources = {oracle.NAME: oracle.of_settings(settings)}
         self.database: Database = Database(settings)
         # Filers, files and coverage change rarely: read every inventory_interval_s (review D1).
         self.inventory = oracle.InventoryCadence(settings.inventory_interval_s)

@@ -26,11 +26,19 @@ DATABASE_SOURCE = "oracle"
 ALL_SOURCES = (*HOST_SOURCES, DATABASE_SOURCE)
 
 
+def source_of(entry: str) -> str:
+    """The source a reading's (or a capture's) entry is of: its name, or for one of several
+    databases "oracle:<target>" (dnfsmon.collect.entry_name) the part before the colon."""
+    return entry.split(":", 1)[0]
+
+
 def build(name: str, config: Optional[Config] = None) -> Source:
-    """The source `name` as `config` configures it (the built-in defaults when None).
+    """The source `name` (or entry, see source_of) as `config` configures it (the built-in
+    defaults when None).
 
     KeyError for a name not in ALL_SOURCES.
     """
+    name = source_of(name)
     if name not in ALL_SOURCES:
         raise KeyError(name)
     if config is None:

@@ -43,6 +43,7 @@ import heapq
 import json
 import math
 import operator
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional, cast
@@ -169,44 +170,75 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
     A view missing from `available` (not granted, or absent in the release)
     leaves its query out; required columns are used unconditionally so the
     facts test catches a release that lacks them.
+
+    Scope "cluster" reads every instance through the GV$ views. Scope
+    "instance" reads each view's V$ view (oracle_facts.INSTANCE_VIEWS: no
+    parallel execution on the other instances, and no select of another
+    instance's V$DNFS_CHANNELS counts), with the connected instance's number
+    as its INST_ID, so the rest of each statement is the same in both
+    scopes. Where only the GV$ view is granted (a user set up before V$ was
+    granted), the GV$ view filtered on the instance is read instead, as
+    before, until setup is run again (Database.discover says so).
     """
     local = scope == "instance"
     queries = []
 
     def has(view: str) -> set[str]:
+        """The columns of a GV$ view as this scope reads them (a V$ view's, with INST_ID)."""
+        instance_view = oracle_facts.base_view(view)
+        if local and view.startswith("GV$") and instance_view in available:
+            return {"INST_ID", *available[instance_view]}
         return set(available.get(view, ()))
 
-    def where(*conditions: str, alias: str = "") -> str:
-        both = [*conditions, *([f"{alias}inst_id = {LOCAL_INSTANCE}"] if local else [])]
-        return (" WHERE " + " AND ".join(both)) if both else ""
+    def source(view: str, columns: Sequence[str]) -> str:
+        """What a statement reads a GV$ view from, with INST_ID and `columns` (upper case)."""
+        listed = ", ".join(c.lower() for c in columns)
+        if not local:
+            return view.lower()
+        instance_view = oracle_facts.base_view(view)
+        if instance_view in available:
+            return f"(SELECT {LOCAL_INSTANCE} AS inst_id, {listed} FROM {instance_view.lower()})"
+        return f"(SELECT inst_id, {listed} FROM {view.lower()} WHERE inst_id = {LOCAL_INSTANCE})"
+
+    def where(*conditions: str) -> str:
+        return (" WHERE " + " AND ".join(conditions)) if conditions else ""
 
     def simple(name: str, view: str, columns: Sequence[str], *conditions: str, inventory: bool = False) -> Query:
-        """SELECT columns, the clock FROM view [WHERE ...]."""
-        sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {view.lower()}{where(*conditions)}"
-        return Query(name, sql, (*columns, *CLOCK_COLUMNS), (view,), local, inventory)
+        """SELECT columns (INST_ID first), the clock FROM view [WHERE ...]."""
+        read = source(view, [c for c in columns if c != "INST_ID"])
+        sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {read}{where(*conditions)}"
+        return Query(name, sql, (*columns, *CLOCK_COLUMNS), views(view), local, inventory)
 
     def events(names: Sequence[str]) -> str:
         return "event IN (" + ", ".join("'" + e + "'" for e in names) + ")"
+
+    def views(*names: str) -> tuple[str, ...]:
+        """The views a query reads, as the grants name them."""
+        return tuple(
+            oracle_facts.base_view(v) if local and oracle_facts.base_view(v) in available else v for v in names
+        )
 
     if has("GV$INSTANCE"):
         queries.append(
             simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
         )
     if has("V$DATABASE"):
-        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *_pick(has("V$DATABASE"), ["CDB"])]
+        role = _pick(has("V$DATABASE"), ["DATABASE_ROLE", "OPEN_MODE"])
+        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *role, *_pick(has("V$DATABASE"), ["CDB"])]
         sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
         queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
         counters = _pick(has("GV$DNFS_STATS"), STATS_COUNTERS)
         container = _pick(has("GV$DNFS_STATS"), ["CON_ID"])
+        process = source("GV$PROCESS", ["PID", "SPID", "SERIAL#", "PNAME", "PROGRAM"])
         sql = (
             "SELECT s.inst_id, s.pnum, p.spid, p.serial#, p.pname, p.program, "
             f"{', '.join('s.' + c.lower() for c in [*counters, *container])}, "
-            f"{DB_TIME} FROM gv$dnfs_stats s LEFT OUTER JOIN gv$process p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
-            + where(alias="s.")
+            f"{DB_TIME} FROM {source('GV$DNFS_STATS', ['PNUM', *counters, *container])} s "
+            f"LEFT OUTER JOIN {process} p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
         )
         columns = ("INST_ID", "PNUM", "SPID", "SERIAL#", "PNAME", "PROGRAM", *counters, *container, *CLOCK_COLUMNS)
-        queries.append(Query("dnfs_stats", sql, columns, ("GV$DNFS_STATS", "GV$PROCESS"), local))
+        queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS", "GV$PROCESS"), local))
     if has("GV$DNFS_CHANNELS"):
         channel = has("GV$DNFS_CHANNELS")
         columns = ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL"]), *_pick(channel, CHANNEL_COUNTS)]
@@ -217,13 +249,14 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         queries.append(simple("dnfs_servers", "GV$DNFS_SERVERS", columns, inventory=True))
     if has("GV$DNFS_FILES"):
         # One row per process and file in the view: count each file once.
+        files = source("GV$DNFS_FILES", ["SVR_ID", "FILENAME", "FILESIZE"])
         sql = (
             f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
-            f"FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM gv$dnfs_files{where()}) "
+            f"FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM {files}) "
             "GROUP BY inst_id, svr_id"
         )
         columns = ("INST_ID", "SVR_ID", "FILES", "BYTES", *CLOCK_COLUMNS)
-        queries.append(Query("dnfs_files", sql, columns, ("GV$DNFS_FILES",), local, inventory=True))
+        queries.append(Query("dnfs_files", sql, columns, views("GV$DNFS_FILES"), local, inventory=True))
     if has("GV$SYSTEM_EVENT"):
         columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
         queries.append(simple("system_event", "GV$SYSTEM_EVENT", columns, events(AGENT_EVENTS)))
@@ -237,7 +270,8 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
         # Per container in a CDB (V$IOSTAT_FILE.CON_ID: the file's container).
         container = [c.lower() for c in _pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
         group = ", ".join(["inst_id", "filetype_name", "access_method", *container])
-        sql = f"SELECT {group}, COUNT(*) AS files, {DB_TIME} FROM gv$iostat_file{where()} GROUP BY {group}"
+        read = source("GV$IOSTAT_FILE", ["FILETYPE_NAME", "ACCESS_METHOD", *container])
+        sql = f"SELECT {group}, COUNT(*) AS files, {DB_TIME} FROM {read} GROUP BY {group}"
         columns = (
             "INST_ID",
             "FILETYPE_NAME",
@@ -246,29 +280,32 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             "FILES",
             *CLOCK_COLUMNS,
         )
-        queries.append(Query("iostat_file", sql, columns, ("GV$IOSTAT_FILE",), local, inventory=True))
+        queries.append(Query("iostat_file", sql, columns, views("GV$IOSTAT_FILE"), local, inventory=True))
     filer_views = ("GV$IOSTAT_FILE", "GV$DATAFILE", "GV$TEMPFILE", "GV$DNFS_FILES", "GV$DNFS_SERVERS")
     if all(has(view) for view in filer_views):
         # Latency per filer (review C8): V$IOSTAT_FILE has each file's counts
         # and times but no name; V$DATAFILE/V$TEMPFILE name the file, and
         # V$DNFS_FILES (a row per process and open file) names the filer
-        # serving it. Inventory: V$DNFS_FILES is the costly view.
+        # serving it. Inventory: V$DNFS_FILES is the costly view. In scope
+        # "instance" every part reads the connected instance's V$ view.
+        named = ["FILE#", "NAME"]
         names = (
-            "SELECT inst_id, file# AS file_no, 'Data File' AS filetype_name, name FROM gv$datafile"
-            " UNION ALL SELECT inst_id, file# AS file_no, 'Temp File' AS filetype_name, name FROM gv$tempfile"
+            f"SELECT inst_id, file# AS file_no, 'Data File' AS filetype_name, name FROM {source('GV$DATAFILE', named)}"
+            " UNION ALL SELECT inst_id, file# AS file_no, 'Temp File' AS filetype_name, name "
+            f"FROM {source('GV$TEMPFILE', named)}"
         )
         sql = (
             f"SELECT f.inst_id, s.svrname, f.filetype_name, f.file_no, "
             f"{', '.join('f.' + c.lower() for c in FILE_COUNTERS)}, {DB_TIME} "
-            f"FROM gv$iostat_file f "
+            f"FROM {source('GV$IOSTAT_FILE', ['FILE_NO', 'FILETYPE_NAME', *FILE_COUNTERS])} f "
             f"INNER JOIN ({names}) n ON n.inst_id = f.inst_id AND n.file_no = f.file_no "
             "AND n.filetype_name = f.filetype_name "
-            "INNER JOIN (SELECT DISTINCT inst_id, svr_id, filename FROM gv$dnfs_files) d "
+            f"INNER JOIN (SELECT DISTINCT inst_id, svr_id, filename FROM {source('GV$DNFS_FILES', ['SVR_ID', 'FILENAME'])}) d "
             "ON d.inst_id = f.inst_id AND d.filename = n.name "
-            "INNER JOIN gv$dnfs_servers s ON s.inst_id = d.inst_id AND s.id = d.svr_id" + where(alias="f.")
+            f"INNER JOIN {source('GV$DNFS_SERVERS', ['ID', 'SVRNAME'])} s ON s.inst_id = d.inst_id AND s.id = d.svr_id"
         )
         columns = ("INST_ID", "SVRNAME", "FILETYPE_NAME", "FILE_NO", *FILE_COUNTERS, *CLOCK_COLUMNS)
-        queries.append(Query("filer_files", sql, columns, filer_views, local, inventory=True))
+        queries.append(Query("filer_files", sql, columns, views(*filer_views), local, inventory=True))
     if has("GV$IOSTAT_FUNCTION"):
         # Cumulative per function since startup: a counter query, read every sample (review C7).
         container = _pick(has("GV$IOSTAT_FUNCTION"), ["CON_ID"])
@@ -288,6 +325,8 @@ TEXT_COLUMNS = frozenset(
         "STARTUP_TIME",
         "NAME",
         "DB_UNIQUE_NAME",
+        "DATABASE_ROLE",
+        "OPEN_MODE",
         "CDB",
         "SPID",
         "PNAME",
@@ -664,8 +703,8 @@ class Context:
     database_tags: rates.Key
     dbid: str
     problems: list[ParseError]
-    # [oracle] top_processes, as the reader wrote it into the document.
-    top_processes: object = None
+    # ("role", V$DATABASE.DATABASE_ROLE) on the points about a standby's instances (role_tags).
+    role_tags: rates.Key = ()
 
     def located(self, name: str) -> Iterator[Located]:
         """located_rows() with each row as a dict by column name: for the queries of a few rows."""
@@ -718,7 +757,7 @@ class Context:
                 if instance is None:
                     where[pair] = None
                 else:
-                    tags = (("host", instance.host), *self.database_tags, ("instance", instance.name))
+                    tags = (("host", instance.host), *self.database_tags, *self.role_tags, ("instance", instance.name))
                     where[pair] = (tags, (self.dbid, instance.startup, str(clock)))
             return where[pair]
 
@@ -757,6 +796,10 @@ def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> l
         gauges["error"] = reason
     if document.get("warning"):
         gauges["warning"] = str(document["warning"])
+    database = document.get("database") or {}
+    for column, field in (("DATABASE_ROLE", "database_role"), ("OPEN_MODE", "open_mode")):
+        if database.get(column):
+            gauges[field] = str(database[column])
     key = (("host", agent_host), *context.database_tags)
     return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
 
@@ -779,6 +822,8 @@ def _io(context: Context) -> list[Sample]:
     con_id = _column(result, "CON_ID")
     pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
     pnum_at = result.index.get("PNUM")
+    sends = _sends_per_process(context.results.get("dnfs_channels"))
+    inst_id = _column(result, "INST_ID")
     for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
         if pnum_at is None:
             raise KeyError("PNUM")
@@ -791,7 +836,12 @@ def _io(context: Context) -> list[Sample]:
             pdb = pdb_tags[(type(container), container)] = _pdb_tags_of(container)
         key = (*tags, *pdb, ("pnum", pnum))
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        what = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
+        what: dict[str, rates.Gauge] = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
+        channel = sends.get((inst_id(row), row[pnum_at])) if sends else None
+        if channel is not None:
+            # The process's sends and channel rows in this read: what new_process_intervals
+            # checks a process counted from zero against.
+            what["channel_sends"], what["channels"] = channel
         counters = _counters(names, counter_values(row))
         other = _sum_of_every_counter(other_values(row))
         if other is not None:
@@ -801,15 +851,35 @@ def _io(context: Context) -> list[Sample]:
         if roster is None:
             roster = rosters[tags] = (t, identity, started, {})
         roster[3][pnum] = "/".join(process)
-    top = _number(context.top_processes)
     for tags, (t, identity, started, processes) in rosters.items():
         gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
-        gauges["top_processes"] = DEFAULT_TOP_PROCESSES if top is None else top
         found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
 
 
-# [oracle] top_processes when the results document does not say (older captures).
+def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:
+    """(INST_ID, PNUM as read) -> [SENDS summed over the process's channels, its channel rows] of a
+    read; empty without the channels query (not granted), a SENDS column, or with a SENDS value that
+    is not a counter (a damaged reading: no check rather than a wrong one)."""
+    if channels is None or not {"INST_ID", "PNUM", "SENDS"} <= channels.index.keys() or not channels.rows:
+        return {}
+    keys = list(
+        zip(
+            map(operator.itemgetter(channels.index["INST_ID"]), channels.rows),
+            map(operator.itemgetter(channels.index["PNUM"]), channels.rows),
+        )
+    )
+    sends = list(map(operator.itemgetter(channels.index["SENDS"]), channels.rows))
+    if set(map(type, sends)) != {int} or min(sends) < 0:
+        return {}
+    found: dict[tuple[object, object], list[int]] = {key: [0, rows] for key, rows in Counter(keys).items()}
+    for key, count in zip(keys, sends):
+        found[key][0] += count
+    return found
+
+
+# [oracle] top_processes's default: the source's when no config says (the simulator, a capture
+# replayed without a config).
 DEFAULT_TOP_PROCESSES = 10
 
 
@@ -822,12 +892,17 @@ def _roster(interval: rates.Interval) -> dict[str, str]:
     return processes if isinstance(processes, dict) else {}
 
 
-def new_process_intervals(result: rates.DiffResult) -> tuple[list[rates.Interval], list[rates.Skip]]:
-    """(intervals of the processes known to have started since the previous read, the other processes without one).
+def new_process_intervals(
+    result: rates.DiffResult,
+) -> tuple[list[rates.Interval], list[rates.Skip], list[rates.Skip]]:
+    """(intervals of the processes known to have started since the previous read, the other processes
+    without one, those of them left out by sent_what_it_counted).
 
-    V$DNFS_STATS has one row per Oracle process, whose counters start at
-    zero with the process (Oracle Database Reference, V$DNFS_STATS: PNUM
-    "Oracle process number", the V$PROCESS.PID of the process). A process
+    V$DNFS_STATS has one row per Oracle process (Oracle Database Reference,
+    V$DNFS_STATS: PNUM "Oracle process number", the V$PROCESS.PID of the
+    process), whose counters are taken to start at zero with the process:
+    not documented, so each such count is checked against the process's
+    channel sends (sent_what_it_counted). A process
     is known to have started after the previous read of its instance when
     that read (same instance startup, same clock) had no row with its PNUM,
     or had one held by another, known process (another SPID or SERIAL#;
@@ -839,6 +914,8 @@ def new_process_intervals(result: rates.DiffResult) -> tuple[list[rates.Interval
     rosters = {i.current.key: i for i in result.intervals if i.current.measurement == ROSTER_MEASUREMENT}
     known: list[rates.Interval] = []
     left_out: list[rates.Skip] = []
+    # Left out because their counts from zero are more than their channels sent (sent_what_it_counted).
+    doubtful: list[rates.Skip] = []
     for skip in result.skips:
         sample = skip.current
         if sample.measurement != IO_MEASUREMENT:
@@ -857,11 +934,40 @@ def new_process_intervals(result: rates.DiffResult) -> tuple[list[rates.Interval
         interval = None
         if (before is None or replaced) and skip.event != rates.COUNTER_RESET:
             interval = rates.interval_from_zero(sample, roster.previous.time)
+        if interval is not None and not sent_what_it_counted(interval):
+            doubtful.append(skip)
+            interval = None
         if interval is None:
             left_out.append(skip)
         else:
             known.append(interval)
-    return known, left_out
+    return known, left_out, doubtful
+
+
+# Slack in sent_what_it_counted for the two views being read one after the other (V$ views are
+# not read consistent: Oracle Database Reference, "About Dynamic Performance Views").
+SENDS_SLACK = 0.01
+
+
+def sent_what_it_counted(interval: rates.Interval) -> bool:
+    """False when a process counted from zero counted more NFS reads and writes than its channels
+    sent in the same interval: its counters did not start at zero with it (dba-review P1).
+
+    That a new process's V$DNFS_STATS counters start at zero is not documented (the Reference
+    describes PNUM only as the process number). V$DNFS_CHANNELS counts SENDS per process and
+    channel "since the last select" (Oracle Database Reference, V$DNFS_CHANNELS), which the agent
+    made at the previous read: for a process that started since, they are everything it sent.
+    Each NFS READ or WRITE call is at least one send, so its counts from zero cannot exceed its
+    sends, whatever the counters' reset rules; a count carried over from the slot's previous
+    holder does. One send per channel row, and SENDS_SLACK, allow for rounding and for the two
+    views being read one after the other. True when the channels were not read (no check).
+    """
+    gauges = interval.current.gauges
+    sends, channels = gauges.get("channel_sends"), gauges.get("channels")
+    if not isinstance(sends, int) or not isinstance(channels, int):
+        return True
+    calls = interval.deltas.get("NFS_READ", 0) + interval.deltas.get("NFS_WRITE", 0)
+    return calls <= sends * (1 + SENDS_SLACK) + channels
 
 
 def _channels(context: Context) -> list[Sample]:
@@ -1080,6 +1186,16 @@ def name_down_reading(raw: Raw, known_name: str) -> str:
     return str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or known_name)
 
 
+def role_tags(database: Mapping) -> rates.Key:
+    """("role", DATABASE_ROLE) for a database that is not the primary (Reference, V$DATABASE:
+    PHYSICAL STANDBY, LOGICAL STANDBY, SNAPSHOT STANDBY, FAR SYNC), so that a standby's I/O (redo
+    apply on a physical standby) is told apart from the primary's on every point about its
+    instances; none for a primary (its series are as they were) or a reader that did not say. The
+    status point carries the role as a field: its key stays the same when the database is down."""
+    role = str(database.get("DATABASE_ROLE") or "").strip()
+    return (("role", role),) if role and role != "PRIMARY" else ()
+
+
 def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
     """The samples of one read: each query's rows through its own parser.
 
@@ -1117,7 +1233,12 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
                 str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
             )
     context = Context(
-        results, instances, database_tags, str(database.get("DBID", "")), problems, document.get("top_processes")
+        results,
+        instances,
+        database_tags,
+        str(database.get("DBID", "")),
+        problems,
+        role_tags(database),
     )
     found = _status(document, context, raw, host)
     parsers = (_servers, _coverage) if inventory_only else PARSERS
@@ -1251,19 +1372,13 @@ def process_name(pname: str) -> str:
 OPERATIONS = ("NFS_READ", "NFS_WRITE", OTHER_OPS_COUNTER)
 
 
-def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: set[int]) -> list[Point]:
+def _top_processes(io: list[rates.Interval], new_ids: set[int], limit: int) -> list[Point]:
     """The busiest processes of each instance by dNFS operations in the interval (review C6).
 
-    Ranked 1..N per instance (oracle.top_processes, read from each read's
-    roster); series are (instance, rank, process name), so their number stays
-    within N x the process names that reach the top, however many processes
-    come and go. A process counted from zero (new in the interval) takes part.
+    Ranked 1..limit per instance ([oracle] top_processes); series are (instance, rank, process
+    name), so their number stays within N x the process names that reach the top, however many
+    processes come and go. A process counted from zero (new in the interval) takes part.
     """
-    limits = {
-        i.current.key: _number(i.current.gauges.get("top_processes"))
-        for i in result.intervals
-        if i.current.measurement == ROSTER_MEASUREMENT
-    }
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
     for interval in io:
         # A process without a delta of each (a NULL in its row, or the first interval after
@@ -1276,7 +1391,6 @@ def _top_processes(result: rates.DiffResult, io: list[rates.Interval], new_ids: 
             by_instance.setdefault(tags, []).append((ops, pnum, interval))
     points = []
     for tags, busy in by_instance.items():
-        limit = limits.get(tags) or 0
         # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
         ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
         for rank, (ops, pnum, interval) in enumerate(ranked, start=1):
@@ -1314,14 +1428,16 @@ NOT_PER_INTERVAL = (
 )
 
 
-def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+def aggregate(
+    result: rates.DiffResult, current: list[Sample], top_processes: int = DEFAULT_TOP_PROCESSES
+) -> list[Point]:
     points: list[Point] = []
     for sample in current:
         # States, not rates: published from every read that has them (the
         # inventory's from its first read on, every inventory_interval_s).
         if sample.measurement in (STATUS_MEASUREMENT, *INVENTORY_MEASUREMENTS):
             points.append(Point(sample.measurement, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
-    new, left_out = new_process_intervals(result)
+    new, left_out, doubtful = new_process_intervals(result)
     new_ids = {id(interval) for interval in new}
     io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT] + new
     for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
@@ -1331,8 +1447,9 @@ def aggregate(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
         values = io_fields(summed, active)
         values["new_processes"] = sum(1 for member in summed.members if id(member) in new_ids)
         values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
+        values["new_processes_doubtful"] = sum(1 for skip in doubtful if _instance_tags(skip.current) == tags)
         points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
-    points.extend(_top_processes(result, io, new_ids))
+    points.extend(_top_processes(io, new_ids, top_processes))
     files = [i for i in result.intervals if i.current.measurement == FILER_FILE_MEASUREMENT]
     per_filer = rates.aggregate(files, lambda i: tuple(pair for pair in i.current.key if pair[0] not in FILE_TAGS))
     for tags, summed in per_filer.items():
@@ -1356,30 +1473,27 @@ def parse(raw: Raw, host: str) -> Parsed:
     return Parsed(found, problems, failure(found))
 
 
-def publish(result: rates.DiffResult, current: list[Sample]) -> list[Point]:
+def publish(result: rates.DiffResult, current: list[Sample], top_processes: int = DEFAULT_TOP_PROCESSES) -> list[Point]:
     """The contract's publish step: aggregate()."""
-    return aggregate(result, current)
+    return aggregate(result, current, top_processes)
 
 
 class OracleSource(Source):
-    """The database's source, configured by [oracle].
-
-    settings is None for the simulator's target and for a replayed capture: the
-    options' defaults then apply. (top_processes still travels in the results
-    document for now; it can be read from self.settings instead.)
-    """
+    """The database's source, with its options from [oracle] (top_processes: how many of each
+    instance's busiest processes are published). The defaults apply to the simulator's target
+    and to a capture replayed without a config."""
 
     name = NAME
     measurements = MEASUREMENTS
 
-    def __init__(self, settings: Optional[OracleSettings] = None):
-        self.settings = settings
+    def __init__(self, top_processes: int = DEFAULT_TOP_PROCESSES):
+        self.top_processes = top_processes
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         return parse(raw, host)
 
     def publish(self, result: rates.DiffResult, current: list[Sample]) -> list[Point]:
-        return publish(result, current)
+        return publish(result, current, self.top_processes)
 
 
 # The source with the defaults (tests, the bench, a capture replayed without a config).
@@ -1387,5 +1501,10 @@ SOURCE = OracleSource()
 
 
 def build(config: Config) -> OracleSource:
-    """The source as [oracle] configures it (None settings: the simulator, or no [oracle])."""
-    return OracleSource(config.oracle)
+    """The source as [oracle] configures it (the defaults for the simulator, or no [oracle])."""
+    return of_settings(config.oracle)
+
+
+def of_settings(settings: Optional[OracleSettings]) -> OracleSource:
+    """The source as one database's options configure it (None: the defaults)."""
+    return OracleSource() if settings is None else OracleSource(settings.top_processes)

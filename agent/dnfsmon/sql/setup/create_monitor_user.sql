@@ -138,12 +138,17 @@ declare
     common_prefix constant varchar2(30) := :dnfs_prefix;
     scope varchar2(20) := '';
     -- The views the pack and the agent read (tests/test_sql_pack.py keeps
-    -- this list equal to what they read).
+    -- this list equal to what they read): the agent reads the V$ views in
+    -- its default scope "instance" (the connected instance only) and the
+    -- GV$ views in scope "cluster".
     needed sys.odcivarchar2list := sys.odcivarchar2list(
         'GV_$INSTANCE', 'V_$INSTANCE', 'V_$DATABASE', 'GV_$DNFS_STATS', 'GV_$PROCESS',
         'GV_$DNFS_CHANNELS', 'GV_$DNFS_SERVERS', 'GV_$DNFS_FILES', 'GV_$SYSTEM_EVENT',
         'GV_$EVENT_HISTOGRAM', 'GV_$IOSTAT_FILE', 'GV_$PARAMETER', 'GV_$DATAFILE',
-        'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$LOG', 'GV_$CONTROLFILE', 'GV_$IOSTAT_FUNCTION'
+        'GV_$TEMPFILE', 'GV_$LOGFILE', 'GV_$LOG', 'GV_$CONTROLFILE', 'GV_$IOSTAT_FUNCTION',
+        'V_$DNFS_STATS', 'V_$PROCESS', 'V_$DNFS_CHANNELS', 'V_$DNFS_SERVERS', 'V_$DNFS_FILES',
+        'V_$SYSTEM_EVENT', 'V_$EVENT_HISTOGRAM', 'V_$IOSTAT_FILE', 'V_$IOSTAT_FUNCTION',
+        'V_$DATAFILE', 'V_$TEMPFILE'
     );
     -- CONTAINER_DATA as DBA_CONTAINER_DATA shows it: for every container,
     -- for this view or as the user's default. The view exists from 12.1, so
@@ -198,7 +203,9 @@ begin
     for optional in (
         select object_name from dba_objects
         where owner = 'SYS' and object_type = 'VIEW'
-            and object_name in ('GV_$EVENT_HISTOGRAM_MICRO', 'GV_$CONTAINERS', 'V_$DIAG_ALERT_EXT')
+            and object_name in (
+                'GV_$EVENT_HISTOGRAM_MICRO', 'V_$EVENT_HISTOGRAM_MICRO', 'GV_$CONTAINERS', 'V_$DIAG_ALERT_EXT'
+            )
         order by object_name
     ) loop
         needed.extend;
