@@ -264,9 +264,16 @@ def series(
 
 
 def last_in_range(measurement: str, field: str, where: Where, tag: str) -> dict:
-    """The latest value of the field in the range, one per `tag` (a PromQL instant query at the range's end)."""
+    """The latest value of the field in the range, one per `tag`.
+
+    PromQL (an instant query at the range's end) takes the last value per series, then one per
+    `tag`: where two series share the tag (a database's points without the simulator's tag
+    beside those with it), each series' last value would count, however old. So the last
+    2 minutes come first ("current", as the health row's other figures), the whole range only
+    where they hold nothing."""
     query = f'SELECT last("{field}") FROM "{measurement}" WHERE {where.influxql} AND $timeFilter GROUP BY "{tag}"'
-    expr = over("last", metric(measurement, field), where, "$__range", [tag])
+    recent = over("last", metric(measurement, field), where, "2m", [tag])
+    expr = f"{recent} or {over('last', metric(measurement, field), where, '$__range', [tag])}"
     return target(
         query,
         alias=f"$tag_{tag}",
@@ -1376,7 +1383,7 @@ def prometheus_flavour(board: dict) -> dict:
         if v["type"] == "datasource":
             v = {**v, "label": "Prometheus", "query": "prometheus"}
         elif v["type"] == "query":
-            v = {**v, "datasource": PROMETHEUS_DATASOURCE, "query": v["_promql"], "definition": v["_promql"]}
+            v = {**v, "datasource": PROMETHEUS_DATASOURCE, "query": v["_promql"]}
         variables.append(v)
     annotations = [
         {k: a[k] for k in ("name", "enable", "iconColor")} | {"datasource": PROMETHEUS_DATASOURCE, **a["_promql"]}

@@ -501,8 +501,11 @@ class Scenario:
     dropped: list[tuple[float, int]]
 
 
-def run(directory: str, url: str, bucket: str, end: int, monkeypatch, limit: int = 0) -> Scenario:
-    """Take the scenario's runs with the agent's collect, shipping after each run as cron's does."""
+def run(
+    directory: str, url: str, bucket: str, end: int, monkeypatch, limit: int = 0, naming: str = "influxdb"
+) -> Scenario:
+    """Take the scenario's runs with the agent's collect, shipping after each run as cron's does
+    (with [influxdb] naming = `naming`: "prometheus" for a store that answers PromQL)."""
     monkeypatch.setenv("DNFSMON_TEST_ORACLE_PASSWORD", "not-used")
     for part in ("state", "store"):
         os.makedirs(os.path.join(directory, part), mode=0o700, exist_ok=True)
@@ -520,7 +523,13 @@ def run(directory: str, url: str, bucket: str, end: int, monkeypatch, limit: int
                 # Coverage (V$IOSTAT_FILE) every sample, so the incident's finding holds in each.
                 "inventory_interval_s": 10,
             },
-            "influxdb": {"enabled": True, "url": url, "bucket": bucket, "token_env": "DNFSMON_TEST_NO_TOKEN"},
+            "influxdb": {
+                "enabled": True,
+                "url": url,
+                "bucket": bucket,
+                "token_env": "DNFSMON_TEST_NO_TOKEN",
+                "naming": naming,
+            },
         },
         None,
     )

@@ -197,7 +197,8 @@ def transform(rows: list[dict], transformations: list[dict]) -> list[dict]:
             rows = rows[: options["limitField"]]
         elif t["id"] == "organize":
             hidden = {k for k, v in options.get("excludeByName", {}).items() if v}
-            rows = [{k: v for k, v in r.items() if k not in hidden} for r in rows]
+            names = options.get("renameByName", {})
+            rows = [{names.get(k, k): v for k, v in r.items() if k not in hidden} for r in rows]
         else:
             raise ValueError(f"transformation {t['id']} is not reproduced here")
     return rows
@@ -220,6 +221,116 @@ def threshold(value: Optional[float], evaluator: dict) -> bool:
         return False
     (limit, *_rest) = evaluator["params"]
     return {"gt": value > limit, "lt": value < limit}[evaluator["type"]]
+
+
+# --- the Prometheus data source ---------------------------------------------------------------
+# Since Grafana 10 the Prometheus data source runs its queries in Grafana's backend
+# (pkg/promlib); the frontend (packages/grafana-prometheus/src/datasource.ts) interpolates the
+# template variables and sends the panel's intervalMs and maxDataPoints with each target.
+
+# packages/grafana-prometheus/src/datasource.ts, constructor: `this.interval =
+# instanceSettings.jsonData.timeInterval || '15s'`: the low limit of $__interval (ds.interval).
+PROMETHEUS_DEFAULT_INTERVAL_MS = 15_000
+# pkg/promlib/models/query.go, safeResolution: the step never asks for more points than this.
+PROMETHEUS_SAFE_RESOLUTION = 11_000
+
+
+def prometheus_step_ms(range_ms: int, max_data_points: int, interval: int, min_step: str = "") -> int:
+    """The step Grafana sends to Prometheus, which $__interval also becomes.
+
+    pkg/promlib/models/query.go, calculatePrometheusInterval: the low limit is the target's own
+    interval (minStep) when set, else the intervalMs the frontend computed (gtime.GetIntervalFrom);
+    intervalv2.Calculate gives range / maxDataPoints, rounded (gtime.RoundInterval, the table of
+    round_interval), or the low limit when that is smaller; CalculateSafeInterval gives range /
+    11,000 rounded; the step is the larger of the two (intervalFactor 1).
+    """
+    low = duration_ms(min_step) if min_step else interval
+    raw = range_ms / max_data_points
+    calculated = low if raw < low else round_interval(raw)
+    safe = round_interval(range_ms / PROMETHEUS_SAFE_RESOLUTION)
+    return max(calculated, safe)
+
+
+def prometheus_rate_interval_ms(step_ms: int, scrape_ms: int) -> int:
+    """$__rate_interval (query.go, calculateRateInterval): max(step + scrape interval, 4 x scrape interval)."""
+    return max(step_ms + scrape_ms, 4 * scrape_ms)
+
+
+def prometheus_regex_escape(value: str) -> str:
+    """A selected value of a multi-value or include-All variable inside =~"..."
+    (packages/grafana-prometheus/src/escaping.ts, prometheusSpecialRegexEscape, classic behaviour):
+    backslashes doubled twice, regex metacharacters escaped with two backslashes (one for the
+    PromQL string, one for the regex)."""
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"[$^*{}\[\]+?.()|]", lambda m: "\\\\" + m.group(0), value)
+
+
+def prometheus_interpolate(expr: str, range_ms: int, step_ms: int, variables: dict[str, str]) -> str:
+    """The expression as Prometheus receives it.
+
+    - template variables (frontend, interpolateQueryExpr): "All" is the variable's allValue (".*",
+      not escaped), a value is escaped as above;
+    - $__interval and $__interval_ms: the step (query.go, InterpolateVariables, gtime.FormatInterval:
+      the largest whole unit, as seconds_to_hms);
+    - $__range: the range in whole seconds, "s" appended; $__rate_interval as above with the data
+      source's scrape interval (not used by these dashboards: dnfsmon publishes rates, not counters).
+    """
+    for name in sorted(variables, key=len, reverse=True):
+        value = variables[name]
+        expr = expr.replace(f"${name}", ".*" if value == "All" else prometheus_regex_escape(value))
+    range_s = round(range_ms / 1000)
+    expr = expr.replace("$__interval_ms", str(step_ms)).replace("$__interval", seconds_to_hms(step_ms / 1000))
+    expr = expr.replace("$__range_ms", str(range_ms)).replace("$__range_s", str(range_s))
+    return expr.replace("$__range", f"{range_s}s")
+
+
+def prometheus_aligned(t_ms: int, step_ms: int) -> int:
+    """query.go, AlignTimeRange (the UTC offset 0): a range query's start and end rounded down to a
+    multiple of the step. An instant query is sent the range's end as it is (pkg/promlib/client/
+    client.go, QueryInstant: "Instead of aligning we use time point directly")."""
+    return t_ms // step_ms * step_ms
+
+
+LEGEND_LABEL = re.compile(r"\{\{\s*(.+?)\s*\}\}")
+
+
+def legend(legend_format: str, labels: dict[str, str]) -> str:
+    """A series' display name from its legendFormat (packages/grafana-prometheus/src/
+    legend.ts, renderLegendFormat: {{label}} is the label's value, "" where the series has none)."""
+    return LEGEND_LABEL.sub(lambda m: labels.get(m.group(1), ""), legend_format)
+
+
+@dataclass
+class PromSeries:
+    """One series of a Prometheus answer as Grafana's frame of it: its labels and (time s, value) pairs."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+    def values(self) -> list[float]:
+        return [v for _, v in self.points]
+
+
+def prometheus_series(answer: dict) -> list[PromSeries]:
+    """/api/v1/query (vector) and /api/v1/query_range (matrix) answers (Prometheus's HTTP API
+    documentation, "Expression query result formats"); values come as strings."""
+    if answer.get("status") != "success":
+        raise RuntimeError(str(answer))
+    data = answer["data"]
+    if data["resultType"] == "vector":
+        return [PromSeries(dict(s["metric"]), [(float(s["value"][0]), float(s["value"][1]))]) for s in data["result"]]
+    return [PromSeries(dict(s["metric"]), [(float(t), float(v)) for t, v in s["values"]]) for s in data["result"]]
+
+
+def prometheus_table_rows(series: list[PromSeries]) -> list[dict]:
+    """A table-format instant answer as Grafana shows it: one row per series, its labels as columns,
+    "Time" and "Value" (pkg/promlib/querydata/response.go; one query per panel, so no "#A" suffix)."""
+    rows = []
+    for s in series:
+        for t, v in s.points:
+            row: dict = {"Time": t * 1000, **{k: val for k, val in s.labels.items() if k != "__name__"}, "Value": v}
+            rows.append(row)
+    return rows
 
 
 # --- alert evaluation states ----------------------------------------------------------------

@@ -429,9 +429,11 @@ def typescript_for(dashboard: dict) -> str:
         )
     lines.append('import type { AnnotationQuery } from "@grafana/schema";')
     lines.append(LOOSE)
-    # The InfluxDB data source's own annotation keys, which the dashboard schema leaves to data sources.
+    # The InfluxDB and Prometheus data sources' own annotation keys, which the dashboard schema
+    # leaves to data sources.
     lines.append(
-        "type InfluxAnnotation = Loose<AnnotationQuery> & { query?: string; textColumn?: string; tagsColumn?: string };"
+        "type InfluxAnnotation = Loose<AnnotationQuery> & { query?: string; textColumn?: string; tagsColumn?: string;"
+        " expr?: string; titleFormat?: string; textFormat?: string; step?: string };"
     )
     lines.append(
         'type Board = Loose<Omit<Dashboard, "annotations">> & { annotations?: { list?: InfluxAnnotation[] } };'
@@ -459,7 +461,9 @@ def run_tsc(tsc: str, sources: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow  # installs TypeScript and @grafana/schema with npm on first use
 def test_dashboards_type_check_against_grafanas_published_schema(tsc):
-    sources = {name.replace(".json", ".ts"): typescript_for(d) for name, d in dashboards().items()}
+    sources = {
+        name.replace(".json", ".ts").replace("-", "_"): typescript_for(d) for name, d in all_dashboards().items()
+    }
     result = run_tsc(tsc, sources)
     assert result.returncode == 0, result.stdout + result.stderr
 
