@@ -122,8 +122,9 @@ def test_write_and_query_back_values_types_and_tags_exactly_as_catalogued(influx
         assert types == expected, measurement
         tag_keys = {row["tagKey"] for row in server.rows(f'SHOW TAG KEYS FROM "{measurement}"', db)}
         catalogued = {name for (m, kind, name) in entries if m == measurement and kind == "tag"}
-        # Every tag the golden points carry is catalogued; `pdb` is set only on a CDB's rows.
-        assert catalogued - {"pdb"} <= tag_keys <= catalogued, measurement
+        # Every tag the golden points carry is catalogued; `pdb` is set only on a CDB's rows,
+        # `role` only on a standby's (a primary's series keep their key).
+        assert catalogued - {"pdb", "role"} <= tag_keys <= catalogued, measurement
     for point in points:
         where = " AND ".join(f""""{k}" = '{v}'""" for k, v in point.tags if v)
         (row,) = server.rows(f'SELECT * FROM "{point.measurement}" WHERE {where} AND time = {point.time_ns}', db)
