@@ -287,6 +287,7 @@ class Run:
     password_changes: list[str] = dataclasses.field(default_factory=list)
     titles: set[str] = dataclasses.field(default_factory=set)  # TTITLE/BTITLE on
     lobs: set[str] = dataclasses.field(default_factory=set)  # CLOB binds holding a temporary LOB
+    deepest: list[str] = dataclasses.field(default_factory=list)  # the longest chain of nested scripts entered
 
 
 class SqlPlus:
@@ -375,7 +376,7 @@ class SqlPlus:
     def _release(self) -> tuple[int, ...]:
         return tuple(int(part) for part in self.database.version.split(".")[:2])
 
-    def _script(self, path: str, depth: int, caller: str = "", line: int = 0) -> None:
+    def _script(self, path: str, depth: int, caller: str = "", line: int = 0, chain: tuple[str, ...] = ()) -> None:
         if depth > MAX_DEPTH:
             self._find(path, 0, "nesting", f"nested {depth} deep (SP2-0309 past {MAX_DEPTH})")
             return
@@ -388,6 +389,9 @@ class SqlPlus:
             self._find(caller or path, line, "script-not-found", f"SP2-0310: unable to open {os.path.basename(path)}")
             return
         self.run_state.scripts.append(os.path.relpath(path, self.directory))
+        chain = (*chain, os.path.relpath(path, self.directory))
+        if len(chain) > len(self.run_state.deepest):
+            self.run_state.deepest = list(chain)
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
         i = 0
@@ -415,7 +419,7 @@ class SqlPlus:
                     self.run_state.settings.update(self.run_state.stored_settings)
                     continue
                 base = os.path.dirname(path) if stripped.startswith("@@") else self.directory
-                self._script(os.path.join(base, target), depth + 1, path, number)
+                self._script(os.path.join(base, target), depth + 1, path, number, chain)
                 continue
             if first in CLIENT_COMMANDS:
                 text = stripped

@@ -402,7 +402,7 @@ def test_intervals_are_contiguous():
             order.append("snapshot")
         elif file == "dnfs_iops_step.sql" and sql.lstrip().startswith("with"):
             order.append("print")
-        elif file == "dnfs_iops_shift.sql":
+        elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_prev," in sql:
             order.append("shift")
     assert order == ["snapshot", "shift"] + ["snapshot", "print", "shift"] * 3
     step = read(os.path.join(SQL, "dnfs_iops_step.sql"))
@@ -1484,6 +1484,43 @@ def test_the_looping_scripts_free_every_clob_bind(release):
     frees = [s for _, _, s in result.statements if "dbms_lob.freetemporary(" in s]
     assert declared == {re.search(r"freetemporary\(:(\w+)\)", s).group(1) for s in frees}
     assert all("select" not in s and "dbms_lob.copy" not in s for s in frees)
+
+
+def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
+    """Three *_shift.sql files each held the same free-and-copy block for their own binds: one
+    block now (_dnfs_shift_lob.sql), its binds named by substitution variables as
+    _dnfs_free_lob.sql's is, run for each of the five snapshots with the binds of that snapshot."""
+    copying = sorted(
+        f for f in os.listdir(SQL) if f.endswith(".sql") and "dbms_lob.copy(" in read(os.path.join(SQL, f))
+    )
+    assert copying == ["_dnfs_shift_lob.sql"]
+    shifted = []
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+        result = run(script, "5", "2")
+        assert result.findings == [], [str(f) for f in result.findings]
+        for file, _, sql in result.statements:
+            if file == "_dnfs_shift_lob.sql":
+                copy = re.search(r"dbms_lob\.copy\(:(\w+), :(\w+),", sql)
+                times = re.search(r":(\w+) := :(\w+);", sql)
+                shifted.append((copy.group(2), copy.group(1), times.group(2), times.group(1)))
+    pairs = {
+        ("dnfs_cur", "dnfs_prev", "dnfs_cur_t", "dnfs_prev_t"),
+        ("dnfs_ev_cur", "dnfs_ev_prev", "dnfs_cur_t", "dnfs_prev_t"),
+        ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
+    }
+    assert set(shifted) == pairs
+    # A snapshot and its shift per interval, and one at the start: 3 for each bind pair.
+    assert sorted(shifted) == sorted(list(pairs) * 3)
+
+
+def test_the_readme_names_the_deepest_chain_of_nested_scripts():
+    """The nesting rule's line in sql/README.md names the pack's deepest chain; it had gone stale (5, when
+    freeing and then shifting a CLOB each added a level): it is the one the checker walks."""
+    deepest = max((run(script, "5", "2").deepest for script in USER_SCRIPTS), key=len)
+    assert len(deepest) < sqlplus_rules.MAX_DEPTH
+    line = next(line for line in read(os.path.join(SQL, "README.md")).splitlines() if line.startswith("| `nesting`"))
+    names = ", ".join(os.path.splitext(os.path.basename(s))[0] for s in deepest)
+    assert f"The pack's deepest chain is {len(deepest)} ({names})" in line
 
 
 def rac_cdb_with_pdb_affinity():
