@@ -517,7 +517,7 @@ def test_header_block_and_settings_restored(script):
 
 def granted_by_setup():
     text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
-    names = re.findall(r"'((?:G?V_\$)\w+)'", text)
+    names = re.findall(r"'((?:G?V_\$|DBA_)\w+)'", text)
     return {n.replace("_$", "$", 1).upper() for n in names}
 
 
@@ -529,7 +529,49 @@ def test_setup_grants_exactly_what_the_pack_and_the_agent_read():
             if not sql.lstrip().lower().startswith(("declare",)):
                 needed |= views_in(sql)
     needed -= {"ALL_TAB_COLUMNS", "ALL_OBJECTS", "DBA_USERS", "DBA_TAB_PRIVS", "DBA_SYS_PRIVS"}
+    needed |= read_by_the_container_check()
     assert granted_by_setup() == needed
+
+
+def test_the_readme_says_what_execute_on_dbms_lock_grants_besides_sleep():
+    """dba-review P6 (the fallback): before 18c the setup grants EXECUTE on DBMS_LOCK for SLEEP, and a
+    package grant gives every procedure: REQUEST (user locks an application may wait on) and
+    ALLOCATE_UNIQUE (a row in DBMS_LOCK_ALLOCATED, and a COMMIT). The README says so, where the grant
+    is described, and the setup grants it only before 18c."""
+    text = read(os.path.join(SQL, "README.md"))
+    section = text[text.index("## The monitoring user") :]
+    section = section[: section.index("\n## ")]
+    note = section[section.index("**What EXECUTE on DBMS_LOCK gives besides SLEEP.**") :]
+    note = " ".join(note[: note.index("\n\n")].split())
+    for words in ("REQUEST", "ALLOCATE_UNIQUE", "DBMS_LOCK_ALLOCATED", "commits", '"Security Model"', "From 18c"):
+        assert words in note, words
+    setup = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    grant = setup.index("execute immediate 'grant execute on sys.dbms_lock to '")
+    assert setup.rindex("if dbms_db_version.version < 18 then", 0, grant) > setup.rindex("end if;", 0, grant)
+
+
+def read_by_the_container_check():
+    """What the agent's container check reads beyond its views (ALL_ views need no grant)."""
+    sent = (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_data_sql(["GV$DNFS_STATS"]))
+    return {name for sql in sent for name in views_in(sql) if not name.startswith("ALL_")}
+
+
+def test_a_fresh_setup_grants_what_the_container_check_reads_and_reads_it_back():
+    """A CDB user made by the setup lacked SELECT on DBA_CONTAINER_DATA, so `dnfsmon check` could
+    only warn that it had not checked each view's CONTAINER_DATA: the setup grants it in a CDB (from
+    12.1, where the view exists: dynamic SQL) and reads the grant back, with no CONTAINER_DATA readback
+    for it (a DBA_ view shows the container it is read in; it is no CONTAINER_DATA object)."""
+    checked = read_by_the_container_check()
+    assert "DBA_CONTAINER_DATA" in checked and checked <= granted_by_setup()
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    grant = re.search(
+        r"(?s)if is_cdb then\s+(?:--[^\n]*\s+)*execute immediate 'grant select on sys\.dba_container_data to '"
+        r" \|\| user_name \|\| scope;\s+needed\.extend;\s+needed\(needed\.count\) := 'DBA_CONTAINER_DATA';",
+        text,
+    )
+    assert grant and grant.start() > text.index("set container_data = all for sys.")  # after that loop
+    assert grant.start() < text.index("-- Read everything back from the dictionary")
+    assert "elsif is_cdb and needed(i) not in ('DBMS_LOCK', 'DBA_CONTAINER_DATA') then" in text
 
 
 def test_setup_is_release_switched_and_checks_before_it_says_done():
