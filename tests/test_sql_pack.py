@@ -1428,7 +1428,9 @@ def test_the_loop_resets_what_a_login_sql_may_change_before_any_substitution():
         assert setting in lines[reset].lower()
     assert any(line == "ttitle off" for _, line in code) and any(line == "btitle off" for _, line in code)
     store = next(n for n, line in code if line.startswith("store set"))
-    first_ampersand = next(n for n, line in code if "&" in line and n != reset)
+    # The settings file's two lines work whatever DEFINE is (test_the_define_setting_comes_back_...).
+    settings_file = ("store set &_dnfs_settings replace", 'define _dnfs_settings_used = "&_dnfs_settings"')
+    first_ampersand = next(n for n, line in code if "&" in line and n != reset and line not in settings_file)
     assert store < reset < first_ampersand
 
 
@@ -1496,7 +1498,7 @@ def test_the_setup_scripts_put_back_the_dbas_settings(script):
 def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
     """A script that runs at the defaults fails in the sessions the pack must survive."""
     (tmp_path / "helper.sql").write_text("prompt helper\n")
-    (tmp_path / "x.sql").write_text("define n = 1\n@@helper\nselect '&n' from dual;\n")
+    (tmp_path / "x.sql").write_text("define n = 1\n@@helper\nselect '&n', 'an event' from dual;\n")
     assert {f.rule for f in sqlplus_rules.start(str(tmp_path), "x.sql").findings} == {"script-suffix"}
     assert sqlplus_rules.start(str(tmp_path), "x.sql").scripts == ["x.sql", "helper.sql"]
     expected = {
@@ -1508,6 +1510,79 @@ def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
     for login, rules in expected.items():
         found = sqlplus_rules.start(str(tmp_path), "x.sql", login=LOGIN_SESSIONS[login]).findings
         assert {f.rule for f in found} == rules, (login, [str(f) for f in found])
+
+
+def session_database(sid, db_name="ORCL", instance="1", host="db1"):
+    userenv = (("DB_NAME", db_name), ("INSTANCE", instance), ("SID", sid), ("SERVER_HOST", host))
+    return sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED, userenv=userenv)
+
+
+def test_two_sessions_in_one_directory_save_their_settings_to_files_of_their_own():
+    """E3/review: every session's STORE SET wrote dnfs_saved_settings.sql of the current directory, so a
+    second DBA (or a second window) starting the pack there overwrote the first's saved settings, and
+    the first got the second's back at its end. The file is now named for the database, instance,
+    session and host (SYS_CONTEXT('USERENV', ...)): sessions that can run at once differ in one of them."""
+    files = {}
+    for label, database in {
+        "first": session_database("101"),
+        "second window": session_database("102"),
+        "other instance": session_database("101", instance="2", host="db2"),
+        "other database": session_database("101", db_name="TEST"),
+    }.items():
+        session = sqlplus_rules.SqlPlus(SQL, database, {"pause": "off", "feedback": "1"})
+        result = session.start("dnfs_iops.sql", "5", "2")
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        [files[label]] = result.stored_files
+        # The file it runs at the end is the one it wrote (no other STORE SET file is run).
+        assert result.settings["feedback"] == "1"
+    assert files["first"] == "dnfs_saved_settings_orcl_1_101_db1.sql"
+    assert len(set(files.values())) == len(files), files
+    # The name is read before anything is changed: the query is the first statement, then STORE SET.
+    start = read(os.path.join(SQL, "_dnfs_start.sql"))
+    code = [line for line in start.splitlines() if line.strip() and not line.lstrip().startswith("--")]
+    first_set = next(i for i, line in enumerate(code) if line.lower().startswith(("set ", "ttitle", "btitle")))
+    store = next(i for i, line in enumerate(code) if line.lower().startswith("store set"))
+    assert code[store] == "store set &_dnfs_settings replace" and store < first_set
+    assert sum(1 for line in code[:store] if line.lstrip().lower().startswith("select")) == 1
+
+
+@pytest.mark.parametrize("define", ["&", "off", "^"])
+def test_the_define_setting_comes_back_as_it_was_whatever_it_was(define):
+    """The file name is substituted with &, so where & does not substitute (DEFINE OFF or another
+    character) STORE SET writes the name as written and the end runs that same file: SQL*Plus
+    substitutes a line once, so the variable holding the name as written is not substituted again."""
+    database = session_database("101")
+    session = sqlplus_rules.SqlPlus(SQL, database, {"define": define})
+    for script in ("dnfs_iops.sql", "dnfs_check.sql"):
+        result = session.start(script, *(("5", "2") if script == "dnfs_iops.sql" else ()))
+        assert [str(f) for f in result.findings] == [], define
+        assert result.settings["define"] == define
+        stored = result.stored_files[-1]
+        assert stored == ("dnfs_saved_settings_orcl_1_101_db1.sql" if define == "&" else "&_dnfs_settings")
+
+
+def test_the_login_settings_rule_reads_what_each_setting_changes(tmp_path):
+    """SQLCASE UPPER changes only what keeps its case in Oracle (literals, quoted identifiers); a / alone
+    on a line runs the buffer whatever SQLTERMINATOR is; before a script's STORE SET has saved the
+    session's settings, its one query pauses and shows the titles as the session is set."""
+    cases = {
+        "select 'A', \"B\" from dual\n/\n": {"sqlcase": set(), "sqlterminator": set()},
+        "select 'a' from dual\n/\n": {"sqlcase": {"login-settings"}, "sqlterminator": set()},
+        "select 'A' from dual;\n": {"sqlcase": set(), "sqlterminator": {"login-settings"}},
+    }
+    for text, expected in cases.items():
+        (tmp_path / "x.sql").write_text(text)
+        for setting, rules in expected.items():
+            value = "upper" if setting == "sqlcase" else "#"
+            found = sqlplus_rules.start(str(tmp_path), "x.sql", login={setting: value}).findings
+            assert {f.rule for f in found} == rules, (text, setting)
+    (tmp_path / "saved.sql").write_text("select 'A' from dual\n/\nstore set s.sql replace\nselect 'A' from dual\n/\n")
+    (tmp_path / "unsaved.sql").write_text("select 'A' from dual\n/\n")
+    for login in ({"pause": "on"}, {"ttitle": "on"}):
+        found = sqlplus_rules.start(str(tmp_path), "saved.sql", login=login).findings
+        assert [(f.line, f.rule) for f in found] == [(4, "login-settings")], login
+        found = sqlplus_rules.start(str(tmp_path), "unsaved.sql", login=login).findings
+        assert [(f.line, f.rule) for f in found] == [(1, "login-settings")], login
 
 
 @pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
