@@ -1161,7 +1161,7 @@ def test_split_converts_column_by_column_as_value_by_value():
     reference: dict = {"dnfs_stats": [], "system_event": []}
     for row in rows:
         query = stats if row[0].strip() == "dnfs_stats" else other
-        reference[query.name].append([oracle._from_text(c, v) for c, v in zip(query.columns, row[1:])])
+        reference[query.name].append([oracle.wire._from_text(c, v) for c, v in zip(query.columns, row[1:])])
     result = oracle.split(combined, rows)
     assert {name: data["rows"] for name, data in result.items()} == reference
     assert [type(v) for v in result["dnfs_stats"]["rows"][0]] == [int, str, int, int, float]

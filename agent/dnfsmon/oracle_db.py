@@ -19,7 +19,7 @@ round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
 the user may select; a view missing there is reported with the GRANT that
 would fix it, and the queries that need it are left out. Each sample then
 sends one statement for the counters (and one for the inventory when it is
-due: sources.oracle.combine), which reads the database clock
+due: sources.oracle.wire.combine), which reads the database clock
 (SYS_EXTRACT_UTC(SYSTIMESTAMP)) with them. A failing query is recorded and
 the others still run.
 """
@@ -297,7 +297,7 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     return message
 
 
-# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.
+# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.wire.
 # ORACLE_FORMATS) are Gregorian, but datetime format elements such as YYYY follow the session's
 # calendar (Oracle Database Reference, NLS_CALENDAR): a database or logon trigger set to
 # 'Thai Buddha' would date every point 543 years ahead, and others could not be parsed at all.
