@@ -20,6 +20,7 @@ from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
+from dnfsmon.points import Point
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
 from dnfsmon.state import StateFile
@@ -1587,6 +1588,37 @@ def test_capture_and_doctor_read_every_configured_database(tmp_path):
         timeout=60,
     )
     assert doctor.returncode != 1 and "oracle:HR" not in doctor.stderr, doctor.stderr
+
+
+def test_diff_with_a_config_gives_each_database_its_own_sections_options(tmp_path):
+    """`dnfsmon diff -c` of a capture of two [[oracle]] databases: each database's entry is built
+    from its own section ([oracle] top_processes 1 for SALES, 3 for HR), not the first section's."""
+    from dnfsmon import capture
+
+    for name, t in (("old", 1_700_000_000.0), ("new", 1_700_000_010.0)):
+        raws = {
+            f"oracle:{target}": simulator.read(simulator.Workload(db_name=target, instances=1, processes=12), t)
+            for target in ("SALES", "HR")
+        }
+        capture.write(str(tmp_path / name), "dbhost", raws, {})
+    config = write_config(tmp_path, agent={"host": "dbhost"})
+    with open(config, "a") as f:
+        for target, top in (("SALES", 1), ("HR", 3)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "db/{target}"\nuser = "dnfsmon"\n')
+            f.write(f'password_env = "DNFSMON_UNUSED"\ntop_processes = {top}\n')
+    result = subprocess.run(
+        [*DNFSMON, "diff", "-c", str(config), str(tmp_path / "old"), str(tmp_path / "new"), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    ranked: dict[str, int] = {}
+    for point in map(Point.from_json, json.loads(result.stdout)):
+        if point.measurement == oracle.TOP_PROCESS_MEASUREMENT:
+            database = dict(point.tags)["database"]
+            ranked[database] = ranked.get(database, 0) + 1
+    assert ranked == {"SALES": 1, "HR": 3}
 
 
 def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():

@@ -108,6 +108,7 @@ __all__ = [
     "Query",
     "build",
     "build_queries",
+    "build_target",
     "combine",
     "failure",
     "inventory_due",
@@ -160,6 +161,13 @@ SOURCE = OracleSource()
 def build(config: Config) -> OracleSource:
     """The source as [oracle] configures it (the defaults for the simulator, or no [oracle])."""
     return of_settings(config.oracle)
+
+
+def build_target(config: Config, target: str) -> OracleSource:
+    """The source of one of several databases ([[oracle]]; a capture's entry "oracle:<target>") as its
+    own table configures it; the defaults for a database the config does not name (a capture
+    replayed with another host's config)."""
+    return of_settings(next((s for s in config.databases if s.target == target), None))
 
 
 def of_settings(settings: Optional[OracleSettings]) -> OracleSource:
