@@ -159,6 +159,8 @@ class FakeConnection:
         # or the error a user without SELECT on DBA_CONTAINER_DATA gets.
         self.root_only: list[str] | Exception = []
         self.warning = None
+        # (V$SESSION.MODULE, CLIENT_IDENTIFIER) as set when the first statement was sent.
+        self.session_names: tuple = (None, None)
 
     def cursor(self):
         return FakeCursor(self)
@@ -172,6 +174,8 @@ class FakeConnection:
 
     def answer(self, sql):
         self.executed.append(sql)
+        if len(self.executed) == 1:  # python-oracledb sends module and client_identifier with the next round trip
+            self.session_names = (getattr(self, "module", None), getattr(self, "client_identifier", None))
         if sql == oracle_db.SESSION_SQL:
             return [], []  # ALTER SESSION returns no rows
         if sql in (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_sql("GV$DATAFILE")):
@@ -1479,6 +1483,52 @@ def test_check_fails_on_a_session_in_a_pdb_with_the_fix(tmp_path, monkeypatch):
     found = check.check_database(config)
     assert [i.status for i in found] == [check.FAIL] and found[0].exit_code == 3
     assert "connected to the container SALESPDB" in found[0].line() and "CDB's own service" in found[0].line()
+
+
+def test_an_event_first_waited_for_between_two_reads_counts_from_zero():
+    """dba-review A6: an event with its first row in V$SYSTEM_EVENT (nobody had waited for it since
+    the instance started) lost its first interval as a baseline; its counts are that interval's.
+    Recorded rows through the live reader: 'log file sync' has no row on instance 1 at the first
+    read, and 50 waits (of 2 ms each) at the second, 10 s later."""
+    first, second = simulated_document(T0), simulated_document(T0 + 10)
+    columns = first["results"]["system_event"]["columns"]
+    event, inst_id = columns.index("EVENT"), columns.index("INST_ID")
+
+    def is_new(row):
+        return (row[event], row[inst_id]) == ("log file sync", 1)
+
+    first["results"]["system_event"]["rows"] = [r for r in first["results"]["system_event"]["rows"] if not is_new(r)]
+    for row in filter(is_new, second["results"]["system_event"]["rows"]):
+        for column, value in (("TOTAL_WAITS", 50), ("TIME_WAITED_MICRO", 100_000)):
+            row[columns.index(column)] = value
+        for column, value in (("TOTAL_WAITS_FG", 40), ("TIME_WAITED_MICRO_FG", 80_000)):
+            row[columns.index(column)] = value
+    points = points_between(live_read(first)[0], live_read(second)[0]).points
+    events = {
+        dict(p.tags)["event"]: p.fields
+        for p in points
+        if p.measurement == "dnfsmon_oracle_event" and dict(p.tags)["instance"] == "simdb1"
+    }
+    assert events["log file sync"] == {
+        "waits_per_s": 5.0,
+        "avg_latency_us": 2000.0,
+        "fg_waits_per_s": 4.0,
+        "fg_avg_latency_us": 2000.0,
+        "wait_time_us_per_s": 10_000.0,
+    }
+    assert set(events) == set(oracle_facts.AGENT_EVENTS)
+    # The instance's first read: every event is new, none has a previous read to count from.
+    alone = compute({"oracle": live_read(second)[0]}, {}, "h", {}).points
+    assert not [p for p in alone if p.measurement == "dnfsmon_oracle_event"]
+
+
+def test_the_session_is_named_dnfsmon_in_v_session_before_its_first_statement(monkeypatch):
+    """dba-review A6: no MODULE or CLIENT_IDENTIFIER was set, so a DBA could not pick dnfsmon out in
+    V$SESSION or ASH. Both are set before the first round trip that carries them."""
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connected(monkeypatch, connection)
+    assert connection.executed[0] == oracle_db.SESSION_SQL
+    assert connection.session_names == ("dnfsmon", "dnfsmon")
 
 
 def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(monkeypatch):

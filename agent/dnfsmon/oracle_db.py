@@ -305,6 +305,10 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
 # Setting NLS parameters needs no privilege (SQL Language Reference, ALTER SESSION, Prerequisites).
 SESSION_SQL = "ALTER SESSION SET NLS_CALENDAR = 'GREGORIAN' NLS_NUMERIC_CHARACTERS = '.,'"
 
+# V$SESSION.MODULE and CLIENT_IDENTIFIER of the agent's session: SELECT ... FROM v$session WHERE
+# module = 'dnfsmon' finds it (docs/oracle.md).
+SESSION_MODULE = "dnfsmon"
+
 
 class Database:
     """A session and the columns discovered in it."""
@@ -380,6 +384,12 @@ class Database:
         # Connection.warning (python-oracledb API manual, Connection.warning).
         warning = getattr(connection, "warning", None)
         self.warning = f"{describe(warning)} ({PASSWORD_SOON})" if warning else ""
+        # Name the session, so a DBA can pick dnfsmon out in V$SESSION and ASH (dba-review A6):
+        # python-oracledb's Connection.module and Connection.client_identifier set V$SESSION.MODULE
+        # and CLIENT_IDENTIFIER, and are sent with the next round trip (python-oracledb API manual,
+        # Connection attributes): the ALTER SESSION below, before any query of the agent's.
+        connection.module = SESSION_MODULE
+        connection.client_identifier = SESSION_MODULE
         with connection.cursor() as cursor:
             cursor.execute(SESSION_SQL)
         return connection

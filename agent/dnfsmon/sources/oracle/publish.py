@@ -297,6 +297,36 @@ NOT_PER_INTERVAL = (
 )
 
 
+def new_event_intervals(result: rates.DiffResult) -> list[rates.Interval]:
+    """The intervals, counted from zero, of wait events that first appear in V$SYSTEM_EVENT since the
+    previous read of their instance (dba-review A6).
+
+    V$SYSTEM_EVENT's counts are totals since the instance started (Oracle Database Reference,
+    V$SYSTEM_EVENT), and an event nobody has waited for has no row yet: an event absent from the
+    previous read of the same instance startup and clock (an event of that instance has an interval,
+    so that read had the query's rows) had waited nothing then. Its whole counts are the interval's,
+    as a new histogram bucket's are (deltas_counting_new_from_zero). Without such a read (the first
+    of the instance, a restart) nothing is counted.
+    """
+    previous_read: dict[rates.Key, rates.Interval] = {}
+    for interval in result.intervals:
+        if interval.current.measurement == EVENT_MEASUREMENT:
+            previous_read[interval.current.key[:-1]] = interval
+    found = []
+    for skip in result.skips:
+        sample = skip.current
+        # A key without a previous sample (not an identity change, which is a restart or a new clock).
+        if sample.measurement != EVENT_MEASUREMENT or skip.event or not skip.baseline:
+            continue
+        sibling = previous_read.get(sample.key[:-1])
+        if sibling is None or sibling.current.identity != sample.identity:
+            continue
+        counted = rates.interval_from_zero(sample, sibling.previous.time)
+        if counted is not None:
+            found.append(counted)
+    return found
+
+
 def aggregate(
     result: rates.DiffResult, current: list[Sample], top_processes: int = DEFAULT_TOP_PROCESSES
 ) -> list[Point]:
@@ -324,7 +354,7 @@ def aggregate(
     for tags, summed in per_filer.items():
         wall_ns = round(summed.members[0].current.wall_time * 1e9)
         points.append(Point(FILER_LATENCY_MEASUREMENT, tags, filer_fields(summed), wall_ns))
-    for interval in result.intervals:
+    for interval in [*result.intervals, *new_event_intervals(result)]:
         measurement = interval.current.measurement
         if measurement == HISTOGRAM_MEASUREMENT:
             points.extend(_histogram_points(interval))
