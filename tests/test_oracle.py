@@ -327,6 +327,45 @@ def test_pnum_reused_by_a_new_process_is_a_new_baseline():
     assert io["simdb1"].fields["new_processes"] == 1 and io["simdb1"].fields["processes_left_out"] == 0
 
 
+def test_the_roster_keeps_each_process_as_its_own_value_not_a_json_text():
+    """code-review 1.3: which process held each PNUM was one JSON text in a gauge, written at one read
+    and decoded at the next. Each PNUM is now a gauge of the roster sample: "SPID/SERIAL#"."""
+    document = simulated_document(T0)
+    found, _ = oracle.samples(live_read(document)[0], "h")
+    rosters = {dict(s.key)["instance"]: s.gauges for s in found if s.measurement == "dnfsmon_dnfs_roster"}
+    stats = document["results"]["dnfs_stats"]
+    position = {c: stats["columns"].index(c) for c in ("INST_ID", "PNUM", "SPID", "SERIAL#")}
+    for number, instance in ((1, "simdb1"), (2, "simdb2")):
+        expected = {
+            str(r[position["PNUM"]]): f"{r[position['SPID']]}/{r[position['SERIAL#']]}"
+            for r in stats["rows"]
+            if r[position["INST_ID"]] == number
+        }
+        assert rosters[instance] == expected and len(expected) == simulator.Workload().processes
+
+
+def test_a_roster_stored_as_json_text_by_an_older_agent_leaves_new_processes_out_once():
+    """A state file written before the roster's processes were gauges holds one JSON text: the new
+    process of the first interval after the upgrade is left out (counted as such), never counted from
+    zero against an empty roster (which would add its whole life's counts to the interval)."""
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    row = stats["rows"][0]
+    row[columns.index("SPID")], row[columns.index("SERIAL#")] = "99999", 777
+    raws = [live_read(d)[0] for d in documents]
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    previous = dict(first.samples)
+    for key, sample in previous.items():
+        if sample.measurement == "dnfsmon_dnfs_roster":
+            text = json.dumps(dict(sample.gauges), sort_keys=True)
+            previous[key] = rates.Sample.from_json({**sample.to_json(), "gauges": {"processes": text}})
+    outcome = compute({"oracle": raws[1]}, {}, "h", previous)
+    io = {dict(p.tags)["instance"]: p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
+    assert io["simdb1"]["new_processes"] == 0 and io["simdb1"]["processes_left_out"] == 1
+    assert io["simdb2"]["processes_left_out"] == 0
+
+
 def io_reads(document, instance=1):
     """{PNUM: NFS_READ} of one instance's V$DNFS_STATS rows in a results document."""
     stats = document["results"]["dnfs_stats"]

@@ -23,8 +23,8 @@ TOP_PROCESS_MEASUREMENT = "dnfsmon_dnfs_top_process"
 # then summed per filer into FILER_LATENCY_MEASUREMENT).
 FILER_FILE_MEASUREMENT = "dnfsmon_dnfs_filer_file"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
-# Not published: per instance, which process held each PNUM at a read (the
-# state the next read needs to know which processes are new; see _io).
+# Not published: per instance, which process held each PNUM at a read, one gauge per PNUM
+# ("SPID/SERIAL#"): the state the next read needs to know which processes are new (see _io).
 ROSTER_MEASUREMENT = "dnfsmon_dnfs_roster"
 MEASUREMENTS = (
     IO_MEASUREMENT,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -126,7 +125,7 @@ def _io(context: Context) -> list[Sample]:
             roster = rosters[tags] = (t, identity, started, {})
         roster[3][pnum] = "/".join(process)
     for tags, (t, identity, started, processes) in rosters.items():
-        gauges: dict[str, rates.Gauge] = {"processes": json.dumps(processes, sort_keys=True)}
+        gauges: dict[str, rates.Gauge] = dict(processes)
         found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
 

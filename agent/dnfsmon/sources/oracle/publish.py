@@ -4,7 +4,6 @@ counted from zero, the top processes, channels, events, histograms, latency per 
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Mapping
 from typing import Optional
 
@@ -29,13 +28,15 @@ from .parsers import INVENTORY_MEASUREMENTS, UNKNOWN_PROCESS, filer_fields
 DEFAULT_TOP_PROCESSES = 10
 
 
-def _roster(interval: rates.Interval) -> dict[str, str]:
-    """PNUM -> "SPID/SERIAL#" of the previous read of a roster interval."""
-    try:
-        processes = json.loads(str(interval.previous.gauges.get("processes", "{}")))
-    except ValueError:
-        return {}
-    return processes if isinstance(processes, dict) else {}
+# The one gauge of a roster written before its processes were a gauge each (a JSON text of them).
+ROSTER_AS_TEXT = "processes"
+
+
+def _roster(interval: rates.Interval) -> Optional[Mapping[str, rates.Gauge]]:
+    """PNUM -> "SPID/SERIAL#" of the previous read of a roster interval; None for a roster stored by
+    an older dnfsmon as one JSON text (its new processes are left out for that one interval)."""
+    gauges = interval.previous.gauges
+    return None if ROSTER_AS_TEXT in gauges else gauges
 
 
 def new_process_intervals(
@@ -70,7 +71,11 @@ def new_process_intervals(
         roster = rosters.get(tuple(pair for pair in sample.key if pair[0] not in ("pdb", "pnum")))
         if roster is None:
             continue  # the instance re-baselined as a whole: nothing is published for it
-        before = _roster(roster).get(tags["pnum"])
+        holders = _roster(roster)
+        if holders is None:
+            left_out.append(skip)
+            continue
+        before = holders.get(tags["pnum"])
         now = "/".join(sample.identity[-2:])
         replaced = (
             before is not None
