@@ -159,6 +159,9 @@ class FakeConnection:
         # or the error a user without SELECT on DBA_CONTAINER_DATA gets.
         self.root_only: list[str] | Exception = []
         self.warning = None
+        # A mounted database: the data dictionary cannot be queried, only fixed tables and views.
+        self.mounted = False
+        self.version = "19.21.0.0.0"
         # (V$SESSION.MODULE, CLIENT_IDENTIFIER) as set when the first statement was sent.
         self.session_names: tuple = (None, None)
 
@@ -180,6 +183,10 @@ class FakeConnection:
             return [], []  # ALTER SESSION returns no rows
         if sql in (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_sql("GV$DATAFILE")):
             return ["CDB", "CON_NAME", "MAX_CON_ID"], [self.container]
+        if self.mounted and ("dba_container_data" in sql or "all_tab_columns" in sql):
+            return OracleError(
+                "ORA-01219", "database or pluggable database not open: queries allowed on fixed tables or views only"
+            )
         if "dba_container_data" in sql:
             if isinstance(self.root_only, Exception):
                 return self.root_only
@@ -1568,6 +1575,53 @@ def test_the_session_is_named_dnfsmon_in_v_session_before_its_first_statement(mo
     connected(monkeypatch, connection)
     assert connection.executed[0] == oracle_db.SESSION_SQL
     assert connection.session_names == ("dnfsmon", "dnfsmon")
+
+
+def test_a_mounted_standby_is_read_through_sysdg_with_the_columns_of_its_release(monkeypatch):
+    """A mounted physical standby refuses every ordinary logon (ORA-01033) and has no data dictionary
+    to discover columns in (ORA-01219). With [oracle] privilege = "sysdg" the agent logs on with the
+    SYSDG administrative privilege, takes the views' columns from the release's facts, and reads the
+    database layer: redo apply's dNFS I/O. Recorded rows through the live reader."""
+    document = simulated_document(T0)
+    document["results"]["database"]["rows"] = [
+        [*row[:3], "PHYSICAL STANDBY", "MOUNTED", *row[5:]] for row in document["results"]["database"]["rows"]
+    ]
+    connection = FakeConnection(document, facts_available("19c"))
+    connection.mounted = True
+    connection.container = ("YES", "CDB$ROOT", 3)
+    logons = []
+
+    def connect(**kwargs):
+        logons.append(kwargs)
+        return connection
+
+    fake = types.SimpleNamespace(connect=connect, clientversion=lambda: (19, 0), AUTH_MODE_SYSDGD=32768)
+    monkeypatch.setitem(sys.modules, "oracledb", fake)
+    monkeypatch.setenv("DNFSMON_TEST_PW", "x")
+    database = oracle_db.Database(settings(privilege="sysdg"))
+    raw = oracle_db.read_once(database, T0)
+    [logon] = logons
+    assert logon["mode"] == 32768 and logon["user"] == "dnfsmon"
+    assert database.available == facts_available("19c") and not database.missing
+    found, problems = oracle.samples(raw, "h")
+    status = next(s for s in found if s.measurement == oracle.STATUS_MEASUREMENT)
+    assert "error" not in status.gauges and status.gauges["open_mode"] == "MOUNTED"
+    assert oracle_db.MOUNTED_NOTE in status.gauges["warning"] and "not checked in MOUNT" in status.gauges["warning"]
+    io = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert io and all(dict(s.key)["role"] == "PHYSICAL STANDBY" for s in io) and not problems
+    # Without the privilege, a mounted database's ORA-01219 at discovery is what it was: the database
+    # layer is not read, and the status says why and what to set.
+    assert 'privilege = "sysdg"' in oracle_db.describe(
+        OracleError("ORA-01033", "ORACLE initialization or shutdown in progress")
+    )
+
+
+def test_privilege_is_none_or_sysdg():
+    from dnfsmon.config import ConfigError
+
+    assert settings().privilege == "none" and settings(privilege="sysdg").privilege == "sysdg"
+    with pytest.raises(ConfigError, match=r"\[oracle\] privilege = 'sysdba': must be one of none, sysdg"):
+        settings(privilege="sysdba")
 
 
 def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(monkeypatch):
