@@ -568,7 +568,9 @@ def test_the_source_publishes_what_a_sample_per_operation_publishes(seed, operat
     import random
 
     rng = random.Random(seed)
-    old_text = fixture(TELEGRAF) + fixture(PROCFS) + SECOND
+    # /u03 mounted over: the last block's figures, in the place of the first.
+    over = V3.replace("srv:/export mounted on /u02", "srv3:/over mounted on /u03").replace("READ: 1000", "READ: 7000")
+    old_text = fixture(TELEGRAF) + SECOND + fixture(PROCFS) + over
     new_text = moved(old_text, rng)
     if seed % 4 == 3:  # a remount: every key of /u03 starts again
         new_text = new_text.replace("age:\t110", "age:\t3")

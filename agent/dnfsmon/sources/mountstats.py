@@ -18,7 +18,7 @@ I/O (a silent dNFS fallback, or a non-dNFS process).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import chain
@@ -374,10 +374,17 @@ def no_ops_known(mountpoint: str, ops_text: str) -> bool:
     return False
 
 
-def parse_mountstats(
-    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount, known_ops: KnownOps = no_ops_known
-) -> tuple[list[Mount], list[ParseError]]:
-    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others.
+def each_mount(
+    text: str,
+    problems: list[ParseError],
+    path: str = MOUNTSTATS,
+    wanted: MountFilter = every_mount,
+    known_ops: KnownOps = no_ops_known,
+) -> Iterator[Mount]:
+    """The NFS mounts of a mountstats file one at a time, in the file's order: a caller that keeps
+    what it needs of each (MountstatsSource) never holds every Mount of the file at once. A
+    malformed block goes to `problems`, never the others. A mount point mounted over comes once
+    per block; the last is the visible one.
 
     `wanted(mountpoint)` False: the block is skipped before its lines are read.
     `known_ops(mountpoint, ops_text)` True: the block's per-op lines are not parsed (the Mount's
@@ -385,12 +392,11 @@ def parse_mountstats(
     """
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
-    problems: list[ParseError] = [
+    problems.extend(
         ParseError(path, "line outside any 'device' block", index + 1, line)
         for index, line in enumerate(lines[: starts[0] if starts else len(lines)])
         if line.strip()
-    ]
-    mounts: dict[str, Mount] = {}
+    )
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
             mount = _parse_block(start + 1, lines[start:end], path, problems, wanted, known_ops)
@@ -398,9 +404,19 @@ def parse_mountstats(
             problems.append(error)
             continue
         if mount is not None:
-            # A mount point mounted over keeps the last block, the visible one
-            # (as nfs-utils' mountstats does).
-            mounts[mount.mountpoint] = mount
+            yield mount
+
+
+def parse_mountstats(
+    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount, known_ops: KnownOps = no_ops_known
+) -> tuple[list[Mount], list[ParseError]]:
+    """NFS mounts of a mountstats file, and its malformed blocks (each_mount)."""
+    problems: list[ParseError] = []
+    mounts: dict[str, Mount] = {}
+    for mount in each_mount(text, problems, path, wanted, known_ops):
+        # A mount point mounted over keeps the last block, the visible one, in the place
+        # of its first (as nfs-utils' mountstats does).
+        mounts[mount.mountpoint] = mount
     return list(mounts.values()), problems
 
 
@@ -676,21 +692,24 @@ class MountstatsSource(HostSource):
         return layout, dict(zip(layout.names, chain.from_iterable(rows)))
 
     def parse(self, raw: Raw, host: str) -> Parsed:
-        mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, self.wanted, self.ops_known)
         identity = boot_identity(raw)
+        problems: list[ParseError] = []
         found: list[Sample] = []
+        place: dict[str, int] = {}  # mount point -> where its samples are in `found`
         ops_now: dict[str, tuple[str, OpLayout, dict[str, int]]] = {}
-        for mount in mounts:
+        # Mount by mount: a Mount is dropped once its two samples are made (at 1000 mounts, every
+        # Mount of the file at once was some 15 MB more at the peak).
+        for mount in each_mount(raw.text(MOUNTSTATS), problems, MOUNTSTATS, self.wanted, self.ops_known):
             key = mount_key(mount, host)
             # Both samples' state_key text (Sample.state_key) made here from the tags they share.
             tags = ",".join(map("=".join, key))
-            found.append(mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"))
             if self.ops_known(mount.mountpoint, mount.ops_text):
                 _, layout, counters = self.last_ops[mount.mountpoint]
             else:
                 layout, counters = self.operations_of(mount)
             ops_now[mount.mountpoint] = (mount.ops_text, layout, counters)
-            found.append(
+            pair = [
+                mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"),
                 MountOps(
                     layout,
                     OP_MEASUREMENT,
@@ -702,8 +721,15 @@ class MountstatsSource(HostSource):
                     identity,
                     started(raw, mount),
                     state_key=f"{OP_MEASUREMENT},{tags}",
-                )
-            )
+                ),
+            ]
+            # A mount point mounted over keeps the last block's samples, in the place of its first
+            # (as parse_mountstats keeps its Mount).
+            if mount.mountpoint in place:
+                found[place[mount.mountpoint] : place[mount.mountpoint] + 2] = pair
+            else:
+                place[mount.mountpoint] = len(found)
+                found.extend(pair)
         self.last_ops = ops_now
         return Parsed(found, problems)
 
