@@ -19,7 +19,7 @@ round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
 the user may select; a view missing there is reported with the GRANT that
 would fix it, and the queries that need it are left out. Each sample then
 sends one statement for the counters (and one for the inventory when it is
-due: sources.oracle.combine), which reads the database clock
+due: sources.oracle.wire.combine), which reads the database clock
 (SYS_EXTRACT_UTC(SYSTIMESTAMP)) with them. A failing query is recorded and
 the others still run.
 """
@@ -39,7 +39,7 @@ from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .errors import EnvironmentProblem
-from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, grant_name
+from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, columns, grant_name, release_of_version
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
 
@@ -90,6 +90,10 @@ def within(seconds: float, step: str, call: Callable[[], T]) -> T:
 VIEWS = VIEWS_READ
 
 
+# Where a DBA runs the setup scripts on the host: a copy of the installed pack (root's), since they
+# save the DBA's SQL*Plus settings with STORE SET to a file in the current directory (sql/README.md).
+PACK_COPY = 'cp -R "$(dnfsmon sql)/." ~/dnfsmon-sql && cd ~/dnfsmon-sql'
+
 # Logon refusals: the database answered, and refused this user. Asking again cannot succeed until
 # someone acts. After one of these the run makes no further logon, and the next runs hold
 # (LogonBackoff). Each line: what to do, per code's Action in the Database Error Messages.
@@ -101,13 +105,13 @@ LOGON_REFUSALS = {
     # ERR_ORACLE_ERROR_XREF), as it does when no password is given at all: the same fix.
     "DPY-4001": "no password was sent: put the password in [oracle] password_file",
     "ORA-01040": "the password holds a character the database refuses: set another with "
-    '@setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)")',
+    "@setup/set_monitor_password in a copy of the SQL pack (" + PACK_COPY + ")",
     "ORA-01045": "{user} lacks CREATE SESSION: run @setup/create_monitor_user in the SQL pack "
-    '(cd "$(dnfsmon sql)") as a DBA',
+    "(" + PACK_COPY + ") as a DBA",
     "ORA-28000": "the account is locked: on the primary, ALTER USER {user} ACCOUNT UNLOCK (after fixing the "
     "password if a wrong one locked it)",
     "ORA-28001": "the password has expired: set a new one with @setup/set_monitor_password in the SQL pack "
-    '(cd "$(dnfsmon sql)"), and give {user} its profile with @setup/create_monitor_user (docs/oracle.md, '
+    "(" + PACK_COPY + "), and give {user} its profile with @setup/create_monitor_user (docs/oracle.md, "
     '"Password profile")',
     "ORA-28040": "no matching authentication protocol: the database's SQLNET.ALLOWED_LOGON_VERSION_SERVER refuses "
     'this client; see docs/oracle.md, "Connecting"',
@@ -126,7 +130,7 @@ WRONG_CREDENTIALS = ("ORA-01017", "ORA-01005", "DPY-4001", "ORA-01040")
 
 
 PASSWORD_SOON = (
-    'set a new password with @setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)") before it '
+    "set a new password with @setup/set_monitor_password in a copy of the SQL pack (" + PACK_COPY + ") before it "
     'expires, and see docs/oracle.md, "Password profile"'
 )
 
@@ -138,7 +142,8 @@ PASSWORD_SOON = (
 # refusal of the user: tried again each sample, at no cost to the account.
 NOT_OPEN = {
     "ORA-01033": "the database is not open: database layer not readable in MOUNT (a mounted standby, or the "
-    "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read",
+    "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read; "
+    'a mounted standby is read with [oracle] privilege = "sysdg" (docs/oracle.md, "Standbys")',
     "ORA-01219": "the database is not open: database layer not readable in MOUNT; host layers monitored",
     "ORA-01035": "the instance is in restricted mode (only users with RESTRICTED SESSION log on): database layer "
     "not readable until ALTER SYSTEM DISABLE RESTRICTED SESSION; host layers monitored; tried again each sample",
@@ -150,7 +155,7 @@ NOT_OPEN = {
 # SQLNET.ALLOWED_LOGON_VERSION_SERVER). python-oracledb's maintainers name the two ways out.
 VERIFIER_10G = (
     'use thick mode ([oracle] mode = "thick"), or reset the password (@setup/set_monitor_password in the SQL '
-    'pack, cd "$(dnfsmon sql)") with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists'
+    "pack: " + PACK_COPY + ") with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists"
 )
 
 
@@ -213,7 +218,7 @@ def container_problem(cdb: object, con_name: object, max_con_id: object, user: s
     if max_con_id is None or float(str(max_con_id)) < 2:
         return (
             f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run @setup/create_monitor_user "
-            f'of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT'
+            f"of a copy of the SQL pack ({PACK_COPY}) in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT"
         )
     return ""
 
@@ -297,13 +302,23 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     return message
 
 
-# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.
+# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.wire.
 # ORACLE_FORMATS) are Gregorian, but datetime format elements such as YYYY follow the session's
 # calendar (Oracle Database Reference, NLS_CALENDAR): a database or logon trigger set to
 # 'Thai Buddha' would date every point 543 years ahead, and others could not be parsed at all.
 # NLS_NUMERIC_CHARACTERS likewise keeps '.' the decimal character of any number shown as text.
 # Setting NLS parameters needs no privilege (SQL Language Reference, ALTER SESSION, Prerequisites).
 SESSION_SQL = "ALTER SESSION SET NLS_CALENDAR = 'GREGORIAN' NLS_NUMERIC_CHARACTERS = '.,'"
+
+# What the status point says of a mounted database read through SYSDG (Database.discover).
+MOUNTED_NOTE = (
+    "the database is mounted, not open: read with SYSDG, its views' columns from the release's facts "
+    "(no data dictionary in MOUNT)"
+)
+
+# V$SESSION.MODULE and CLIENT_IDENTIFIER of the agent's session: SELECT ... FROM v$session WHERE
+# module = 'dnfsmon' finds it (docs/oracle.md).
+SESSION_MODULE = "dnfsmon"
 
 
 class Database:
@@ -354,8 +369,13 @@ class Database:
         s = self.settings
         if s.mode == "thick":
             oracledb.init_oracle_client(lib_dir=s.lib_dir or None, config_dir=s.config_dir or None)
+        # SYSDG: the administrative privilege for Data Guard operations (Oracle Database Security
+        # Guide, "SYSDG Administrative Privilege for Oracle Data Guard Operations"), which a mounted
+        # database accepts where it refuses an ordinary logon (ORA-01033); python-oracledb's
+        # connect(mode=AUTH_MODE_SYSDGD), its constant for SYSDG.
+        privilege = {"mode": oracledb.AUTH_MODE_SYSDGD} if s.privilege == "sysdg" else {}
         if s.external_auth:
-            connection = oracledb.connect(dsn=s.dsn, externalauth=True)
+            connection = oracledb.connect(dsn=s.dsn, externalauth=True, **privilege)
         else:
             password = read_secret(s.password_file or None, s.password_env or None, "Oracle password")
             connection = oracledb.connect(
@@ -364,6 +384,7 @@ class Database:
                 dsn=s.dsn,
                 config_dir=(s.config_dir or None) if s.mode == "thin" else None,
                 tcp_connect_timeout=timeout_s,
+                **privilege,
             )
         # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
         # In thick mode the attribute exists only with Oracle Client 18c or later (python-oracledb API
@@ -380,18 +401,38 @@ class Database:
         # Connection.warning (python-oracledb API manual, Connection.warning).
         warning = getattr(connection, "warning", None)
         self.warning = f"{describe(warning)} ({PASSWORD_SOON})" if warning else ""
+        # Name the session, so a DBA can pick dnfsmon out in V$SESSION and ASH (dba-review A6):
+        # python-oracledb's Connection.module and Connection.client_identifier set V$SESSION.MODULE
+        # and CLIENT_IDENTIFIER, and are sent with the next round trip (python-oracledb API manual,
+        # Connection attributes): the ALTER SESSION below, before any query of the agent's.
+        connection.module = SESSION_MODULE
+        connection.client_identifier = SESSION_MODULE
         with connection.cursor() as cursor:
             cursor.execute(SESSION_SQL)
         return connection
 
     def discover(self) -> None:
-        rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        try:
+            rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        except Exception as error:
+            if error_code(error) != "ORA-01219" or self.settings.privilege != "sysdg":
+                raise
+            self.available = self.columns_in_mount()
+            self.missing, self.notes = {}, {"mount": MOUNTED_NOTE}
+            return
         found: dict[str, set[str]] = {}
         for table, column in rows:
             view = table.replace("_$", "$", 1)
             found.setdefault(view, set()).add(column.upper())
         self.available = found
         self.missing, self.notes = missing_views(found, self.settings.scope, self.settings.user.upper() or "<user>")
+
+    def columns_in_mount(self) -> dict[str, set[str]]:
+        """The columns of the views read, from the release's facts: a mounted database has no data
+        dictionary to ask (ORA-01219: only fixed tables and views may be queried), but the dynamic
+        performance views dnfsmon reads are fixed views, each with the columns of its release."""
+        release = self.settings.release or release_of_version(str(self.connection.version))
+        return {view: set(columns(view, release)) for view in VIEWS_READ if columns(view, release)}
 
     def check_container(self) -> None:
         """Set self.container when the session sees only part of a CDB, in any view it reads.
@@ -423,6 +464,9 @@ class Database:
         try:
             rows = within(self.deadline_s(), "container", lambda: self._rows(container_data_sql(views)))
         except Exception as error:
+            if error_code(error) == "ORA-01219":  # mounted: DBA_CONTAINER_DATA is in the data dictionary
+                self.notes["container"] = f"whether each view shows {user} every container is not checked in MOUNT"
+                return
             if error_code(error) != "ORA-00942":
                 raise
             self.notes["container"] = (
@@ -436,7 +480,7 @@ class Database:
             self.container = (
                 f"{user} sees only the root's rows in {', '.join(lacking)} (CONTAINER_DATA is not ALL for "
                 f"{'them' if len(lacking) > 1 else 'it'}, though {datafile} shows every container): run "
-                f'@setup/create_monitor_user of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} '
+                f"@setup/create_monitor_user of a copy of the SQL pack ({PACK_COPY}) in the root, or ALTER USER {user} "
                 f"SET CONTAINER_DATA = ALL FOR <view> CONTAINER = CURRENT for each"
             )
 
