@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from configs import write_config
 from dnfsmon import config
 from dnfsmon.sources import HOST_SOURCES, build, build_all, mountstats, nic
 from dnfsmon.sources.base import Raw
@@ -103,21 +104,32 @@ def test_two_sources_of_one_kind_keep_their_own_memory():
     assert [(s.state_key, s.counters) for s in again] == [(s.state_key, s.counters) for s in fresh]
 
 
-def test_a_run_imports_only_the_sources_its_config_names(tmp_path):
-    """[host] sources = ["tcp"]: mountstats, nic, pressure and rpc are not imported.
-
-    (filer_tcp and routes are: the doctor's path join, run on every sample, uses two of their
-    address helpers.)"""
-    cfg = tmp_path / "c.toml"
-    cfg.write_text('[agent]\nstate_dir = "s"\n[store]\ndir = "d"\n[host]\nsources = ["tcp"]\n')
+def modules_after_collect(config) -> set[str]:
+    """The dnfsmon modules loaded by the end of a two-sample `collect`, run by cli.main in a
+    process of its own (as cron runs it)."""
     code = (
         "import sys; from dnfsmon import cli; "
-        f"cli.main(['--config', {str(cfg)!r}, '-q', 'collect']); "
-        "print(sorted(m for m in sys.modules if m.startswith('dnfsmon.sources.')))"
+        f"rc = cli.main(['--config', {str(config)!r}, '-q', 'collect', '--count', '2', '--interval', '0.2']); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('dnfsmon')))); sys.exit(rc)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    imported = result.stdout.strip()
-    for absent in ("mountstats", "nic", "pressure", "rpc"):
-        assert absent not in imported, imported
-    assert "dnfsmon.sources.tcp" in imported
+    return set(result.stdout.split())
+
+
+def test_a_run_imports_only_the_sources_its_config_names(tmp_path):
+    """Importing a source costs CPU in every cron run (the Oracle package alone about 10 ms):
+    [host] sources = ["nic", "tcp"] and no database loads nic and tcp, no other source, no Oracle code."""
+    cfg = write_config(tmp_path, host={"sources": ["nic", "tcp"]})
+    loaded = modules_after_collect(cfg)
+    assert {"dnfsmon.sources.nic", "dnfsmon.sources.tcp"} <= loaded
+    unread = [f"dnfsmon.sources.{name}" for name in HOST_SOURCES if name not in ("nic", "tcp")]
+    unread += ["dnfsmon.sources.oracle", "dnfsmon.oracle_facts", "dnfsmon.oracle_db", "dnfsmon.simulator"]
+    assert [name for name in unread if name in loaded] == []
+
+
+def test_a_run_with_a_database_imports_the_oracle_source(tmp_path):
+    cfg = write_config(tmp_path, host={"sources": ["nic"]}, simulator={"enabled": True})
+    loaded = modules_after_collect(cfg)
+    assert {"dnfsmon.sources.oracle", "dnfsmon.sources.oracle.parsers", "dnfsmon.simulator"} <= loaded
+    assert "dnfsmon.sources.tcp" not in loaded

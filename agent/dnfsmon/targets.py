@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Optional, cast
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem, reason
 from .rates import Sample
-from .sources import build_all, oracle
+from .sources import build_all
 from .sources.base import HostInputs, HostSource, Raw, Source
 from .state import StateFile
 
@@ -124,6 +124,7 @@ class OracleTarget(Target):
 
     def __init__(self, settings: OracleSettings, state_dir: Optional[str] = None, persist: bool = True):
         from .oracle_db import Database, LogonBackoff, backoff_file_id, load_backoff
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
 
         self.id = f"oracle:{settings.target}"
         self.sources = {oracle.NAME: oracle.of_settings(settings)}
@@ -138,6 +139,8 @@ class OracleTarget(Target):
         self.known_name = ""
 
     def starting(self, previous: Mapping[str, Sample]) -> None:
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
+
         self.inventory = oracle.InventoryCadence(self.inventory.interval_s, previous.values())
         # The name the database last answered with: a sample that cannot reach it is tagged
         # with it, not with the configured target (one database, one name on the dashboards).
@@ -146,6 +149,7 @@ class OracleTarget(Target):
     def read_raw(self) -> Raw:
         """One sample's reading, or the back-off's reason without a logon while it holds."""
         from .oracle_db import credentials_of, down_document, read_once, to_raw
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
 
         now = time.time()
         credentials = credentials_of(self.database.settings)
@@ -162,6 +166,8 @@ class OracleTarget(Target):
         return raw
 
     def read(self) -> Reading:
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
+
         raw = self.read_raw()
         self.inventory.read(raw)
         self.known_name = oracle.name_down_reading(raw, self.known_name)
@@ -185,6 +191,7 @@ class SimulatedTarget(Target):
 
     def __init__(self, settings: SimulatorSettings, state_dir: Optional[str]):
         from . import simulator
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
 
         self.id = f"simulator:{settings.db_name}"
         self.sources = {oracle.NAME: oracle.OracleSource()}
@@ -197,10 +204,13 @@ class SimulatedTarget(Target):
         self.inventory = oracle.InventoryCadence(SIMULATED_INVENTORY_INTERVAL_S)
 
     def starting(self, previous: Mapping[str, Sample]) -> None:
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
+
         self.inventory = oracle.InventoryCadence(self.inventory.interval_s, previous.values())
 
     def read(self) -> Reading:
         from . import simulator
+        from .sources import oracle  # here: a host-only run never loads the Oracle package
 
         now = time.time()
         raw = simulator.read(self.workload, now, self.memory, self.inventory.due(now))

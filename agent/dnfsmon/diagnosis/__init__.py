@@ -17,7 +17,6 @@ from typing import Optional
 
 from ..points import FieldValue, Point
 from ..rates import Sample
-from ..sources import oracle
 from . import causes, join, ladder, rules
 from .rules import CRITICAL as CRITICAL
 from .rules import Context, Finding
@@ -26,9 +25,9 @@ LADDER_MEASUREMENT = "dnfsmon_latency_ladder"
 FINDING_MEASUREMENT = "dnfsmon_finding"
 VERDICT_MEASUREMENT = "dnfsmon_verdict"
 SEVERITIES = causes.SEVERITIES
-# The database's inventory (filers and exports, data file coverage): read every
-# [oracle] inventory_interval_s, not every sample (sources/oracle/parsers.py, InventoryCadence).
-INVENTORY_MEASUREMENTS = oracle.INVENTORY_MEASUREMENTS
+# Every measurement of the database's source starts with one of these (sources/oracle/names.py,
+# MEASUREMENTS): where none is present the Oracle package is not imported (a host-only run).
+DATABASE_PREFIXES = ("dnfsmon_dnfs", "dnfsmon_oracle")
 # What a verdict can be.
 FINDINGS = "findings"
 HEALTHY = "healthy"
@@ -81,14 +80,25 @@ def carried_inventory(points: list[Point], samples: Iterable[Sample]) -> tuple[l
     """The inventory to diagnose with when this interval's points have none: the last read's,
     from the target's samples (collect keeps a measurement's samples until it is read again),
     as the points it published then; and its age in seconds at the interval's end."""
-    if any(p.measurement in INVENTORY_MEASUREMENTS for p in points):
+    database_samples = [s for s in samples if s.measurement.startswith(DATABASE_PREFIXES)]
+    if not database_samples:
         return [], None
-    kept = [s for s in samples if s.measurement in INVENTORY_MEASUREMENTS]
+    # Here, not at the top: a run without a database never loads the Oracle package (~35 ms of CPU).
+    # The inventory (filers and exports, data file coverage) is read every [oracle]
+    # inventory_interval_s, not every sample (sources/oracle/parsers.py, InventoryCadence).
+    from ..sources import oracle
+
+    if any(p.measurement in oracle.INVENTORY_MEASUREMENTS for p in points):
+        return [], None
+    kept = [s for s in database_samples if s.measurement in oracle.INVENTORY_MEASUREMENTS]
     if not kept:
         return [], None
     carried = [Point(s.measurement, s.key, dict(s.gauges), round(s.wall_time * 1e9)) for s in kept]
     end_ns = max((p.time_ns for p in points), default=max(p.time_ns for p in carried))
     return carried, max(0.0, (end_ns - max(p.time_ns for p in carried)) / 1e9)
+
+
+NO_TRAFFIC = "no NFS or dNFS traffic to a filer (no dNFS channel, kernel NFS mount or NFS connection)"
 
 
 def nothing_measured(points: list[Point], steps: dict[str, Optional[float]], paths: list[join.Path]) -> str:
@@ -100,6 +110,10 @@ def nothing_measured(points: list[Point], steps: dict[str, Optional[float]], pat
     """
     if any(value is not None for value in steps.values()) or paths:
         return ""
+    if not any(p.measurement.startswith(DATABASE_PREFIXES) for p in points):
+        return f"no database configured, and {NO_TRAFFIC}"
+    from ..sources import oracle  # here: only where a database was read (see carried_inventory)
+
     status = join.of(points, oracle.STATUS_MEASUREMENT)
     if not status:
         database = "no database configured"
@@ -107,7 +121,7 @@ def nothing_measured(points: list[Point], steps: dict[str, Optional[float]], pat
         database = "the database could not be read"
     else:
         database = "the database did no single-block reads"
-    return f"{database}, and no NFS or dNFS traffic to a filer (no dNFS channel, kernel NFS mount or NFS connection)"
+    return f"{database}, and {NO_TRAFFIC}"
 
 
 def diagnose(
@@ -121,11 +135,7 @@ def diagnose(
     """
     carried, age = carried_inventory(points, samples)
     points = points + carried
-    simulated = any(
-        join.tag(p, "simulated") == "true"
-        for p in points
-        if p.measurement.startswith(("dnfsmon_dnfs", "dnfsmon_oracle"))
-    )
+    simulated = any(join.tag(p, "simulated") == "true" for p in points if p.measurement.startswith(DATABASE_PREFIXES))
     paths = join.paths(points)
     steps = ladder.ladder(points, paths)
     context = Context(points, paths, steps, simulated, dnfs_expected=dnfs_expected, inventory_age_s=age)

@@ -22,8 +22,6 @@ from typing import Optional
 
 from .. import rates
 from ..points import Point
-from ..sources.filer_tcp import normalise_address
-from ..sources.routes import interface_for
 
 
 def tag(point: Point, name: str) -> str:
@@ -62,6 +60,14 @@ class Path:
 
 
 def paths(points: list[Point]) -> list[Path]:
+    tcp_points = of(points, "dnfsmon_filer_tcp")
+    channel_points = of(points, "dnfsmon_dnfs_channel")
+    if not tcp_points and not channel_points:
+        return []  # no path to a filer seen
+    # Here, not at the top: a run whose config reads neither source never loads their modules.
+    from ..sources.filer_tcp import normalise_address
+    from ..sources.routes import interface_for
+
     addresses = {tag(p, "address"): str(p.fields.get("interface", "")) for p in of(points, "dnfsmon_address")}
     routes = [
         (tag(p, "destination"), tag(p, "interface"), int(number(p, "metric") or 0)) for p in of(points, "dnfsmon_route")
@@ -75,11 +81,11 @@ def paths(points: list[Point]) -> list[Path]:
             found[key] = Path(*key)
         return found[key]
 
-    for point in of(points, "dnfsmon_filer_tcp"):
+    for point in tcp_points:
         entry = path(tag(point, "server"), tag(point, "local_address"))
         entry.tcp = point
         entry.interface = tag(point, "interface")
-    for point in of(points, "dnfsmon_dnfs_channel"):
+    for point in channel_points:
         entry = path(tag(point, "path"), tag(point, "local"))
         entry.channels.append(point)
         user = f"dnfs:{tag(point, 'instance')}"
