@@ -80,10 +80,19 @@ class Diagnosis:
 def carried_inventory(points: list[Point], samples: Iterable[Sample]) -> tuple[list[Point], Optional[float]]:
     """The inventory to diagnose with when this interval's points have none: the last read's,
     from the target's samples (collect keeps a measurement's samples until it is read again),
-    as the points it published then; and its age in seconds at the interval's end."""
+    as the points it published then, except a database's that could not be read this interval;
+    and its age in seconds at the interval's end."""
     if any(p.measurement in INVENTORY_MEASUREMENTS for p in points):
         return [], None
-    kept = [s for s in samples if s.measurement in INVENTORY_MEASUREMENTS]
+    # A database that could not be read this interval: what its files are opened through now is
+    # unknown, and a fallback judged from the inventory read before the outage would report a state
+    # nobody saw (the outage itself is what the interval shows). Its inventory is not carried.
+    down = {
+        dict(p.tags).get("database")
+        for p in points
+        if p.measurement == oracle.STATUS_MEASUREMENT and p.fields.get("reachable") == 0
+    }
+    kept = [s for s in samples if s.measurement in INVENTORY_MEASUREMENTS and dict(s.key).get("database") not in down]
     if not kept:
         return [], None
     carried = [Point(s.measurement, s.key, dict(s.gauges), round(s.wall_time * 1e9)) for s in kept]
