@@ -1128,10 +1128,33 @@ def _histogram(context: Context) -> list[Sample]:
         key = (*tags, ("event", str(row["EVENT"])))
         buckets.setdefault(key, {})[str(bound)] = count
         located[key] = (t, identity, started)
+    # An event of an instance with no bucket yet (no wait since startup): an empty sample, so that
+    # the buckets of its first waits count from zero at the next read instead of starting a baseline.
+    for key, where in _histogram_instances(context).items():
+        for event in HISTOGRAM_EVENTS:
+            buckets.setdefault((*key, ("event", event)), {})
+            located.setdefault((*key, ("event", event)), where)
     return [
         Sample(HISTOGRAM_MEASUREMENT, key, located[key][0], located[key][0], counts, {}, *located[key][1:])
         for key, counts in buckets.items()
     ]
+
+
+def _histogram_instances(context: Context) -> dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]]:
+    """The instances the histogram query read, by their tags: (time, identity, started). Those whose
+    V$SYSTEM_EVENT rows came back with it (the same scope), at the histogram query's own clock."""
+    timed = context.timed("event_histogram")
+    if timed is None:
+        return {}
+    result, t, started = timed
+    place, template, at = context.place(result), list(result.rows[0]), result.index["INST_ID"]
+    found = {}
+    for inst_id in {row.get("INST_ID") for _, row, _, _, _ in context.located("system_event")}:
+        template[at] = inst_id
+        where = place(template)
+        if where is not None:
+            found[where[0]] = (t, where[1], started)
+    return found
 
 
 def _coverage(context: Context) -> list[Sample]:
