@@ -59,7 +59,7 @@ def diff(old_root: str, new_root: str) -> int:
 class Session:
     """Stands in for a python-oracledb connection: answers each combined statement with the rows
     the driver would return for a results document, every value the text TO_CHAR gives
-    (sources.oracle.combine), made before the clock starts."""
+    (sources.oracle.wire.combine), made before the clock starts."""
 
     def __init__(self, document: dict, queries: list[oracle.Query]):
         self.answers = {}

@@ -322,8 +322,8 @@ op_line = st.one_of(
 @example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7", "8"])
 @example(["\tA: 1 2 3 4 5 6 7 8 B: 1 2 3 4 5 6 7 8", "\t"])
 def test_per_op_lines_read_at_once_or_line_by_line_alike(lines):
-    """_parse_ops reads a block of lines of one length as one list of words; the line-by-line
-    reader is the reference, for any lines: the same rows, or the same error."""
+    """_parse_ops checks and converts a block's lines together; the line-by-line reader is the
+    reference, for any lines: the same rows, or the same error."""
     try:
         expected = ms._parse_ops_line_by_line(1, lines, "x")
     except ParseError as error:
@@ -539,13 +539,17 @@ def test_mutated_captures_only_ever_give_documented_errors(case):
 
 def moved(text, rng):
     """A later reading: age + 10 s, and a random part of every counter line moved forward, some
-    counters to a value no workload reaches (rates.IMPLAUSIBLE_COUNTER)."""
+    counters to a value no workload reaches (rates.IMPLAUSIBLE_COUNTER); the per-op lines of about
+    one mount in three left as they were (an idle mount's)."""
     out = []
+    idle = False
     for line in text.splitlines():
         words = line.split()
+        if words and words[0] == "device":
+            idle = rng.random() < 0.3
         if words and words[0] == "age:":
             line = line.replace(words[1], str(int(words[1]) + 10))
-        elif len(words) > 8 and words[0].endswith(":") and words[0][:-1].isupper() and rng.random() < 0.5:
+        elif not idle and len(words) > 8 and words[0].endswith(":") and words[0][:-1].isupper() and rng.random() < 0.5:
             values = [int(w) + rng.choice([0, 0, 1, rng.randint(0, 10**6)]) for w in words[1:]]
             if rng.random() < 0.1:
                 values[rng.randrange(len(values))] = 2**64 - rng.randint(1, 10**9)
@@ -564,7 +568,9 @@ def test_the_source_publishes_what_a_sample_per_operation_publishes(seed, operat
     import random
 
     rng = random.Random(seed)
-    old_text = fixture(TELEGRAF) + fixture(PROCFS) + SECOND
+    # /u03 mounted over: the last block's figures, in the place of the first.
+    over = V3.replace("srv:/export mounted on /u02", "srv3:/over mounted on /u03").replace("READ: 1000", "READ: 7000")
+    old_text = fixture(TELEGRAF) + SECOND + fixture(PROCFS) + over
     new_text = moved(old_text, rng)
     if seed % 4 == 3:  # a remount: every key of /u03 starts again
         new_text = new_text.replace("age:\t110", "age:\t3")
@@ -582,3 +588,23 @@ def test_the_source_publishes_what_a_sample_per_operation_publishes(seed, operat
     assert [(p.measurement, p.tags, dict(p.fields), p.time_ns) for p in published] == [
         (p.measurement, p.tags, dict(p.fields), p.time_ns) for p in reference
     ]
+
+
+def test_an_idle_mounts_per_op_lines_are_not_parsed_again(monkeypatch):
+    """The source keeps each mount's per-op lines of the last reading: the same text again (an idle
+    mount's) is neither parsed nor converted, and its sample shares the last one's counters."""
+    idle = fixture(TELEGRAF)
+    busy = SECOND.replace("READ: 1000 1002", "READ: 1100 1102")
+    assert busy != SECOND
+    source = ms.MountstatsSource(["*"], [], ["all"])
+    old = source.parse(Raw({ms.MOUNTSTATS: fixture(TELEGRAF) + SECOND}, 1000.0, 1.0), "h").samples
+    parsed = []
+    real_parse_ops = ms._parse_ops
+    monkeypatch.setattr(ms, "_parse_ops", lambda *args: parsed.append(args) or real_parse_ops(*args))
+    new = source.parse(Raw({ms.MOUNTSTATS: idle + busy}, 1010.0, 11.0), "h").samples
+    ops_old = {s.key: s for s in old if isinstance(s, ms.MountOps)}
+    ops_new = {s.key: s for s in new if isinstance(s, ms.MountOps)}
+    moved_ops = [key for key in ops_new if ops_new[key].counters != ops_old[key].counters]
+    assert [dict(key)["mountpoint"] for key in moved_ops] == ["/u03"]
+    assert len(parsed) == 1
+    assert all(ops_new[key].counters is ops_old[key].counters for key in ops_new if key not in moved_ops)

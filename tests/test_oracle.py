@@ -20,6 +20,7 @@ from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
+from dnfsmon.points import Point
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
 from dnfsmon.state import StateFile
@@ -158,6 +159,11 @@ class FakeConnection:
         # or the error a user without SELECT on DBA_CONTAINER_DATA gets.
         self.root_only: list[str] | Exception = []
         self.warning = None
+        # A mounted database: the data dictionary cannot be queried, only fixed tables and views.
+        self.mounted = False
+        self.version = "19.21.0.0.0"
+        # (V$SESSION.MODULE, CLIENT_IDENTIFIER) as set when the first statement was sent.
+        self.session_names: tuple = (None, None)
 
     def cursor(self):
         return FakeCursor(self)
@@ -171,10 +177,16 @@ class FakeConnection:
 
     def answer(self, sql):
         self.executed.append(sql)
+        if len(self.executed) == 1:  # python-oracledb sends module and client_identifier with the next round trip
+            self.session_names = (getattr(self, "module", None), getattr(self, "client_identifier", None))
         if sql == oracle_db.SESSION_SQL:
             return [], []  # ALTER SESSION returns no rows
         if sql in (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_sql("GV$DATAFILE")):
             return ["CDB", "CON_NAME", "MAX_CON_ID"], [self.container]
+        if self.mounted and ("dba_container_data" in sql or "all_tab_columns" in sql):
+            return OracleError(
+                "ORA-01219", "database or pluggable database not open: queries allowed on fixed tables or views only"
+            )
         if "dba_container_data" in sql:
             if isinstance(self.root_only, Exception):
                 return self.root_only
@@ -320,6 +332,45 @@ def test_pnum_reused_by_a_new_process_is_a_new_baseline():
     # The new process started after the previous read (another SERIAL# held PNUM 20 then):
     # its 5 reads since it started are the interval's.
     assert io["simdb1"].fields["new_processes"] == 1 and io["simdb1"].fields["processes_left_out"] == 0
+
+
+def test_the_roster_keeps_each_process_as_its_own_value_not_a_json_text():
+    """code-review 1.3: which process held each PNUM was one JSON text in a gauge, written at one read
+    and decoded at the next. Each PNUM is now a gauge of the roster sample: "SPID/SERIAL#"."""
+    document = simulated_document(T0)
+    found, _ = oracle.samples(live_read(document)[0], "h")
+    rosters = {dict(s.key)["instance"]: s.gauges for s in found if s.measurement == "dnfsmon_dnfs_roster"}
+    stats = document["results"]["dnfs_stats"]
+    position = {c: stats["columns"].index(c) for c in ("INST_ID", "PNUM", "SPID", "SERIAL#")}
+    for number, instance in ((1, "simdb1"), (2, "simdb2")):
+        expected = {
+            str(r[position["PNUM"]]): f"{r[position['SPID']]}/{r[position['SERIAL#']]}"
+            for r in stats["rows"]
+            if r[position["INST_ID"]] == number
+        }
+        assert rosters[instance] == expected and len(expected) == simulator.Workload().processes
+
+
+def test_a_roster_stored_as_json_text_by_an_older_agent_leaves_new_processes_out_once():
+    """A state file written before the roster's processes were gauges holds one JSON text: the new
+    process of the first interval after the upgrade is left out (counted as such), never counted from
+    zero against an empty roster (which would add its whole life's counts to the interval)."""
+    documents = [simulated_document(T0), simulated_document(T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    row = stats["rows"][0]
+    row[columns.index("SPID")], row[columns.index("SERIAL#")] = "99999", 777
+    raws = [live_read(d)[0] for d in documents]
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    previous = dict(first.samples)
+    for key, sample in previous.items():
+        if sample.measurement == "dnfsmon_dnfs_roster":
+            text = json.dumps(dict(sample.gauges), sort_keys=True)
+            previous[key] = rates.Sample.from_json({**sample.to_json(), "gauges": {"processes": text}})
+    outcome = compute({"oracle": raws[1]}, {}, "h", previous)
+    io = {dict(p.tags)["instance"]: p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
+    assert io["simdb1"]["new_processes"] == 0 and io["simdb1"]["processes_left_out"] == 1
+    assert io["simdb2"]["processes_left_out"] == 0
 
 
 def io_reads(document, instance=1):
@@ -733,6 +784,15 @@ def test_the_first_waits_of_an_event_with_no_bucket_yet_are_counted():
         if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "log file sync"
     }
     assert newer and got == pytest.approx({bound: count / 10 for bound, count in newer.items()})
+    # A read right at startup, before any wait: no histogram row at all, every bucket counted next.
+    histogram["rows"] = []
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    got = {
+        int(dict(p.tags)["le_us"]): p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "log file sync"
+    }
+    assert got == pytest.approx({bound: count / 10 for bound, count in newer.items()})
 
 
 def test_a_restart_rebaselines_the_histogram_new_buckets_included():
@@ -1184,7 +1244,7 @@ def test_split_converts_column_by_column_as_value_by_value():
     reference: dict = {"dnfs_stats": [], "system_event": []}
     for row in rows:
         query = stats if row[0].strip() == "dnfs_stats" else other
-        reference[query.name].append([oracle._from_text(c, v) for c, v in zip(query.columns, row[1:])])
+        reference[query.name].append([oracle.wire._from_text(c, v) for c, v in zip(query.columns, row[1:])])
     result = oracle.split(combined, rows)
     assert {name: data["rows"] for name, data in result.items()} == reference
     assert [type(v) for v in result["dnfs_stats"]["rows"][0]] == [int, str, int, int, float]
@@ -1503,6 +1563,99 @@ def test_check_fails_on_a_session_in_a_pdb_with_the_fix(tmp_path, monkeypatch):
     assert "connected to the container SALESPDB" in found[0].line() and "CDB's own service" in found[0].line()
 
 
+def test_an_event_first_waited_for_between_two_reads_counts_from_zero():
+    """dba-review A6: an event with its first row in V$SYSTEM_EVENT (nobody had waited for it since
+    the instance started) lost its first interval as a baseline; its counts are that interval's.
+    Recorded rows through the live reader: 'log file sync' has no row on instance 1 at the first
+    read, and 50 waits (of 2 ms each) at the second, 10 s later."""
+    first, second = simulated_document(T0), simulated_document(T0 + 10)
+    columns = first["results"]["system_event"]["columns"]
+    event, inst_id = columns.index("EVENT"), columns.index("INST_ID")
+
+    def is_new(row):
+        return (row[event], row[inst_id]) == ("log file sync", 1)
+
+    first["results"]["system_event"]["rows"] = [r for r in first["results"]["system_event"]["rows"] if not is_new(r)]
+    for row in filter(is_new, second["results"]["system_event"]["rows"]):
+        for column, value in (("TOTAL_WAITS", 50), ("TIME_WAITED_MICRO", 100_000)):
+            row[columns.index(column)] = value
+        for column, value in (("TOTAL_WAITS_FG", 40), ("TIME_WAITED_MICRO_FG", 80_000)):
+            row[columns.index(column)] = value
+    points = points_between(live_read(first)[0], live_read(second)[0]).points
+    events = {
+        dict(p.tags)["event"]: p.fields
+        for p in points
+        if p.measurement == "dnfsmon_oracle_event" and dict(p.tags)["instance"] == "simdb1"
+    }
+    assert events["log file sync"] == {
+        "waits_per_s": 5.0,
+        "avg_latency_us": 2000.0,
+        "fg_waits_per_s": 4.0,
+        "fg_avg_latency_us": 2000.0,
+        "wait_time_us_per_s": 10_000.0,
+    }
+    assert set(events) == set(oracle_facts.AGENT_EVENTS)
+    # The instance's first read: every event is new, none has a previous read to count from.
+    alone = compute({"oracle": live_read(second)[0]}, {}, "h", {}).points
+    assert not [p for p in alone if p.measurement == "dnfsmon_oracle_event"]
+
+
+def test_the_session_is_named_dnfsmon_in_v_session_before_its_first_statement(monkeypatch):
+    """dba-review A6: no MODULE or CLIENT_IDENTIFIER was set, so a DBA could not pick dnfsmon out in
+    V$SESSION or ASH. Both are set before the first round trip that carries them."""
+    connection = FakeConnection(simulated_document(T0), facts_available("19c"))
+    connected(monkeypatch, connection)
+    assert connection.executed[0] == oracle_db.SESSION_SQL
+    assert connection.session_names == ("dnfsmon", "dnfsmon")
+
+
+def test_a_mounted_standby_is_read_through_sysdg_with_the_columns_of_its_release(monkeypatch):
+    """A mounted physical standby refuses every ordinary logon (ORA-01033) and has no data dictionary
+    to discover columns in (ORA-01219). With [oracle] privilege = "sysdg" the agent logs on with the
+    SYSDG administrative privilege, takes the views' columns from the release's facts, and reads the
+    database layer: redo apply's dNFS I/O. Recorded rows through the live reader."""
+    document = simulated_document(T0)
+    document["results"]["database"]["rows"] = [
+        [*row[:3], "PHYSICAL STANDBY", "MOUNTED", *row[5:]] for row in document["results"]["database"]["rows"]
+    ]
+    connection = FakeConnection(document, facts_available("19c"))
+    connection.mounted = True
+    connection.container = ("YES", "CDB$ROOT", 3)
+    logons = []
+
+    def connect(**kwargs):
+        logons.append(kwargs)
+        return connection
+
+    fake = types.SimpleNamespace(connect=connect, clientversion=lambda: (19, 0), AUTH_MODE_SYSDGD=32768)
+    monkeypatch.setitem(sys.modules, "oracledb", fake)
+    monkeypatch.setenv("DNFSMON_TEST_PW", "x")
+    database = oracle_db.Database(settings(privilege="sysdg"))
+    raw = oracle_db.read_once(database, T0)
+    [logon] = logons
+    assert logon["mode"] == 32768 and logon["user"] == "dnfsmon"
+    assert database.available == facts_available("19c") and not database.missing
+    found, problems = oracle.samples(raw, "h")
+    status = next(s for s in found if s.measurement == oracle.STATUS_MEASUREMENT)
+    assert "error" not in status.gauges and status.gauges["open_mode"] == "MOUNTED"
+    assert oracle_db.MOUNTED_NOTE in status.gauges["warning"] and "not checked in MOUNT" in status.gauges["warning"]
+    io = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert io and all(dict(s.key)["role"] == "PHYSICAL STANDBY" for s in io) and not problems
+    # Without the privilege, a mounted database's ORA-01219 at discovery is what it was: the database
+    # layer is not read, and the status says why and what to set.
+    assert 'privilege = "sysdg"' in oracle_db.describe(
+        OracleError("ORA-01033", "ORACLE initialization or shutdown in progress")
+    )
+
+
+def test_privilege_is_none_or_sysdg():
+    from dnfsmon.config import ConfigError
+
+    assert settings().privilege == "none" and settings(privilege="sysdg").privilege == "sysdg"
+    with pytest.raises(ConfigError, match=r"\[oracle\] privilege = 'sysdba': must be one of none, sysdg"):
+        settings(privilege="sysdba")
+
+
 def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(monkeypatch):
     """dba-review A2: ORA-28002 was not surfaced; the monitoring stopped when the password expired."""
     connection = FakeConnection(simulated_document(T0), facts_available("19c"))
@@ -1610,6 +1763,37 @@ def test_capture_and_doctor_read_every_configured_database(tmp_path):
         timeout=60,
     )
     assert doctor.returncode != 1 and "oracle:HR" not in doctor.stderr, doctor.stderr
+
+
+def test_diff_with_a_config_gives_each_database_its_own_sections_options(tmp_path):
+    """`dnfsmon diff -c` of a capture of two [[oracle]] databases: each database's entry is built
+    from its own section ([oracle] top_processes 1 for SALES, 3 for HR), not the first section's."""
+    from dnfsmon import capture
+
+    for name, t in (("old", 1_700_000_000.0), ("new", 1_700_000_010.0)):
+        raws = {
+            f"oracle:{target}": simulator.read(simulator.Workload(db_name=target, instances=1, processes=12), t)
+            for target in ("SALES", "HR")
+        }
+        capture.write(str(tmp_path / name), "dbhost", raws, {})
+    config = write_config(tmp_path, agent={"host": "dbhost"})
+    with open(config, "a") as f:
+        for target, top in (("SALES", 1), ("HR", 3)):
+            f.write(f'[[oracle]]\nenabled = true\ntarget = "{target}"\ndsn = "db/{target}"\nuser = "dnfsmon"\n')
+            f.write(f'password_env = "DNFSMON_UNUSED"\ntop_processes = {top}\n')
+    result = subprocess.run(
+        [*DNFSMON, "diff", "-c", str(config), str(tmp_path / "old"), str(tmp_path / "new"), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    ranked: dict[str, int] = {}
+    for point in map(Point.from_json, json.loads(result.stdout)):
+        if point.measurement == oracle.TOP_PROCESS_MEASUREMENT:
+            database = dict(point.tags)["database"]
+            ranked[database] = ranked.get(database, 0) + 1
+    assert ranked == {"SALES": 1, "HR": 3}
 
 
 def test_oracle_tables_validate_each_database_and_a_single_table_is_unchanged():

@@ -1304,3 +1304,53 @@ def test_user_m12_a_run_whose_sources_and_influxdb_fail_logs_each_problem_once(t
     assert len(server.requests) == 4  # the first try and 3 retries, as before
     assert "after 3 retries" in lines[-1]
     assert len(lines) == 4, lines  # was 12: one ERROR per source per sample, one WARNING per retry
+
+
+# --- reliability L8: a ship and a size-bound drop that overlap ---------------------------------
+
+
+@pytest.mark.parametrize("influxdb", ["takes every batch", "fails the first", "times out on the first"])
+def test_r2_l8_a_ship_and_a_drop_that_overlap_count_every_point_once(tmp_path, monkeypatch, influxdb):
+    """While a ship sends its first batch, a collect appends and the size bound deletes the oldest
+    segments: the batch's own, and others the ship has listed (or is reading) but not yet sent.
+    Before, the batch's points were counted as dropped although InfluxDB took them (the review:
+    24 % over). Now each point is in exactly one of InfluxDB and the drop counter: the bound keeps
+    a batch a ship has sent until the cursor passes it (whether InfluxDB took it or not: a timed-out
+    request may still be applied), and the ship sends nothing the bound has counted."""
+    from dnfsmon import influx
+    from dnfsmon.store import SHIP_LOCK
+
+    def store():
+        return Store(str(tmp_path), 4096, segment_bytes=1024)
+
+    store().append(points(200))
+    received: list[int] = []
+    first = {"batch": True}
+
+    def write(self, lines, payload=None):
+        batch = [from_line(line.decode()).fields["i"] for line in lines]
+        if first["batch"]:
+            first["batch"] = False
+            for start in range(200, 400, 20):  # a collect's appends while this batch is on its way
+                store().append(points(20, start=start))
+            if influxdb == "fails the first":
+                raise ShipError("InfluxDB write failed (HTTP 503)")
+            if influxdb == "times out on the first":
+                received.extend(batch)  # InfluxDB applied it, but its answer never came
+                raise ShipError("InfluxDB did not answer within timeout_s")
+        received.extend(batch)
+        return None
+
+    monkeypatch.setattr(influx.Writer, "write", write)
+    with RunLock(str(tmp_path), SHIP_LOCK):
+        try:
+            ship(store(), settings("http://127.0.0.1:9", batch_size=50))
+        except ShipError:
+            assert influxdb != "takes every batch"
+        ship(store(), settings("http://127.0.0.1:9", batch_size=50))  # the rest, InfluxDB well
+    assert list(store().unshipped()) == []
+    dropped = store().counts().dropped_points
+    assert dropped > 0  # the bound did delete unshipped points
+    # Exactly once: every point generated is in InfluxDB or counted as dropped, never both.
+    assert len(set(received)) + dropped == 400, (len(set(received)), dropped)
+    assert set(received) <= set(range(400))

@@ -245,6 +245,7 @@ OPTIONS: dict[tuple[str, str], tuple[Any, Callable[[Any], Optional[str]], bool]]
     ("oracle", "release"): ("", _optional_release, False),
     ("oracle", "inventory_interval_s"): (600.0, _number_between(10, 86400), False),
     ("oracle", "top_processes"): (10, _int_between(0, 100), False),
+    ("oracle", "privilege"): ("none", _choice("none", "sysdg"), False),
     ("simulator", "enabled"): (False, _bool, False),
     ("simulator", "release"): ("19c", _release, False),
     ("simulator", "mode"): ("thin", _choice("thin", "thick"), False),
@@ -321,6 +322,9 @@ class OracleSettings:
     inventory_interval_s: float
     # How many processes dnfsmon_dnfs_top_process publishes per instance (0: none).
     top_processes: int
+    # "sysdg": log on with the SYSDG administrative privilege, so that a mounted standby's
+    # database layer is read (docs/oracle.md, "Standbys"); "none": an ordinary session.
+    privilege: str
 
 
 @dataclass(frozen=True)

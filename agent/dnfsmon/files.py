@@ -277,11 +277,15 @@ def remove_stale_temps(directory: str) -> None:
                 pass
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o640, prefix: str = TEMP_PREFIX) -> None:
+def write_atomically(
+    path: str, data: bytes, mode: int = 0o640, prefix: str = TEMP_PREFIX, durable: bool = True
+) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a mix.
 
     Temp file in the same directory (rename is atomic only within one file
     system), fsync the file, rename over the target, fsync the directory.
+    Not `durable`: no fsync (two disk flushes saved); the new file survives
+    the process being killed, not a power loss.
     mkstemp creates with O_EXCL (never through a symlink) and rename replaces a
     planted symlink itself, never its target.
     """
@@ -292,7 +296,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o640, prefix: str = TE
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(temp, path)
     except BaseException:
         try:
@@ -300,7 +305,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o640, prefix: str = TE
         except OSError:
             pass
         raise
-    fsync_dir(directory)
+    if durable:
+        fsync_dir(directory)
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -354,6 +354,16 @@ def _send(
         _send(writer, store, lines[middle:], positions[middle:], report, done)
 
 
+def _claimed(store: Store, lines: list[bytes], positions: list[Position]) -> tuple[list[bytes], list[Position]]:
+    """The records of a batch the store still holds, once it has recorded that they are sent
+    (Store.claim): one whose segment the size bound deleted since it was read is counted as
+    dropped, and is not sent, so no point is both in InfluxDB and in the drop counter."""
+    still = store.claim(positions) if positions else []
+    if all(still):
+        return lines, positions
+    return [line for line, ours in zip(lines, still) if ours], [p for p, ours in zip(positions, still) if ours]
+
+
 def ship(store: Store, settings: InfluxSettings) -> ShipReport:
     """Send unshipped points in order within deadline_s; ShipError (points kept) when InfluxDB fails.
 
@@ -395,10 +405,14 @@ def ship(store: Store, settings: InfluxSettings) -> ShipReport:
                 if deadline.remaining() <= 0:
                     report.unfinished = True
                     break
-                _send(writer, store, lines, positions, report, done)
-                store.acknowledge(done[-1])
+                lines, positions = _claimed(store, lines, positions)
+                if lines:
+                    _send(writer, store, lines, positions, report, done)
+                if done:
+                    store.acknowledge(done[-1])
                 lines, positions = [], []
         else:
+            lines, positions = _claimed(store, lines, positions)
             if lines:
                 _send(writer, store, lines, positions, report, done)
         if done:

@@ -19,7 +19,7 @@ round trip from ALL_TAB_COLUMNS, which lists exactly the SYS.V_$/GV_$ views
 the user may select; a view missing there is reported with the GRANT that
 would fix it, and the queries that need it are left out. Each sample then
 sends one statement for the counters (and one for the inventory when it is
-due: sources.oracle.combine), which reads the database clock
+due: sources.oracle.wire.combine), which reads the database clock
 (SYS_EXTRACT_UTC(SYSTIMESTAMP)) with them. A failing query is recorded and
 the others still run.
 """
@@ -39,7 +39,7 @@ from typing import Any, Callable, TypeVar
 
 from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .errors import EnvironmentProblem
-from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, grant_name
+from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, columns, grant_name, release_of_version
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
 
@@ -138,7 +138,8 @@ PASSWORD_SOON = (
 # refusal of the user: tried again each sample, at no cost to the account.
 NOT_OPEN = {
     "ORA-01033": "the database is not open: database layer not readable in MOUNT (a mounted standby, or the "
-    "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read",
+    "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read; "
+    'a mounted standby is read with [oracle] privilege = "sysdg" (docs/oracle.md, "Standbys")',
     "ORA-01219": "the database is not open: database layer not readable in MOUNT; host layers monitored",
     "ORA-01035": "the instance is in restricted mode (only users with RESTRICTED SESSION log on): database layer "
     "not readable until ALTER SYSTEM DISABLE RESTRICTED SESSION; host layers monitored; tried again each sample",
@@ -297,13 +298,23 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
     return message
 
 
-# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.
+# Set once per session, after any logon trigger. The agent's TO_CHAR masks (sources.oracle.wire.
 # ORACLE_FORMATS) are Gregorian, but datetime format elements such as YYYY follow the session's
 # calendar (Oracle Database Reference, NLS_CALENDAR): a database or logon trigger set to
 # 'Thai Buddha' would date every point 543 years ahead, and others could not be parsed at all.
 # NLS_NUMERIC_CHARACTERS likewise keeps '.' the decimal character of any number shown as text.
 # Setting NLS parameters needs no privilege (SQL Language Reference, ALTER SESSION, Prerequisites).
 SESSION_SQL = "ALTER SESSION SET NLS_CALENDAR = 'GREGORIAN' NLS_NUMERIC_CHARACTERS = '.,'"
+
+# What the status point says of a mounted database read through SYSDG (Database.discover).
+MOUNTED_NOTE = (
+    "the database is mounted, not open: read with SYSDG, its views' columns from the release's facts "
+    "(no data dictionary in MOUNT)"
+)
+
+# V$SESSION.MODULE and CLIENT_IDENTIFIER of the agent's session: SELECT ... FROM v$session WHERE
+# module = 'dnfsmon' finds it (docs/oracle.md).
+SESSION_MODULE = "dnfsmon"
 
 
 class Database:
@@ -354,8 +365,13 @@ class Database:
         s = self.settings
         if s.mode == "thick":
             oracledb.init_oracle_client(lib_dir=s.lib_dir or None, config_dir=s.config_dir or None)
+        # SYSDG: the administrative privilege for Data Guard operations (Oracle Database Security
+        # Guide, "SYSDG Administrative Privilege for Oracle Data Guard Operations"), which a mounted
+        # database accepts where it refuses an ordinary logon (ORA-01033); python-oracledb's
+        # connect(mode=AUTH_MODE_SYSDGD), its constant for SYSDG.
+        privilege = {"mode": oracledb.AUTH_MODE_SYSDGD} if s.privilege == "sysdg" else {}
         if s.external_auth:
-            connection = oracledb.connect(dsn=s.dsn, externalauth=True)
+            connection = oracledb.connect(dsn=s.dsn, externalauth=True, **privilege)
         else:
             password = read_secret(s.password_file or None, s.password_env or None, "Oracle password")
             connection = oracledb.connect(
@@ -364,6 +380,7 @@ class Database:
                 dsn=s.dsn,
                 config_dir=(s.config_dir or None) if s.mode == "thin" else None,
                 tcp_connect_timeout=timeout_s,
+                **privilege,
             )
         # Bounds every round trip from here on (python-oracledb: Connection.call_timeout, in ms).
         # In thick mode the attribute exists only with Oracle Client 18c or later (python-oracledb API
@@ -380,18 +397,38 @@ class Database:
         # Connection.warning (python-oracledb API manual, Connection.warning).
         warning = getattr(connection, "warning", None)
         self.warning = f"{describe(warning)} ({PASSWORD_SOON})" if warning else ""
+        # Name the session, so a DBA can pick dnfsmon out in V$SESSION and ASH (dba-review A6):
+        # python-oracledb's Connection.module and Connection.client_identifier set V$SESSION.MODULE
+        # and CLIENT_IDENTIFIER, and are sent with the next round trip (python-oracledb API manual,
+        # Connection attributes): the ALTER SESSION below, before any query of the agent's.
+        connection.module = SESSION_MODULE
+        connection.client_identifier = SESSION_MODULE
         with connection.cursor() as cursor:
             cursor.execute(SESSION_SQL)
         return connection
 
     def discover(self) -> None:
-        rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        try:
+            rows = within(self.settings.call_timeout_s + DEADLINE_GRACE_S, "discovery", self._discovery_rows)
+        except Exception as error:
+            if error_code(error) != "ORA-01219" or self.settings.privilege != "sysdg":
+                raise
+            self.available = self.columns_in_mount()
+            self.missing, self.notes = {}, {"mount": MOUNTED_NOTE}
+            return
         found: dict[str, set[str]] = {}
         for table, column in rows:
             view = table.replace("_$", "$", 1)
             found.setdefault(view, set()).add(column.upper())
         self.available = found
         self.missing, self.notes = missing_views(found, self.settings.scope, self.settings.user.upper() or "<user>")
+
+    def columns_in_mount(self) -> dict[str, set[str]]:
+        """The columns of the views read, from the release's facts: a mounted database has no data
+        dictionary to ask (ORA-01219: only fixed tables and views may be queried), but the dynamic
+        performance views dnfsmon reads are fixed views, each with the columns of its release."""
+        release = self.settings.release or release_of_version(str(self.connection.version))
+        return {view: set(columns(view, release)) for view in VIEWS_READ if columns(view, release)}
 
     def check_container(self) -> None:
         """Set self.container when the session sees only part of a CDB, in any view it reads.
@@ -423,6 +460,9 @@ class Database:
         try:
             rows = within(self.deadline_s(), "container", lambda: self._rows(container_data_sql(views)))
         except Exception as error:
+            if error_code(error) == "ORA-01219":  # mounted: DBA_CONTAINER_DATA is in the data dictionary
+                self.notes["container"] = f"whether each view shows {user} every container is not checked in MOUNT"
+                return
             if error_code(error) != "ORA-00942":
                 raise
             self.notes["container"] = (

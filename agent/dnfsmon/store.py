@@ -59,6 +59,16 @@ lost: the old segments go as they are shipped or bounded away.
   re-send overwrites, never duplicates. A cursor beyond the data (a store
   restored or edited by hand) is detected and reset to the oldest point with
   a warning.
+- Sent mark: before a ship sends a batch it records, under store.lock, the
+  position up to which it has sent (sent.json; it only moves forward). The
+  size bound never deletes a segment between the cursor and that mark: a
+  batch InfluxDB may hold stays until a ship re-sends it and moves the cursor
+  past it, however the ship ended (acknowledged, failed, timed out, killed).
+  And the ship sends only the records whose segments still exist when it
+  records the mark: one the bound deleted after the ship read it was counted
+  as dropped. So the bound and the ship never both own a point, and a point
+  counted as dropped was never sent (docs/reliability.md, the accounting
+  identity). The store may exceed max_bytes by those segments.
 - Quarantine: points InfluxDB rejects as malformed (or that cannot be
   written as line protocol) go to quarantine.jsonl, same record format plus
   the reason, and are logged; they are never retried blindly. The file is
@@ -113,6 +123,9 @@ COUNTS_FILE = "counts.json"
 # at counts.json is moved aside, never read) leaves the counts in the other.
 COUNTS_COPY_FILE = "counts.copy.json"
 CURSOR_FILE = "cursor.json"
+# The position up to which a ship has sent, or begun to send, records: InfluxDB may hold any of
+# them, so the size bound never deletes their segments before the cursor passes it (see claim).
+SENT_FILE = "sent.json"
 QUARANTINE_FILE = "quarantine.jsonl"
 LATEST_FILE = "latest.lp"
 # The index of stores written before latest.lp: one JSON point per series.
@@ -368,8 +381,8 @@ class Store:
                 return path
             sequence = segments[-1][0] + 1
         else:
-            # Never reuse a sequence number the cursor may still name.
-            sequence = self.cursor().segment + 1
+            # Never reuse a sequence number the cursor or the sent mark may still name.
+            sequence = max(self.cursor(), self.sent_mark() or Position(0, 0)).segment + 1
         if sequence > SEGMENT_SEQUENCE_LIMIT:
             raise EnvironmentProblem(
                 f"store {self.directory}: segment {segments[-1][1]} has the last sequence number a segment "
@@ -405,11 +418,14 @@ class Store:
         segments = self.segments()
         total = sum(os.path.getsize(p) for _, p in segments)
         cursor = self._valid_cursor(segments)
+        protected = self._sent_beyond(cursor, segments)
         dropped = bad = 0
         # Never delete the newest segment: it holds the points just written.
         for sequence, path in segments[:-1]:
             if total <= self.max_bytes:
                 break
+            if cursor.segment <= sequence <= protected:
+                continue  # a ship sent some of its points: InfluxDB may hold them (claim)
             size = os.path.getsize(path)
             start = cursor.offset if sequence == cursor.segment else 0
             if sequence >= cursor.segment:
@@ -429,6 +445,47 @@ class Store:
                 dropped,
             )
             self._add_counts(dropped_points=dropped, torn_records=bad)
+
+    def _sent_beyond(self, cursor: Position, segments: list[tuple[int, str]]) -> int:
+        """The last segment holding records a ship sent past the cursor (sent.json), or -1.
+
+        A mark beyond the newest segment is not a ship's (a restored or edited store): protecting
+        up to it would keep every segment for good."""
+        mark = self.sent_mark()
+        if mark is None or mark <= cursor or not segments or mark.segment > segments[-1][0]:
+            return -1
+        return mark.segment
+
+    def claim(self, positions: Sequence[Position]) -> list[bool]:
+        """Before a ship sends records (each given by the position just after it): which of them
+        are still the ship's to send, and from now on InfluxDB may hold those.
+
+        Under the store's lock, so that the size bound and the ship agree on who owns a point: a
+        record whose segment the bound deleted since the ship read it was counted as dropped, and
+        is not sent (False); for the others the sent mark moves past them, and the bound keeps
+        their segments until the cursor passes the mark. EnvironmentProblem when the mark cannot
+        be written (nothing is sent then)."""
+        with self.locked():
+            existing = {sequence for sequence, _ in self.segments()}
+            still = [position.segment in existing for position in positions]
+            # Bad records in a deleted segment were counted by the bound (torn_records).
+            self._bad_seen = {p for p in self._bad_seen if p.segment in existing}
+            kept = [position for position, ours in zip(positions, still) if ours]
+            if not kept:
+                return still
+            mark = self.sent_mark()
+            if mark is None or mark < kept[-1]:
+                try:
+                    # Not fsync()ed: a ship sends a batch after each claim, and two disk flushes a
+                    # batch cost 4 % of its rate (measured). The mark survives a killed process; a
+                    # power loss may lose it, and the bound may then count one sent batch as dropped.
+                    write_atomically(self._path(SENT_FILE), json.dumps(kept[-1]._asdict()).encode(), durable=False)
+                except OSError as error:
+                    raise EnvironmentProblem(
+                        f"store {self.directory}: cannot record what is sent to InfluxDB ({error.strerror}); free "
+                        "space there: until then no point is sent, they wait in the store"
+                    ) from None
+            return still
 
     def _update_latest(self, lines: Sequence[str]) -> None:
         """Keep latest.lp (newest line per series) for `dnfsmon show`; best effort.
@@ -554,14 +611,17 @@ class Store:
                 continue
             start = cursor.offset if sequence == cursor.segment else 0
             newest = sequence == segments[-1][0]
-            if path.endswith(SEGMENT_SUFFIX):
-                yield from self._unshipped_lines(sequence, path, start, newest)
-                continue
-            for offset, record in self._read_segment(path, start, newest=newest):
-                if record is None:
-                    self._bad_seen.add(Position(sequence, offset))
-                else:
-                    yield Position(sequence, offset), record
+            try:
+                if path.endswith(SEGMENT_SUFFIX):
+                    yield from self._unshipped_lines(sequence, path, start, newest)
+                    continue
+                for offset, record in self._read_segment(path, start, newest=newest):
+                    if record is None:
+                        self._bad_seen.add(Position(sequence, offset))
+                    else:
+                        yield Position(sequence, offset), record
+            except FileNotFoundError:
+                continue  # deleted by the size bound since it was listed: its points were counted as dropped
 
     def _unshipped_lines(self, sequence: int, path: str, start: int, newest: bool) -> Iterator[tuple[Position, bytes]]:
         """unshipped's reading of one segment of line protocol records: what _read_segment and
@@ -589,9 +649,18 @@ class Store:
 
     def cursor(self) -> Position:
         """Where the ship stands; the oldest point when there is no cursor or it is unusable (a warning)."""
-        data = self._read_own_file(CURSOR_FILE, CURSOR_MAX_BYTES)
+        position = self._read_position(CURSOR_FILE, "cursor", "shipping restarts from the oldest stored point")
+        return Position(0, 0) if position is None else position
+
+    def sent_mark(self) -> Optional[Position]:
+        """The position up to which a ship has sent records (sent.json); None when there is none or
+        it is unusable (a warning: the bound then protects nothing beyond the cursor)."""
+        return self._read_position(SENT_FILE, "sent mark", "the size bound protects no batch a ship sent")
+
+    def _read_position(self, name: str, label: str, otherwise: str) -> Optional[Position]:
+        data = self._read_own_file(name, CURSOR_MAX_BYTES)
         if data is None:
-            return Position(0, 0)
+            return None
         try:
             document = json.loads(data, parse_constant=_refuse_constant)
             position = Position(document["segment"], document["offset"])
@@ -603,10 +672,8 @@ class Store:
             return position
         except (ValueError, KeyError, TypeError, RecursionError) as error:
             # Re-sending everything is safe (InfluxDB overwrites); skipping is not.
-            log.warning(
-                "store cursor unreadable (%s): shipping restarts from the oldest stored point", str(error)[:200]
-            )
-            return Position(0, 0)
+            log.warning("store %s unreadable (%s): %s", label, str(error)[:200], otherwise)
+            return None
 
     def _read_own_file(self, name: str, limit: int) -> Optional[bytes]:
         """A small file the store keeps (cursor, counters); None when absent. One that is not the

@@ -27,7 +27,7 @@ FINDING_MEASUREMENT = "dnfsmon_finding"
 VERDICT_MEASUREMENT = "dnfsmon_verdict"
 SEVERITIES = causes.SEVERITIES
 # The database's inventory (filers and exports, data file coverage): read every
-# [oracle] inventory_interval_s, not every sample (sources/oracle.py).
+# [oracle] inventory_interval_s, not every sample (sources/oracle/parsers.py, InventoryCadence).
 INVENTORY_MEASUREMENTS = oracle.INVENTORY_MEASUREMENTS
 # What a verdict can be.
 FINDINGS = "findings"

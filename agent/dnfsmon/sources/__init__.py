@@ -34,11 +34,12 @@ def source_of(entry: str) -> str:
 
 def build(name: str, config: Optional[Config] = None) -> Source:
     """The source `name` (or entry, see source_of) as `config` configures it (the built-in
-    defaults when None).
+    defaults when None); an entry of one of several targets ("oracle:<target>") as that
+    target's own section configures it.
 
     KeyError for a name not in ALL_SOURCES.
     """
-    name = source_of(name)
+    entry, name = name, source_of(name)
     if name not in ALL_SOURCES:
         raise KeyError(name)
     if config is None:
@@ -46,7 +47,9 @@ def build(name: str, config: Optional[Config] = None) -> Source:
 
         config = parse({}, None)
     module = importlib.import_module(f"{__name__}.{name}")
-    source: Source = module.build(config)
+    # "oracle:<target>": one of several databases, built from its own [[oracle]] table.
+    target = entry.partition(":")[2]
+    source: Source = module.build_target(config, target) if target else module.build(config)
     return source
 
 

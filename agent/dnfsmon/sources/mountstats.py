@@ -18,7 +18,7 @@ I/O (a silent dNFS fallback, or a non-dNFS process).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import chain
@@ -194,9 +194,12 @@ class Mount:
     nfs_program_version: str = ""
     transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
     # The per-op lines in the kernel's order: each operation's name and its counters in
-    # OP_FIELDS order (8 or 9 of them, as the kernel printed).
+    # OP_FIELDS order (8 or 9 of them, as the kernel printed). Both empty when the caller of
+    # parse_mountstats said it holds these lines parsed already (KnownOps).
     op_names: list[str] = field(default_factory=list)
     op_rows: list[list[int]] = field(default_factory=list)
+    # The per-op lines as the kernel printed them: an idle mount's are the same text at every reading.
+    ops_text: str = ""
 
     @property
     def ops(self) -> dict[str, dict[str, int]]:
@@ -227,7 +230,7 @@ def _version_ok(text: str) -> bool:
 
 
 def _parse_block(
-    first: int, lines: list[str], path: str, problems: list[ParseError], wanted: MountFilter
+    first: int, lines: list[str], path: str, problems: list[ParseError], wanted: MountFilter, known_ops: KnownOps
 ) -> Optional[Mount]:
     """One device block; None for non-NFS mounts and mounts the filter leaves out. Raises
     ParseError for a malformed NFS block."""
@@ -300,7 +303,10 @@ def _parse_block(
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
+    # Without the blank lines after them (the block's end), which carry nothing.
+    mount.ops_text = "\n".join(lines[ops_from:]).rstrip()
+    if not known_ops(mount.mountpoint, mount.ops_text):
+        mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
@@ -311,31 +317,23 @@ def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list
     NFS procedure, "NAME: n n n ..."; the names (without the colon) and each one's first
     len(OP_FIELDS) counters.
 
-    They are most of a block (34 of some 45 lines with NFSv3), and most kernels print the
-    same number of counters on each: such a block is read as one list of words, a name
-    every `width` words, checked once (every line starts with a name ending with ":",
-    every other word is ASCII digits). A block whose lines differ in length (the kernel of
-    the procfs capture prints 8 counters for some procedures and 9 for others) or that
-    fails a check is read line by line, which says which line is wrong.
+    They are most of a block (34 of some 45 lines with NFSv3): the lines are split, then
+    checked once for the block (every line has a name ending with ":" and more than
+    OP_MIN_FIELDS counters, every counter is ASCII digits) and converted line by line.
+    Lines of different lengths need nothing else (the kernel of the procfs capture prints 8
+    counters for some procedures and 9 for others). A block failing a check is read again
+    by _parse_ops_line_by_line, which says which line is wrong.
     """
-    text = "\n".join(lines).rstrip()
-    words = text.split()
-    count = text.count("\n") + 1
-    width = len(words) // count
-    if words and width > OP_MIN_FIELDS and len(words) == width * count and not _NOT_AN_OP_LINE.search(text):
-        names = words[::width]
-        del words[::width]
-        if all(name.endswith(":") for name in names) and is_unsigned("".join(words)):
-            values = list(map(int, words))
+    rows_words = [words for words in map(str.split, lines) if words]
+    if rows_words and min(map(len, rows_words)) > OP_MIN_FIELDS:
+        names = [words[0] for words in rows_words]
+        counters = chain.from_iterable(words[1:] for words in rows_words)
+        if all(name.endswith(":") for name in names) and is_unsigned("".join(counters)):
             # Counters after the last of OP_FIELDS (a later kernel's) are not read.
-            read = min(width - 1, len(OP_FIELDS))
-            rows = [values[start : start + read] for start in range(0, len(values), width - 1)]
+            end = 1 + len(OP_FIELDS)
+            rows = [list(map(int, words[1:end])) for words in rows_words]
             return _last_of_each([name[:-1] for name in names], rows)
     return _parse_ops_line_by_line(first, lines, path)
-
-
-# A line of the per-op part that cannot be "NAME: n n n ...": empty, or starting with a digit.
-_NOT_AN_OP_LINE = re.compile(r"^[ \t]*(?:[0-9]|$)", re.MULTILINE)
 
 
 def _last_of_each(names: list[str], rows: list[list[int]]) -> tuple[list[str], list[list[int]]]:
@@ -364,37 +362,61 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> tuple[li
 
 
 MountFilter = Callable[[str], bool]
+# (mount point, its per-op lines' text) -> True when the caller holds these lines parsed already.
+KnownOps = Callable[[str, str], bool]
 
 
 def every_mount(mountpoint: str) -> bool:
     return True
 
 
-def parse_mountstats(
-    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount
-) -> tuple[list[Mount], list[ParseError]]:
-    """NFS mounts of a mountstats file; a malformed block is reported and skipped, never the others.
+def no_ops_known(mountpoint: str, ops_text: str) -> bool:
+    return False
+
+
+def each_mount(
+    text: str,
+    problems: list[ParseError],
+    path: str = MOUNTSTATS,
+    wanted: MountFilter = every_mount,
+    known_ops: KnownOps = no_ops_known,
+) -> Iterator[Mount]:
+    """The NFS mounts of a mountstats file one at a time, in the file's order: a caller that keeps
+    what it needs of each (MountstatsSource) never holds every Mount of the file at once. A
+    malformed block goes to `problems`, never the others. A mount point mounted over comes once
+    per block; the last is the visible one.
 
     `wanted(mountpoint)` False: the block is skipped before its lines are read.
+    `known_ops(mountpoint, ops_text)` True: the block's per-op lines are not parsed (the Mount's
+    op_names and op_rows stay empty); the caller has them from a reading where they were the same text.
     """
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
-    problems: list[ParseError] = [
+    problems.extend(
         ParseError(path, "line outside any 'device' block", index + 1, line)
         for index, line in enumerate(lines[: starts[0] if starts else len(lines)])
         if line.strip()
-    ]
-    mounts: dict[str, Mount] = {}
+    )
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         try:
-            mount = _parse_block(start + 1, lines[start:end], path, problems, wanted)
+            mount = _parse_block(start + 1, lines[start:end], path, problems, wanted, known_ops)
         except ParseError as error:
             problems.append(error)
             continue
         if mount is not None:
-            # A mount point mounted over keeps the last block, the visible one
-            # (as nfs-utils' mountstats does).
-            mounts[mount.mountpoint] = mount
+            yield mount
+
+
+def parse_mountstats(
+    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount, known_ops: KnownOps = no_ops_known
+) -> tuple[list[Mount], list[ParseError]]:
+    """NFS mounts of a mountstats file, and its malformed blocks (each_mount)."""
+    problems: list[ParseError] = []
+    mounts: dict[str, Mount] = {}
+    for mount in each_mount(text, problems, path, wanted, known_ops):
+        # A mount point mounted over keeps the last block, the visible one, in the place
+        # of its first (as nfs-utils' mountstats does).
+        mounts[mount.mountpoint] = mount
     return list(mounts.values()), problems
 
 
@@ -518,6 +540,7 @@ class OpLayout:
 
     names: tuple[str, ...]  # the counters' names, in the order of the operations' counters
     operations: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, its counters' names in OP_FIELDS order)
+    idle_rows: tuple[tuple[Optional[int], ...], ...]  # each operation's deltas when it did nothing
 
     @classmethod
     def of(cls, operations: Sequence[str], widths: Sequence[int]) -> OpLayout:
@@ -525,6 +548,7 @@ class OpLayout:
         return cls(
             tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths))),
             tuple(names_of),
+            tuple((0,) * width + (None,) * (len(OP_FIELDS) - width) for width in widths),
         )
 
 
@@ -635,6 +659,11 @@ class MountstatsSource(HostSource):
         # The layouts met in this run, by operations and their widths: the mounts of one
         # kernel share a few, and a layout's some 300 names are made once.
         self.layouts: dict[tuple[tuple[str, ...], tuple[int, ...]], OpLayout] = {}
+        # Each mount's per-op lines at the last reading (by mount point): their text, and the
+        # layout and counters of its MountOps sample. An idle mount prints the same text again;
+        # its lines are then neither parsed nor converted, and its new sample shares the counters
+        # (samples are read-only), which rates.diff finds equal first.
+        self.last_ops: dict[str, tuple[str, OpLayout, dict[str, int]]] = {}
 
     def wanted(self, mountpoint: str) -> bool:
         """Shell-style globs (fnmatch) on the mount point: included and not excluded."""
@@ -645,25 +674,42 @@ class MountstatsSource(HostSource):
     def read(self, inputs: HostInputs) -> Raw:
         return read(inputs)
 
+    def ops_known(self, mountpoint: str, ops_text: str) -> bool:
+        """The mount's per-op lines are the text they were at the last reading (KnownOps)."""
+        last = self.last_ops.get(mountpoint)
+        return last is not None and last[0] == ops_text
+
+    def operations_of(self, mount: Mount) -> tuple[OpLayout, dict[str, int]]:
+        """The layout and counters of the mount's MountOps sample: its operations the filter keeps."""
+        names, rows = mount.op_names, mount.op_rows
+        if self.operations is not None:
+            kept = [index for index, op in enumerate(names) if op in self.operations]
+            names, rows = [names[i] for i in kept], [rows[i] for i in kept]
+        shape = (tuple(names), tuple(map(len, rows)))
+        layout = self.layouts.get(shape)
+        if layout is None:
+            layout = self.layouts[shape] = OpLayout.of(*shape)
+        return layout, dict(zip(layout.names, chain.from_iterable(rows)))
+
     def parse(self, raw: Raw, host: str) -> Parsed:
-        mounts, problems = parse_mountstats(raw.text(MOUNTSTATS), MOUNTSTATS, self.wanted)
         identity = boot_identity(raw)
+        problems: list[ParseError] = []
         found: list[Sample] = []
-        for mount in mounts:
+        place: dict[str, int] = {}  # mount point -> where its samples are in `found`
+        ops_now: dict[str, tuple[str, OpLayout, dict[str, int]]] = {}
+        # Mount by mount: a Mount is dropped once its two samples are made (at 1000 mounts, every
+        # Mount of the file at once was some 15 MB more at the peak).
+        for mount in each_mount(raw.text(MOUNTSTATS), problems, MOUNTSTATS, self.wanted, self.ops_known):
             key = mount_key(mount, host)
             # Both samples' state_key text (Sample.state_key) made here from the tags they share.
             tags = ",".join(map("=".join, key))
-            found.append(mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"))
-            names, rows = mount.op_names, mount.op_rows
-            if self.operations is not None:
-                kept = [index for index, op in enumerate(names) if op in self.operations]
-                names, rows = [names[i] for i in kept], [rows[i] for i in kept]
-            shape = (tuple(names), tuple(map(len, rows)))
-            layout = self.layouts.get(shape)
-            if layout is None:
-                layout = self.layouts[shape] = OpLayout.of(*shape)
-            counters = dict(zip(layout.names, chain.from_iterable(rows)))
-            found.append(
+            if self.ops_known(mount.mountpoint, mount.ops_text):
+                _, layout, counters = self.last_ops[mount.mountpoint]
+            else:
+                layout, counters = self.operations_of(mount)
+            ops_now[mount.mountpoint] = (mount.ops_text, layout, counters)
+            pair = [
+                mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"),
                 MountOps(
                     layout,
                     OP_MEASUREMENT,
@@ -675,8 +721,16 @@ class MountstatsSource(HostSource):
                     identity,
                     started(raw, mount),
                     state_key=f"{OP_MEASUREMENT},{tags}",
-                )
-            )
+                ),
+            ]
+            # A mount point mounted over keeps the last block's samples, in the place of its first
+            # (as parse_mountstats keeps its Mount).
+            if mount.mountpoint in place:
+                found[place[mount.mountpoint] : place[mount.mountpoint] + 2] = pair
+            else:
+                place[mount.mountpoint] = len(found)
+                found.extend(pair)
+        self.last_ops = ops_now
         return Parsed(found, problems)
 
     def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
@@ -694,6 +748,14 @@ class MountstatsSource(HostSource):
                     points.append(Point(sample.measurement, sample.key, own, time_ns))
                 continue
             deltas = interval.deltas
+            if not interval.dropped and not any(deltas.values()):
+                # An idle mount (most of them, at any moment): each operation's figures are an idle one's.
+                for (op, _), row in zip(sample.layout.operations, sample.layout.idle_rows):
+                    if row not in idle:
+                        idle[row] = MappingProxyType(op_figures(row, interval.dt))
+                    if idle[row]:
+                        points.append(Point(OP_MEASUREMENT, (*sample.key, ("op", op)), idle[row], time_ns))
+                continue
             for op, names in sample.layout.operations:
                 row = tuple(map(deltas.get, names))
                 # An operation that did nothing (most of them, at any moment) has the figures of

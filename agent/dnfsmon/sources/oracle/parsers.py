@@ -1,0 +1,465 @@
+"""Each query's rows as samples, one parser per query, and the inventory's cadence."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Optional
+
+from ... import oracle_facts, rates
+from ...rates import Sample
+from ..base import ParseError, Raw
+from .names import (
+    CHANNEL_COUNTS,
+    CHANNEL_MEASUREMENT,
+    COVERAGE_MEASUREMENT,
+    EVENT_COUNTERS,
+    EVENT_MEASUREMENT,
+    FILE_COUNTERS,
+    FILER_FILE_MEASUREMENT,
+    FUNCTION_COUNTERS,
+    FUNCTION_MEASUREMENT,
+    HISTOGRAM_MEASUREMENT,
+    IO_MEASUREMENT,
+    OTHER_OPS,
+    OTHER_OPS_COUNTER,
+    PROCESS_COUNTERS,
+    RESULTS,
+    ROSTER_MEASUREMENT,
+    SERVER_MEASUREMENT,
+    STATUS_MEASUREMENT,
+)
+from .rows import (
+    Context,
+    Instance,
+    Results,
+    _column,
+    _columns,
+    _counters,
+    _number,
+    _pdb_tags,
+    _pdb_tags_of,
+    _sum_of_counters,
+    _sum_of_every_counter,
+    _values,
+    host_tag,
+    load,
+    reason_of,
+)
+
+
+def _status(document: Mapping, context: Context, raw: Raw, agent_host: str) -> list[Sample]:
+    """The database's state, published every sample (the agent's host: its view of the database)."""
+    gauges: dict[str, rates.Gauge] = {
+        "up": not document.get("down"),
+        # The same as an integer: Grafana's stat panel reduces numbers, not booleans.
+        "reachable": 0 if document.get("down") else 1,
+        "instances": len(context.instances),
+        "failed_queries": len(document.get("errors") or {}),
+    }
+    if document.get("version"):
+        gauges["version"] = str(document["version"])
+        try:
+            gauges["release"] = oracle_facts.release_of_version(str(document["version"]))
+        except ValueError as error:
+            context.problems.append(ParseError(RESULTS, str(error)))
+    reason = reason_of(document)
+    if reason:
+        gauges["error"] = reason
+    if document.get("warning"):
+        gauges["warning"] = str(document["warning"])
+    database = document.get("database") or {}
+    for column, field in (("DATABASE_ROLE", "database_role"), ("OPEN_MODE", "open_mode")):
+        if database.get(column):
+            gauges[field] = str(database[column])
+    key = (("host", agent_host), *context.database_tags)
+    return [Sample(STATUS_MEASUREMENT, key, raw.time, raw.wall_time, {}, gauges)]
+
+
+UNKNOWN_PROCESS = "?"
+
+
+def _io(context: Context) -> list[Sample]:
+    """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines),
+    and per instance the roster of processes this read saw (which process held each PNUM)."""
+    found: list[Sample] = []
+    rosters: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float], dict[str, str]]] = {}
+    result = context.results.get("dnfs_stats")
+    if result is None:
+        return found
+    # One row per process: its values read by column index (Results), the counters in one call.
+    names, counter_values = _columns(result, PROCESS_COUNTERS)
+    _, other_values = _columns(result, OTHER_OPS)
+    spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
+    con_id = _column(result, "CON_ID")
+    pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
+    pnum_at = result.index.get("PNUM")
+    sends = _sends_per_process(context.results.get("dnfs_channels"))
+    inst_id = _column(result, "INST_ID")
+    for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
+        if pnum_at is None:
+            raise KeyError("PNUM")
+        pnum = str(row[pnum_at])
+        # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
+        process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
+        container = con_id(row)
+        pdb = pdb_tags.get((type(container), container))
+        if pdb is None:
+            pdb = pdb_tags[(type(container), container)] = _pdb_tags_of(container)
+        key = (*tags, *pdb, ("pnum", pnum))
+        # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
+        what: dict[str, rates.Gauge] = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
+        channel = sends.get((inst_id(row), row[pnum_at])) if sends else None
+        if channel is not None:
+            # The process's sends and channel rows in this read: what new_process_intervals
+            # checks a process counted from zero against.
+            what["channel_sends"], what["channels"] = channel
+        counters = _counters(names, counter_values(row))
+        other = _sum_of_every_counter(other_values(row))
+        if other is not None:
+            counters[OTHER_OPS_COUNTER] = other
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started))
+        roster = rosters.get(tags)
+        if roster is None:
+            roster = rosters[tags] = (t, identity, started, {})
+        roster[3][pnum] = "/".join(process)
+    for tags, (t, identity, started, processes) in rosters.items():
+        gauges: dict[str, rates.Gauge] = dict(processes)
+        found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
+    return found
+
+
+def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:
+    """(INST_ID, PNUM as read) -> [SENDS summed over the process's channels, its channel rows] of a
+    read; empty without the channels query (not granted), a SENDS column, or with a SENDS value that
+    is not a counter (a damaged reading: no check rather than a wrong one)."""
+    if channels is None or not {"INST_ID", "PNUM", "SENDS"} <= channels.index.keys() or not channels.rows:
+        return {}
+    keys = list(
+        zip(
+            map(operator.itemgetter(channels.index["INST_ID"]), channels.rows),
+            map(operator.itemgetter(channels.index["PNUM"]), channels.rows),
+        )
+    )
+    sends = list(map(operator.itemgetter(channels.index["SENDS"]), channels.rows))
+    if set(map(type, sends)) != {int} or min(sends) < 0:
+        return {}
+    found: dict[tuple[object, object], list[int]] = {key: [0, rows] for key, rows in Counter(keys).items()}
+    for key, count in zip(keys, sends):
+        found[key][0] += count
+    return found
+
+
+# [oracle] top_processes's default: the source's when no config says (the simulator, a capture
+# replayed without a config).
+def _channels(context: Context) -> list[Sample]:
+    """Channels: interval counts since the last select, summed per path; each path's share of its filer's sends."""
+    paths: dict[rates.Key, dict[str, int]] = {}
+    located_paths: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    timed = context.timed("dnfs_channels")
+    if timed is None:
+        return []
+    result, t, started = timed
+    for column in ("SVRNAME", "PATH"):
+        if result.rows and column not in result.index:
+            raise KeyError(column)
+    # A row per process and channel (tens of thousands): rows are first grouped by the values
+    # that place them (one C call per row), then each group's counts are summed column by column.
+    group_of = _values(result, ("INST_ID", "CLOCK_INSTANCE", "SVRNAME", "PATH", "LOCAL"))
+    names, count_values = _columns(result, CHANNEL_COUNTS)
+    groups: dict[tuple, list[tuple]] = {}
+    last_row: dict[tuple, int] = {}
+    for number, row in enumerate(result.rows):
+        group = group_of(row)
+        rows = groups.get(group)
+        if rows is None:
+            rows = groups[group] = []
+        rows.append(count_values(row))
+        last_row[group] = number
+    place = context.place(result)
+    # Where a path was read is where its latest row was (a path's groups differ only in damaged readings).
+    latest: dict[rates.Key, int] = {}
+    for group, rows in groups.items():
+        placed = place(result.rows[last_row[group]])
+        if placed is None:  # an instance that left between queries
+            continue
+        tags, identity = placed
+        _, _, server, path, local = group
+        key = (*tags, ("server", str(server)), ("path", str(path)), ("local", str(local or "")))
+        counts = paths.setdefault(key, {"processes": 0})
+        counts["processes"] += len(rows)
+        for name, values in zip(names, zip(*rows)):
+            total = _sum_of_counters(values)
+            if total is not None:
+                counts[name] = counts.get(name, 0) + total
+        if last_row[group] > latest.get(key, -1):
+            latest[key] = last_row[group]
+            located_paths[key] = (t, identity, started)
+    server_sends: dict[rates.Key, int] = {}
+    for key, counts in paths.items():
+        server_sends[key[:-2]] = server_sends.get(key[:-2], 0) + counts.get("SENDS", 0)
+    found = []
+    for key, counts in paths.items():
+        gauges: dict[str, rates.Gauge] = {f"interval_{k.lower()}": v for k, v in counts.items() if k != "processes"}
+        gauges["processes"] = counts["processes"]
+        share = rates.percent(counts.get("SENDS", 0), server_sends[key[:-2]])
+        if share is not None:
+            gauges["share_pct"] = share
+        t, identity, started = located_paths[key]
+        found.append(Sample(CHANNEL_MEASUREMENT, key, t, t, {}, gauges, identity, started))
+    return found
+
+
+def _servers(context: Context) -> list[Sample]:
+    """Filers and exports the instances use, with their open files (inventory)."""
+    files = {}
+    if "dnfs_files" in context.results:
+        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].dicts()}
+    found = []
+    for t, row, tags, identity, started in context.located("dnfs_servers"):
+        gauges: dict[str, Optional[rates.Gauge]] = {
+            "wtmax_bytes": _number(row.get("WTMAX")),
+            "rtmax_bytes": _number(row.get("RTMAX")),
+            "nfs_port": _number(row.get("NFSPORT")),
+        }
+        if row.get("NFSVERSION"):
+            gauges["nfs_version"] = str(row["NFSVERSION"])
+        opened = files.get((row["INST_ID"], row["ID"]), {})
+        gauges["open_files"] = _number(opened.get("FILES")) or 0
+        gauges["open_file_bytes"] = _number(opened.get("BYTES")) or 0
+        key = (*tags, ("server", str(row["SVRNAME"])), ("export", str(row["DIRNAME"])))
+        present = {k: v for k, v in gauges.items() if v is not None}
+        found.append(Sample(SERVER_MEASUREMENT, key, t, t, {}, present, identity, started))
+    return found
+
+
+def _events(context: Context) -> list[Sample]:
+    """I/O, commit and temp wait events (instance-wide: V$SYSTEM_EVENT read from the root covers every container)."""
+    found = []
+    for t, row, tags, identity, started in context.located("system_event"):
+        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in EVENT_COUNTERS) if v is not None}
+        key = (*tags, ("event", str(row["EVENT"])))
+        found.append(Sample(EVENT_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
+
+
+def _functions(context: Context) -> list[Sample]:
+    """Disk I/O per database function (GV$IOSTAT_FUNCTION): who does the I/O, dNFS or not."""
+    found = []
+    for t, row, tags, identity, started in context.located("iostat_function"):
+        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FUNCTION_COUNTERS) if v is not None}
+        key = (*tags, *_pdb_tags(row), ("function", str(row["FUNCTION_NAME"])))
+        found.append(Sample(FUNCTION_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
+
+
+def _filer_files(context: Context) -> list[Sample]:
+    """Each dNFS file's V$IOSTAT_FILE counters, keyed by its filer (inventory cadence)."""
+    found = []
+    for t, row, tags, identity, started in context.located("filer_files"):
+        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FILE_COUNTERS) if v is not None}
+        key = (
+            *tags,
+            ("server", str(row["SVRNAME"])),
+            ("file_type", str(row["FILETYPE_NAME"])),
+            ("file_no", str(row["FILE_NO"])),
+        )
+        found.append(Sample(FILER_FILE_MEASUREMENT, key, t, t, counters, {}, identity, started))
+    return found
+
+
+def filer_fields(summed: rates.Aggregate) -> dict[str, rates.Gauge]:
+    """Per filer: requests per second and the average service time of each kind of request."""
+    d = summed.deltas
+    out: dict[str, Optional[rates.Gauge]] = {
+        "small_read_reqs_per_s": summed.rate("SMALL_READ_REQS"),
+        "small_read_avg_ms": rates.mean_per_event(d.get("SMALL_READ_SERVICETIME"), d.get("SMALL_READ_REQS")),
+        "small_sync_read_avg_ms": rates.mean_per_event(d.get("SMALL_SYNC_READ_LATENCY"), d.get("SMALL_SYNC_READ_REQS")),
+        "large_read_reqs_per_s": summed.rate("LARGE_READ_REQS"),
+        "large_read_avg_ms": rates.mean_per_event(d.get("LARGE_READ_SERVICETIME"), d.get("LARGE_READ_REQS")),
+        "small_write_reqs_per_s": summed.rate("SMALL_WRITE_REQS"),
+        "small_write_avg_ms": rates.mean_per_event(d.get("SMALL_WRITE_SERVICETIME"), d.get("SMALL_WRITE_REQS")),
+        "large_write_reqs_per_s": summed.rate("LARGE_WRITE_REQS"),
+        "large_write_avg_ms": rates.mean_per_event(d.get("LARGE_WRITE_SERVICETIME"), d.get("LARGE_WRITE_REQS")),
+        "files": len(summed.members),
+        "interval_s": summed.dt,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _histogram(context: Context) -> list[Sample]:
+    """One sample per (instance, event): its buckets as counters named by their upper bound in µs.
+
+    V$EVENT_HISTOGRAM(_MICRO) lists only the buckets hit since startup, so a
+    bucket absent from the previous sample of the same identity was zero
+    then: aggregate() counts it from zero (the first outliers in a new, slow
+    bucket are exactly what one wants to see; review B2).
+    """
+    buckets: dict[rates.Key, dict[str, int]] = {}
+    located: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    for t, row, tags, identity, started in context.located("event_histogram"):
+        if "WAIT_TIME_MICRO" in row:
+            bound = _number(row["WAIT_TIME_MICRO"])
+        else:
+            milli = _number(row.get("WAIT_TIME_MILLI"))
+            bound = None if milli is None else milli * 1000
+        count = _number(row.get("WAIT_COUNT"))
+        if bound is None or count is None:
+            context.problems.append(ParseError(RESULTS, f"event_histogram row without a bucket bound or count: {row}"))
+            continue
+        key = (*tags, ("event", str(row["EVENT"])))
+        buckets.setdefault(key, {})[str(bound)] = count
+        located[key] = (t, identity, started)
+    return [
+        Sample(HISTOGRAM_MEASUREMENT, key, located[key][0], located[key][0], counts, {}, *located[key][1:])
+        for key, counts in buckets.items()
+    ]
+
+
+def _coverage(context: Context) -> list[Sample]:
+    """Data files per file type (and container), and how many dNFS serves (V$IOSTAT_FILE.ACCESS_METHOD)."""
+    per_type: dict[rates.Key, dict[str, int]] = {}
+    located: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float]]] = {}
+    for t, row, tags, identity, started in context.located("iostat_file"):
+        key = (*tags, *_pdb_tags(row), ("file_type", str(row["FILETYPE_NAME"])))
+        counts = per_type.setdefault(key, {"files": 0, "dnfs_files": 0})
+        number = _number(row.get("FILES")) or 0
+        counts["files"] += number
+        if row.get("ACCESS_METHOD") == "DNFS_LIB":
+            counts["dnfs_files"] += number
+        located[key] = (t, identity, started)
+    found = []
+    for key, counts in per_type.items():
+        gauges: dict[str, rates.Gauge] = dict(counts)
+        pct = rates.percent(counts["dnfs_files"], counts["files"])
+        if pct is not None:
+            gauges["dnfs_pct"] = pct
+        t, identity, started = located[key]
+        found.append(Sample(COVERAGE_MEASUREMENT, key, t, t, {}, gauges, identity, started))
+    return found
+
+
+# Every query's parser, in the order their samples are listed.
+PARSERS = (_io, _channels, _servers, _filer_files, _events, _functions, _histogram, _coverage)
+# The queries the inventory's samples are made of (_servers, _coverage), and the instances they name.
+INVENTORY_QUERIES = ("instances", "dnfs_servers", "dnfs_files", "iostat_file")
+
+
+def last_known_name(previous: Iterable[Sample]) -> str:
+    """The database tag of the newest status sample: the DB_UNIQUE_NAME the database last answered
+    with, which a sample that could not reach it carries on (it replaces the up sample in the state:
+    same key); the configured target only if the database never answered."""
+    status = [s for s in previous if s.measurement == STATUS_MEASUREMENT]
+    if not status:
+        return ""
+    return dict(max(status, key=lambda s: s.time).key).get("database", "")
+
+
+def name_down_reading(raw: Raw, known_name: str) -> str:
+    """Give a reading that could not ask the database the name it last answered with; the name to keep."""
+    document = raw.documents.get(RESULTS)
+    if not isinstance(document, dict):
+        return known_name
+    database = document.get("database") or {}
+    if document.get("down") or not database:
+        if known_name:
+            document["known_name"] = known_name
+        return known_name
+    return str(database.get("DB_UNIQUE_NAME") or database.get("NAME") or known_name)
+
+
+def role_tags(database: Mapping) -> rates.Key:
+    """("role", DATABASE_ROLE) for a database that is not the primary (Reference, V$DATABASE:
+    PHYSICAL STANDBY, LOGICAL STANDBY, SNAPSHOT STANDBY, FAR SYNC), so that a standby's I/O (redo
+    apply on a physical standby) is told apart from the primary's on every point about its
+    instances; none for a primary (its series are as they were) or a reader that did not say. The
+    status point carries the role as a field: its key stays the same when the database is down."""
+    role = str(database.get("DATABASE_ROLE") or "").strip()
+    return (("role", role),) if role and role != "PRIMARY" else ()
+
+
+def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sample], list[ParseError]]:
+    """The samples of one read: each query's rows through its own parser.
+
+    inventory_only: the status and the inventory's samples only (what
+    InventoryCadence needs), without the cost of the counters' rows.
+    """
+    document = load(raw)
+    database = document.get("database") or {}
+    # When the database could not be asked, the name it last answered with (kept in the
+    # target's state, see name_down_reading) or else the configured target names it: the
+    # status point always has a `database` tag, the same one as when it is up (the
+    # dashboards and alert rules select on it; a second name would hide the outage).
+    db_name = str(
+        database.get("DB_UNIQUE_NAME")
+        or database.get("NAME")
+        or document.get("known_name")
+        or document.get("target")
+        or ""
+    )
+    database_tags: rates.Key = (("database", db_name),)
+    if document.get("kind") == "simulated":
+        database_tags += (("simulated", "true"),)
+    problems: list[ParseError] = []
+    # A document the reader handed over holds its own values; one decoded from a capture's text may be damaged.
+    recorded = RESULTS not in raw.documents
+    results = {
+        name: Results(name, data, problems, recorded)
+        for name, data in (document.get("results") or {}).items()
+        if not inventory_only or name in INVENTORY_QUERIES
+    }
+    instances: dict[object, Instance] = {}
+    if "instances" in results:
+        for row in results["instances"].dicts():
+            instances[row["INST_ID"]] = Instance(
+                str(row["INSTANCE_NAME"]), str(row["STARTUP_TIME"]), host_tag(row.get("HOST_NAME"), host)
+            )
+    context = Context(
+        results,
+        instances,
+        database_tags,
+        str(database.get("DBID", "")),
+        problems,
+        role_tags(database),
+    )
+    found = _status(document, context, raw, host)
+    parsers = (_servers, _coverage) if inventory_only else PARSERS
+    for parse in parsers:
+        found.extend(parse(context))
+    return found, problems
+
+
+INVENTORY_MEASUREMENTS = (SERVER_MEASUREMENT, COVERAGE_MEASUREMENT)
+
+
+def inventory_due(previous: Iterable[Sample], now: float, interval_s: float) -> bool:
+    """True when the newest inventory sample (filers, coverage) is older than interval_s (or missing)."""
+    times = [s.wall_time for s in previous if s.measurement in INVENTORY_MEASUREMENTS]
+    return not times or now - max(times) >= interval_s
+
+
+class InventoryCadence:
+    """When a database target reads its inventory next.
+
+    Seeded from the target's stored samples (cron starts a new process every
+    run), then advanced by each read that brought the inventory back.
+    """
+
+    def __init__(self, interval_s: float, stored: Iterable[Sample] = ()):
+        self.interval_s = interval_s
+        self.stored = [s for s in stored if s.measurement in INVENTORY_MEASUREMENTS]
+
+    def due(self, now: float) -> bool:
+        return inventory_due(self.stored, now, self.interval_s)
+
+    def read(self, raw: Raw) -> None:
+        """Note a read: when it holds inventory rows, the next is due interval_s later."""
+        try:
+            # Only the inventory's samples: the counters are parsed once, by the source.
+            found, _ = samples(raw, "", inventory_only=True)
+        except ParseError:
+            return
+        inventory = [s for s in found if s.measurement in INVENTORY_MEASUREMENTS]
+        if inventory:
+            self.stored = inventory

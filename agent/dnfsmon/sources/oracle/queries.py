@@ -1,0 +1,194 @@
+"""The SQL texts the agent sends, built from the columns the connected release has
+(dnfsmon.oracle_facts names them per release)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ... import oracle_facts
+from .names import AGENT_EVENTS, CHANNEL_COUNTS, FILE_COUNTERS, FUNCTION_COUNTERS, HISTOGRAM_EVENTS, STATS_COUNTERS
+
+# Every counter query reads the database clock in the same statement (one
+# SYSTIMESTAMP per statement) and the instance whose clock that is.
+DB_TIME = "SYS_EXTRACT_UTC(SYSTIMESTAMP) AS db_time, TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE')) AS clock_instance"
+CLOCK_COLUMNS = ("DB_TIME", "CLOCK_INSTANCE")
+# The instance the session is connected to (Oracle SQL Language Reference,
+# SYS_CONTEXT, namespace USERENV, parameter INSTANCE: "the instance
+# identification number of the current instance").
+LOCAL_INSTANCE = "TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))"
+
+# oracle.scope: "instance" reads only the instance the session is connected
+# to (one agent per RAC node, each with a node-local connection: the
+# default); "cluster" reads every instance through GV$ from one agent.
+SCOPES = ("instance", "cluster")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One SQL text the agent sends: its result columns and the views it reads."""
+
+    name: str
+    sql: str
+    # Result column names, upper case, in order (what cursor.description says).
+    columns: tuple[str, ...]
+    views: tuple[str, ...]
+    # True when rows are limited to the connected instance (scope "instance").
+    local: bool = False
+    # True for what changes rarely (filers, files, coverage): read every
+    # oracle.inventory_interval_s rather than every sample.
+    inventory: bool = False
+
+
+def _pick(available: set[str], wanted: Sequence[str]) -> list[str]:
+    return [c for c in wanted if c in available]
+
+
+def build_queries(available: Mapping[str, set[str]], scope: str = "instance") -> list[Query]:
+    """SQL for the columns the database has ({"GV$DNFS_STATS": {"INST_ID", ...}, ...}).
+
+    A view missing from `available` (not granted, or absent in the release)
+    leaves its query out; required columns are used unconditionally so the
+    facts test catches a release that lacks them.
+
+    Scope "cluster" reads every instance through the GV$ views. Scope
+    "instance" reads each view's V$ view (oracle_facts.INSTANCE_VIEWS: no
+    parallel execution on the other instances, and no select of another
+    instance's V$DNFS_CHANNELS counts), with the connected instance's number
+    as its INST_ID, so the rest of each statement is the same in both
+    scopes. Where only the GV$ view is granted (a user set up before V$ was
+    granted), the GV$ view filtered on the instance is read instead, as
+    before, until setup is run again (Database.discover says so).
+    """
+    local = scope == "instance"
+    queries = []
+
+    def has(view: str) -> set[str]:
+        """The columns of a GV$ view as this scope reads them (a V$ view's, with INST_ID)."""
+        instance_view = oracle_facts.base_view(view)
+        if local and view.startswith("GV$") and instance_view in available:
+            return {"INST_ID", *available[instance_view]}
+        return set(available.get(view, ()))
+
+    def source(view: str, columns: Sequence[str]) -> str:
+        """What a statement reads a GV$ view from, with INST_ID and `columns` (upper case)."""
+        listed = ", ".join(c.lower() for c in columns)
+        if not local:
+            return view.lower()
+        instance_view = oracle_facts.base_view(view)
+        if instance_view in available:
+            return f"(SELECT {LOCAL_INSTANCE} AS inst_id, {listed} FROM {instance_view.lower()})"
+        return f"(SELECT inst_id, {listed} FROM {view.lower()} WHERE inst_id = {LOCAL_INSTANCE})"
+
+    def where(*conditions: str) -> str:
+        return (" WHERE " + " AND ".join(conditions)) if conditions else ""
+
+    def simple(name: str, view: str, columns: Sequence[str], *conditions: str, inventory: bool = False) -> Query:
+        """SELECT columns (INST_ID first), the clock FROM view [WHERE ...]."""
+        read = source(view, [c for c in columns if c != "INST_ID"])
+        sql = f"SELECT {', '.join(c.lower() for c in columns)}, {DB_TIME} FROM {read}{where(*conditions)}"
+        return Query(name, sql, (*columns, *CLOCK_COLUMNS), views(view), local, inventory)
+
+    def events(names: Sequence[str]) -> str:
+        return "event IN (" + ", ".join("'" + e + "'" for e in names) + ")"
+
+    def views(*names: str) -> tuple[str, ...]:
+        """The views a query reads, as the grants name them."""
+        return tuple(
+            oracle_facts.base_view(v) if local and oracle_facts.base_view(v) in available else v for v in names
+        )
+
+    if has("GV$INSTANCE"):
+        queries.append(
+            simple("instances", "GV$INSTANCE", ["INST_ID", "INSTANCE_NAME", "HOST_NAME", "VERSION", "STARTUP_TIME"])
+        )
+    if has("V$DATABASE"):
+        role = _pick(has("V$DATABASE"), ["DATABASE_ROLE", "OPEN_MODE"])
+        columns: Sequence[str] = ["DBID", "NAME", "DB_UNIQUE_NAME", *role, *_pick(has("V$DATABASE"), ["CDB"])]
+        sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
+        queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
+    if has("GV$DNFS_STATS") and has("GV$PROCESS"):
+        counters = _pick(has("GV$DNFS_STATS"), STATS_COUNTERS)
+        container = _pick(has("GV$DNFS_STATS"), ["CON_ID"])
+        process = source("GV$PROCESS", ["PID", "SPID", "SERIAL#", "PNAME", "PROGRAM"])
+        sql = (
+            "SELECT s.inst_id, s.pnum, p.spid, p.serial#, p.pname, p.program, "
+            f"{', '.join('s.' + c.lower() for c in [*counters, *container])}, "
+            f"{DB_TIME} FROM {source('GV$DNFS_STATS', ['PNUM', *counters, *container])} s "
+            f"LEFT OUTER JOIN {process} p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
+        )
+        columns = ("INST_ID", "PNUM", "SPID", "SERIAL#", "PNAME", "PROGRAM", *counters, *container, *CLOCK_COLUMNS)
+        queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS", "GV$PROCESS"), local))
+    if has("GV$DNFS_CHANNELS"):
+        channel = has("GV$DNFS_CHANNELS")
+        columns = ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL"]), *_pick(channel, CHANNEL_COUNTS)]
+        queries.append(simple("dnfs_channels", "GV$DNFS_CHANNELS", columns))
+    if has("GV$DNFS_SERVERS"):
+        version = _pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"])
+        columns = ["INST_ID", "ID", "SVRNAME", "DIRNAME", "NFSPORT", *version, "WTMAX", "RTMAX"]
+        queries.append(simple("dnfs_servers", "GV$DNFS_SERVERS", columns, inventory=True))
+    if has("GV$DNFS_FILES"):
+        # One row per process and file in the view: count each file once.
+        files = source("GV$DNFS_FILES", ["SVR_ID", "FILENAME", "FILESIZE"])
+        sql = (
+            f"SELECT inst_id, svr_id, COUNT(*) AS files, SUM(filesize) AS bytes, {DB_TIME} "
+            f"FROM (SELECT DISTINCT inst_id, svr_id, filename, filesize FROM {files}) "
+            "GROUP BY inst_id, svr_id"
+        )
+        columns = ("INST_ID", "SVR_ID", "FILES", "BYTES", *CLOCK_COLUMNS)
+        queries.append(Query("dnfs_files", sql, columns, views("GV$DNFS_FILES"), local, inventory=True))
+    if has("GV$SYSTEM_EVENT"):
+        columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
+        queries.append(simple("system_event", "GV$SYSTEM_EVENT", columns, events(AGENT_EVENTS)))
+    if has("GV$EVENT_HISTOGRAM_MICRO"):
+        columns = ["INST_ID", "EVENT", "WAIT_TIME_MICRO", "WAIT_COUNT"]
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM_MICRO", columns, events(HISTOGRAM_EVENTS)))
+    elif has("GV$EVENT_HISTOGRAM"):
+        columns = ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"]
+        queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events(HISTOGRAM_EVENTS)))
+    if "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
+        # Per container in a CDB (V$IOSTAT_FILE.CON_ID: the file's container).
+        container = [c.lower() for c in _pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
+        group = ", ".join(["inst_id", "filetype_name", "access_method", *container])
+        read = source("GV$IOSTAT_FILE", ["FILETYPE_NAME", "ACCESS_METHOD", *container])
+        sql = f"SELECT {group}, COUNT(*) AS files, {DB_TIME} FROM {read} GROUP BY {group}"
+        columns = (
+            "INST_ID",
+            "FILETYPE_NAME",
+            "ACCESS_METHOD",
+            *(c.upper() for c in container),
+            "FILES",
+            *CLOCK_COLUMNS,
+        )
+        queries.append(Query("iostat_file", sql, columns, views("GV$IOSTAT_FILE"), local, inventory=True))
+    filer_views = ("GV$IOSTAT_FILE", "GV$DATAFILE", "GV$TEMPFILE", "GV$DNFS_FILES", "GV$DNFS_SERVERS")
+    if all(has(view) for view in filer_views):
+        # Latency per filer (review C8): V$IOSTAT_FILE has each file's counts
+        # and times but no name; V$DATAFILE/V$TEMPFILE name the file, and
+        # V$DNFS_FILES (a row per process and open file) names the filer
+        # serving it. Inventory: V$DNFS_FILES is the costly view. In scope
+        # "instance" every part reads the connected instance's V$ view.
+        named = ["FILE#", "NAME"]
+        names = (
+            f"SELECT inst_id, file# AS file_no, 'Data File' AS filetype_name, name FROM {source('GV$DATAFILE', named)}"
+            " UNION ALL SELECT inst_id, file# AS file_no, 'Temp File' AS filetype_name, name "
+            f"FROM {source('GV$TEMPFILE', named)}"
+        )
+        sql = (
+            f"SELECT f.inst_id, s.svrname, f.filetype_name, f.file_no, "
+            f"{', '.join('f.' + c.lower() for c in FILE_COUNTERS)}, {DB_TIME} "
+            f"FROM {source('GV$IOSTAT_FILE', ['FILE_NO', 'FILETYPE_NAME', *FILE_COUNTERS])} f "
+            f"INNER JOIN ({names}) n ON n.inst_id = f.inst_id AND n.file_no = f.file_no "
+            "AND n.filetype_name = f.filetype_name "
+            f"INNER JOIN (SELECT DISTINCT inst_id, svr_id, filename FROM {source('GV$DNFS_FILES', ['SVR_ID', 'FILENAME'])}) d "
+            "ON d.inst_id = f.inst_id AND d.filename = n.name "
+            f"INNER JOIN {source('GV$DNFS_SERVERS', ['ID', 'SVRNAME'])} s ON s.inst_id = d.inst_id AND s.id = d.svr_id"
+        )
+        columns = ("INST_ID", "SVRNAME", "FILETYPE_NAME", "FILE_NO", *FILE_COUNTERS, *CLOCK_COLUMNS)
+        queries.append(Query("filer_files", sql, columns, views(*filer_views), local, inventory=True))
+    if has("GV$IOSTAT_FUNCTION"):
+        # Cumulative per function since startup: a counter query, read every sample (review C7).
+        container = _pick(has("GV$IOSTAT_FUNCTION"), ["CON_ID"])
+        columns = ["INST_ID", "FUNCTION_NAME", *FUNCTION_COUNTERS, *container]
+        queries.append(simple("iostat_function", "GV$IOSTAT_FUNCTION", columns))
+    return queries
