@@ -872,8 +872,11 @@ def test_every_database_panel_shows_the_simulated_views(written, database_truth_
                         newest = [buckets[max(b for b in buckets)][0] for buckets in expected.values()]
                         assert sorted(ge.stat_values(p, fs)) == pytest.approx(sorted(newest), rel=1e-9), where
                     checked[(dashboard, p["title"])] = checked.get((dashboard, p["title"]), 0) + compared
-    # Every panel compared values (none passed on empty answers alone).
-    assert len(checked) == len(database_panels()) == 17 and all(checked.values()), checked
+    # Every panel compared values (none passed on empty answers alone); the fallback table has
+    # rows only in a range that holds the incident without the points the store dropped.
+    assert len(checked) == len(database_panels()) == 17
+    fallback = ("dnfsmon-fleet.json", "Databases with a dNFS fallback")
+    assert {k for k, n in checked.items() if not n} <= (set() if moment == "incident" else {fallback}), checked
 
 
 def compare(frames, expected, zero_filled: bool, where) -> int:
