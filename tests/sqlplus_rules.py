@@ -249,9 +249,18 @@ class Database:
     sys_objects: tuple[str, ...] = ("DBMS_LOCK", "DBMS_SESSION", "GV_$EVENT_HISTOGRAM_MICRO")
     user: str = "DNFSMON"
     users: tuple[str, ...] = ("DNFSMON", "C##DNFSMON", "C##MONITOR")
+    # SYS_CONTEXT('USERENV', ...) of the session (Oracle Database SQL Language Reference, SYS_CONTEXT).
+    userenv: tuple[tuple[str, str], ...] = (
+        ("DB_NAME", "ORCL"),
+        ("INSTANCE", "1"),
+        ("SID", "101"),
+        ("SERVER_HOST", "db1"),
+    )
 
     def connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(":memory:")
+        userenv = dict(self.userenv)
+        db.create_function("sys_context", 2, lambda space, name: userenv.get(name) if space == "USERENV" else None)
         db.create_function("regexp", 2, lambda pattern, text: text is not None and re.search(pattern, text) is not None)
         db.execute("create table dual (dummy text)")
         db.execute("insert into dual values ('X')")
@@ -287,6 +296,8 @@ class Run:
     password_changes: list[str] = dataclasses.field(default_factory=list)
     titles: set[str] = dataclasses.field(default_factory=set)  # TTITLE/BTITLE on
     lobs: set[str] = dataclasses.field(default_factory=set)  # CLOB binds holding a temporary LOB
+    saved_this_run: bool = False  # STORE SET has run in the current run
+    deepest: list[str] = dataclasses.field(default_factory=list)  # the longest chain of nested scripts entered
 
 
 class SqlPlus:
@@ -299,6 +310,7 @@ class SqlPlus:
         self.directory = directory
         self.database = database or Database()
         self.run_state = Run()
+        self._store_ahead = False  # the script being read holds a STORE SET (see _session_settings)
         for name, value in (login or {}).items():
             if name in ("ttitle", "btitle"):
                 self.run_state.titles.add(name)
@@ -322,6 +334,7 @@ class SqlPlus:
             self.run_state.columns[column.lower()] = {"formatted": "by the DBA"}
             self.run_state.dba_columns.add(column.lower())
         self.run_state.binds_set = set()  # a new run: what earlier runs left in binds is stale
+        self.run_state.saved_this_run = False
         for i, value in enumerate(args, 1):
             self.run_state.defined[str(i)] = value
         path = os.path.join(self.directory, script)
@@ -375,7 +388,7 @@ class SqlPlus:
     def _release(self) -> tuple[int, ...]:
         return tuple(int(part) for part in self.database.version.split(".")[:2])
 
-    def _script(self, path: str, depth: int, caller: str = "", line: int = 0) -> None:
+    def _script(self, path: str, depth: int, caller: str = "", line: int = 0, chain: tuple[str, ...] = ()) -> None:
         if depth > MAX_DEPTH:
             self._find(path, 0, "nesting", f"nested {depth} deep (SP2-0309 past {MAX_DEPTH})")
             return
@@ -388,8 +401,12 @@ class SqlPlus:
             self._find(caller or path, line, "script-not-found", f"SP2-0310: unable to open {os.path.basename(path)}")
             return
         self.run_state.scripts.append(os.path.relpath(path, self.directory))
+        chain = (*chain, os.path.relpath(path, self.directory))
+        if len(chain) > len(self.run_state.deepest):
+            self.run_state.deepest = list(chain)
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
+        self._store_ahead = any(line.strip().lower().startswith("store set") for line in lines)
         i = 0
         previous_ended_with_semicolon = False
         while i < len(lines):
@@ -415,7 +432,9 @@ class SqlPlus:
                     self.run_state.settings.update(self.run_state.stored_settings)
                     continue
                 base = os.path.dirname(path) if stripped.startswith("@@") else self.directory
-                self._script(os.path.join(base, target), depth + 1, path, number)
+                ahead = self._store_ahead
+                self._script(os.path.join(base, target), depth + 1, path, number, chain)
+                self._store_ahead = ahead
                 continue
             if first in CLIENT_COMMANDS:
                 text = stripped
@@ -537,6 +556,7 @@ class SqlPlus:
                 state.sqlerror_exit = words[2].lower() == "exit"
         elif first == "store":
             state.stored = True
+            state.saved_this_run = True
             state.stored_files.append(words[2] if len(words) > 2 else "")
             state.stored_settings = dict(state.settings)
         elif first == "set":
@@ -610,13 +630,20 @@ class SqlPlus:
         left = UNSUBSTITUTED.search(text)
         if left:
             problems.append(f"SET DEFINE {settings['define'].upper()}: {left.group(0)} is sent as is")
-        if not settings["sqlcase"].startswith("mix"):
+        # SQLCASE converts the whole text, but only literals and quoted identifiers keep their case in Oracle.
+        literals = re.findall(r"'(?:[^']|'')*'|\"[^\"]*\"", re.sub(r"--[^\n]*", "", text))
+        if not settings["sqlcase"].startswith("mix") and any(q != q.upper() for q in literals):
             problems.append(f"SET SQLCASE {settings['sqlcase'].upper()} changes the statement's literals")
-        if settings["pause"] != "off":
-            problems.append("SET PAUSE ON waits for Enter before each page")
-        if settings["sqlterminator"] not in (";", "on"):
+        # A / alone on a line runs the buffer whatever SQLTERMINATOR is; ; ends a statement only as it.
+        ended_by_slash = text.rstrip().splitlines()[-1].strip() == "/"
+        if settings["sqlterminator"] not in (";", "on") and not ended_by_slash:
             problems.append(f"SET SQLTERMINATOR {settings['sqlterminator']!r}: ; does not end the statement")
-        problems += [f"{title.upper()} prints a title with each page" for title in sorted(state.titles)]
+        # Before its STORE SET has saved the settings a script may not change them: the one statement
+        # there (naming the settings file) pauses and shows the titles once, as the session is set.
+        if state.saved_this_run or not self._store_ahead:
+            if settings["pause"] != "off":
+                problems.append("SET PAUSE ON waits for Enter before each page")
+            problems += [f"{title.upper()} prints a title with each page" for title in sorted(state.titles)]
         for problem in problems:
             self._find(path, number, "login-settings", problem)
 
@@ -658,10 +685,10 @@ class SqlPlus:
         ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
         tables = {t.name.upper() for t in tree.find_all(exp.Table)} - ctes
         rows = self._execute(tree) if tables <= EXECUTABLE_TABLES else None
-        if tables - {"DUAL"} or rows is None:
+        if tables - {"DUAL"} or rows is None or "sys_context(" in text.lower():
             # A query that reads a view can fail (no grant, a column or function
-            # the release lacks) and then sets nothing: its variables need a
-            # safe value before it.
+            # the release lacks, a SYS_CONTEXT parameter it does not know) and
+            # then sets nothing: its variables need a safe value before it.
             for alias in affected:
                 if targets[alias] not in state.defined:
                     self._find(

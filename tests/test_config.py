@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from dnfsmon import config
 from dnfsmon.config import ConfigError
 from dnfsmon.errors import EnvironmentProblem
+from runner import run_dnfsmon
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -101,9 +101,7 @@ def test_log_level_is_accepted_in_any_case_and_stored_lower_case(tmp_path, spell
 def test_an_unknown_log_level_is_one_line_naming_the_setting_and_the_levels_exit_2(tmp_path, level):
     path = tmp_path / "c.toml"
     path.write_text(f"[agent]\nstate_dir = 'state'\nlog_level = {level}\n[store]\ndir = 'store'\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
-    )
+    result = run_dnfsmon("--config", path, "collect")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert (
@@ -119,14 +117,10 @@ def test_a_capitalised_log_level_sets_the_level_of_a_run(tmp_path):
     path.write_text(
         "[agent]\nstate_dir = 'state'\nlog_level = 'WARNING'\n[store]\ndir = 'store'\n[host]\nsources = ['tcp']\n"
     )
-    quiet = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
-    )
+    quiet = run_dnfsmon("--config", path, "collect")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     path.write_text(path.read_text().replace("'WARNING'", "'Info'"))
-    told = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "--config", str(path), "collect"], capture_output=True, text=True, timeout=120
-    )
+    told = run_dnfsmon("--config", path, "collect")
     assert told.returncode == 0 and " INFO: " in told.stderr, told.stderr
 
 

@@ -422,6 +422,19 @@ except ShipError:
     pass
 """
 
+# A collect's appends: batches of numbered points, each batch's last number printed once append returned.
+APPEND_CHILD = """
+import sys
+from dnfsmon.points import Point
+from dnfsmon.store import Store
+store = Store(sys.argv[1], int(sys.argv[2]))
+start, end = int(sys.argv[3]), int(sys.argv[4])
+for first in range(start, end, 10):
+    ids = range(first, min(first + 10, end))
+    store.append([Point("acct", (("host", "h"),), {"i": i}, 1_700_000_000_000_000_000 + i) for i in ids])
+    print(ids[-1], flush=True)
+"""
+
 
 @pytest.mark.slow
 @pytest.mark.influx
@@ -430,7 +443,8 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
     (unshipped), the quarantine, or a counter (dropped, unwritten), whatever happens between.
     30 faults of each kind, in one run: a ship killed by SIGKILL at a random moment, a ship that
     runs while appends drop points (the size bound deleting what it reads and sends; half of
-    them killed at a random moment too), a disk that refuses an append (the kernel's own short
+    them killed at a random moment too), a collect killed at a random moment of its appends (in
+    the size bound's deletion among them), a disk that refuses an append (the kernel's own short
     write, RLIMIT_FSIZE), a stalled InfluxDB, an erroring one (HTTP 500), and a FIFO planted at
     cursor.json or latest.lp. Exact, no tolerance. The counters a dashboard reads
     (dnfsmon_agent.store_*) agree with the log's lines."""
@@ -478,7 +492,8 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    faults = ["full-disk", "stalled", "erroring", "planted", "sigkill", "overlap"] * 30
+    faults = ["full-disk", "stalled", "erroring", "planted", "sigkill", "overlap", "killed-append"] * 30
+    children_log = []  # what the processes the test starts log (stderr)
     rng.shuffle(faults)
     kills = 0
     try:
@@ -488,7 +503,8 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
                 child = subprocess.Popen(
                     [sys.executable, "-c", SHIP_CHILD, directory, server.url, db, str(max_bytes)],
                     stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
                 )
                 kill_at = time.monotonic() + rng.uniform(0.05, 0.8)
                 if fault == "overlap" and rng.random() < 0.5:
@@ -502,7 +518,29 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
                 if child.poll() is None:
                     kills += 1  # killed while running, at a random moment
                 child.kill()
-                child.wait()
+                children_log.append(child.communicate()[1])
+            elif fault == "killed-append":
+                # A collect killed at a random moment of its appends: the points of every append
+                # that returned are the store's; of the one cut short, those found in the store.
+                count = 400
+                child = subprocess.Popen(
+                    [sys.executable, "-c", APPEND_CHILD, directory, str(max_bytes), str(next_id), str(next_id + count)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                time.sleep(rng.uniform(0.2, 1.0))
+                if child.poll() is None:
+                    kills += 1
+                child.kill()
+                printed, logged = child.communicate()
+                children_log.append(logged)
+                returned = [int(line) for line in printed.split()]
+                confirmed_end = returned[-1] + 1 if returned else next_id
+                generated.update(range(next_id, confirmed_end))
+                stored = {p.fields["i"] for p in store.points(["acct"])}
+                generated.update(i for i in range(confirmed_end, next_id + count) if i in stored)
+                next_id += count
             elif fault == "full-disk":
                 segments = store.segments()
                 largest = max(
@@ -540,12 +578,14 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
     assert len(missing) == counts.dropped_points + counts.unwritten_points
     assert counts.unwritten_points >= len(unwritten_ids) and unwritten_ids <= missing
     assert counts.quarantined_points == len(quarantined)
-    # The counters agree with the log.
-    logged_unwritten = sum(int(m.group(1)) for m in re.finditer(r"(\d+) points not written", caplog.text))
-    logged_unwritten += caplog.text.count("could not quarantine a point of acct")
-    logged_dropped = sum(
-        int(m.group(1)) for m in re.finditer(r"dropped the (\d+) oldest unshipped points", caplog.text)
-    )
+    # The counters agree with the log (this process's and its children's). A deletion of the size
+    # bound is named by its last segment: a run killed just after its line has it logged again by
+    # the run that finishes it, under the same name.
+    log_text = caplog.text + "".join(children_log)
+    logged_unwritten = sum(int(m.group(1)) for m in re.finditer(r"(\d+) points not written", log_text))
+    logged_unwritten += log_text.count("could not quarantine a point of acct")
+    pattern = r"dropped the (\d+) oldest unshipped points \(segments to (\d+)"
+    logged_dropped = sum({segment: int(points) for points, segment in re.findall(pattern, log_text)}.values())
     assert logged_unwritten == counts.unwritten_points and logged_dropped == counts.dropped_points
     assert caplog.text.count("quarantined a point of acct") == counts.quarantined_points
-    assert len(generated) > 500 and counts.dropped_points > 0 and kills >= 30
+    assert len(generated) > 500 and counts.dropped_points > 0 and kills >= 60

@@ -386,19 +386,38 @@ def test_the_wheel_carries_the_licence_example_config_catalogue_and_units(wheelh
 
 
 def test_dnfsmon_sql_names_the_installed_pack_and_the_readme_command_runs_there(installed):
-    """`dnfsmon sql` as the service user prints a directory holding the pack; the README's cd line works."""
+    """`dnfsmon sql` as the service user prints a directory holding the pack; each README's first pack
+    line, run as a user who is not root, reaches a directory holding the pack that it may write to.
+
+    The scripts save the DBA's settings with STORE SET to a file in the current directory, so the
+    first README line once pointed SQL*Plus at the root-owned installed directory, where that write
+    fails: the line now copies the pack first, and running it again must refresh, not nest, the copy."""
     result = installed.as_user([installed.dnfsmon, "sql"])
     assert result.returncode == 0 and result.stderr == "", result.stderr
     directory = result.stdout.strip()
     assert directory.startswith(installed.paths["PREFIX"] + "/"), directory
     for script in ("dnfs_iops.sql", "dnfs_check.sql", "README.md", "setup/create_monitor_user.sql"):
         assert os.path.isfile(os.path.join(directory, script)), script
-    # The README's line with sqlplus replaced by a command that reads the script it is given.
-    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
-    [line] = [line for line in text.splitlines() if line.startswith('cd "$(dnfsmon sql)" && sqlplus')]
-    shell = line.replace("dnfsmon sql", f"{installed.dnfsmon} sql").split(" && ")[0] + " && head -1 dnfs_iops.sql"
-    result = installed.as_user(["sh", "-c", shell])
-    assert result.returncode == 0 and result.stdout == "-- File name:   dnfs_iops.sql\n", result.stdout + result.stderr
+    home = tempfile.mkdtemp(prefix="dnfsmon-dba-home-")
+    try:
+        shutil.chown(home, installed.user, installed.user)
+        for readme in ("README.md", "sql/README.md"):
+            text = open(os.path.join(REPO, readme), encoding="utf-8").read()
+            line = next(line for line in text.splitlines() if "sqlplus user@db @dnfs_iops" in line)
+            # sqlplus replaced by what it needs of the directory: the script, and a file it may write
+            # (STORE SET ... REPLACE), whose directory it prints.
+            shell = line.replace("dnfsmon sql", f"{installed.dnfsmon} sql").replace(
+                "sqlplus user@db @dnfs_iops",
+                "head -1 dnfs_iops.sql && echo 'set define \"&\"' > dnfs_saved_settings.sql && pwd",
+            )
+            for attempt in (1, 2):
+                result = installed.as_user(["env", f"HOME={home}", "sh", "-c", shell])
+                assert result.returncode == 0, (readme, attempt, result.stderr)
+                assert result.stdout == f"-- File name:   dnfs_iops.sql\n{home}/dnfsmon-sql\n", (readme, result.stdout)
+            assert not os.path.exists(os.path.join(home, "dnfsmon-sql", os.path.basename(directory)))
+            assert os.path.isfile(os.path.join(home, "dnfsmon-sql", "setup", "create_monitor_user.sql"))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # --- The wheelhouse, a failed install, and the uninstall.

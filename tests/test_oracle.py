@@ -1818,5 +1818,13 @@ def test_every_message_that_names_a_setup_script_says_where_it_is_on_the_host():
     messages.append(oracle_db.container_problem("YES", "CDB$ROOT", 1, "C##DNFSMON"))  # root rows only
     naming = [m for m in messages if "monitor_user" in m or "monitor_password" in m]
     assert len(naming) == 6
+    # The README's first pack line, up to sqlplus: a copy the DBA may write to. The setup scripts save the
+    # settings with STORE SET to a file in the current directory, which fails in the root-owned installed
+    # directory that `cd "$(dnfsmon sql)"` alone led to (tests/test_install.py runs the line as a user).
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if "sqlplus user@db @dnfs_iops" in line)
+    copy = line.split(" && sqlplus")[0]
+    assert copy.startswith('cp -R "$(dnfsmon sql)/." ~/dnfsmon-sql && cd '), copy
     for message in naming:
-        assert "sql/setup/" not in message and 'cd "$(dnfsmon sql)"' in message and "@setup/" in message, message
+        assert "sql/setup/" not in message and 'cd "$(dnfsmon sql)")' not in message and "@setup/" in message, message
+        assert copy in message, message

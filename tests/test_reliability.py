@@ -13,6 +13,7 @@ import io
 import json
 import os
 import pwd
+import re
 import resource
 import shutil
 import signal
@@ -1354,3 +1355,40 @@ def test_r2_l8_a_ship_and_a_drop_that_overlap_count_every_point_once(tmp_path, m
     # Exactly once: every point generated is in InfluxDB or counted as dropped, never both.
     assert len(set(received)) + dropped == 400, (len(set(received)), dropped)
     assert set(received) <= set(range(400))
+
+
+KILLED_IN_THE_BOUND = """
+import os, signal, sys
+from dnfsmon import store
+from dnfsmon.points import Point
+unlink = os.unlink
+def unlink_then_die(path, *args, **kwargs):  # SIGKILL just after the size bound's first deletion
+    unlink(path, *args, **kwargs)
+    if os.path.basename(path).startswith("seg-"):
+        os.kill(os.getpid(), signal.SIGKILL)
+os.unlink = unlink_then_die
+points = [Point("m", (("host", "h"),), {"i": i, "f": i / 3}, 1_700_000_000_000_000_000 + i) for i in range(60, 200)]
+store.Store(sys.argv[1], 4096, segment_bytes=1024).append(points)
+"""
+
+
+def test_r2_l8_a_run_killed_while_the_size_bound_deletes_loses_no_count(tmp_path, caplog):
+    """SIGKILL just after the size bound deleted its first segment. Before, the bound deleted
+    first and counted after: the deleted points were in no place and no counter. Now it counts
+    first, with the deletion recorded beside the counts, and the next change finishes it
+    without counting again; its log line is written by the run that finishes it."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    Store(str(tmp_path), 4096, segment_bytes=1024).append(points(60))
+    child = subprocess.run([sys.executable, "-c", KILLED_IN_THE_BOUND, str(tmp_path)], timeout=HANG_GUARD_S)
+    assert child.returncode == -signal.SIGKILL
+    store = Store(str(tmp_path), 4096, segment_bytes=1024)
+    store.append(points(1, start=200))  # the next run
+    stored = {point.fields["i"] for point in store.points()}
+    dropped = store.counts().dropped_points
+    assert dropped > 0 and stored | set(range(201)) == set(range(201))
+    assert len(stored) + dropped == 201, (len(stored), dropped)
+    assert "counted by a run killed while it deleted them" in caplog.text
+    pattern = r"dropped the (\d+) oldest unshipped points \(segments to (\d+)"
+    assert sum({segment: int(n) for n, segment in re.findall(pattern, caplog.text)}.values()) == dropped

@@ -402,7 +402,7 @@ def test_intervals_are_contiguous():
             order.append("snapshot")
         elif file == "dnfs_iops_step.sql" and sql.lstrip().startswith("with"):
             order.append("print")
-        elif file == "dnfs_iops_shift.sql":
+        elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_prev," in sql:
             order.append("shift")
     assert order == ["snapshot", "shift"] + ["snapshot", "print", "shift"] * 3
     step = read(os.path.join(SQL, "dnfs_iops_step.sql"))
@@ -517,7 +517,7 @@ def test_header_block_and_settings_restored(script):
 
 def granted_by_setup():
     text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
-    names = re.findall(r"'((?:G?V_\$)\w+)'", text)
+    names = re.findall(r"'((?:G?V_\$|DBA_)\w+)'", text)
     return {n.replace("_$", "$", 1).upper() for n in names}
 
 
@@ -529,7 +529,49 @@ def test_setup_grants_exactly_what_the_pack_and_the_agent_read():
             if not sql.lstrip().lower().startswith(("declare",)):
                 needed |= views_in(sql)
     needed -= {"ALL_TAB_COLUMNS", "ALL_OBJECTS", "DBA_USERS", "DBA_TAB_PRIVS", "DBA_SYS_PRIVS"}
+    needed |= read_by_the_container_check()
     assert granted_by_setup() == needed
+
+
+def test_the_readme_says_what_execute_on_dbms_lock_grants_besides_sleep():
+    """dba-review P6 (the fallback): before 18c the setup grants EXECUTE on DBMS_LOCK for SLEEP, and a
+    package grant gives every procedure: REQUEST (user locks an application may wait on) and
+    ALLOCATE_UNIQUE (a row in DBMS_LOCK_ALLOCATED, and a COMMIT). The README says so, where the grant
+    is described, and the setup grants it only before 18c."""
+    text = read(os.path.join(SQL, "README.md"))
+    section = text[text.index("## The monitoring user") :]
+    section = section[: section.index("\n## ")]
+    note = section[section.index("**What EXECUTE on DBMS_LOCK gives besides SLEEP.**") :]
+    note = " ".join(note[: note.index("\n\n")].split())
+    for words in ("REQUEST", "ALLOCATE_UNIQUE", "DBMS_LOCK_ALLOCATED", "commits", '"Security Model"', "From 18c"):
+        assert words in note, words
+    setup = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    grant = setup.index("execute immediate 'grant execute on sys.dbms_lock to '")
+    assert setup.rindex("if dbms_db_version.version < 18 then", 0, grant) > setup.rindex("end if;", 0, grant)
+
+
+def read_by_the_container_check():
+    """What the agent's container check reads beyond its views (ALL_ views need no grant)."""
+    sent = (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_data_sql(["GV$DNFS_STATS"]))
+    return {name for sql in sent for name in views_in(sql) if not name.startswith("ALL_")}
+
+
+def test_a_fresh_setup_grants_what_the_container_check_reads_and_reads_it_back():
+    """A CDB user made by the setup lacked SELECT on DBA_CONTAINER_DATA, so `dnfsmon check` could
+    only warn that it had not checked each view's CONTAINER_DATA: the setup grants it in a CDB (from
+    12.1, where the view exists: dynamic SQL) and reads the grant back, with no CONTAINER_DATA readback
+    for it (a DBA_ view shows the container it is read in; it is no CONTAINER_DATA object)."""
+    checked = read_by_the_container_check()
+    assert "DBA_CONTAINER_DATA" in checked and checked <= granted_by_setup()
+    text = read(os.path.join(SQL, "setup", "create_monitor_user.sql"))
+    grant = re.search(
+        r"(?s)if is_cdb then\s+(?:--[^\n]*\s+)*execute immediate 'grant select on sys\.dba_container_data to '"
+        r" \|\| user_name \|\| scope;\s+needed\.extend;\s+needed\(needed\.count\) := 'DBA_CONTAINER_DATA';",
+        text,
+    )
+    assert grant and grant.start() > text.index("set container_data = all for sys.")  # after that loop
+    assert grant.start() < text.index("-- Read everything back from the dictionary")
+    assert "elsif is_cdb and needed(i) not in ('DBMS_LOCK', 'DBA_CONTAINER_DATA') then" in text
 
 
 def test_setup_is_release_switched_and_checks_before_it_says_done():
@@ -1386,7 +1428,9 @@ def test_the_loop_resets_what_a_login_sql_may_change_before_any_substitution():
         assert setting in lines[reset].lower()
     assert any(line == "ttitle off" for _, line in code) and any(line == "btitle off" for _, line in code)
     store = next(n for n, line in code if line.startswith("store set"))
-    first_ampersand = next(n for n, line in code if "&" in line and n != reset)
+    # The settings file's two lines work whatever DEFINE is (test_the_define_setting_comes_back_...).
+    settings_file = ("store set &_dnfs_settings replace", 'define _dnfs_settings_used = "&_dnfs_settings"')
+    first_ampersand = next(n for n, line in code if "&" in line and n != reset and line not in settings_file)
     assert store < reset < first_ampersand
 
 
@@ -1454,7 +1498,7 @@ def test_the_setup_scripts_put_back_the_dbas_settings(script):
 def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
     """A script that runs at the defaults fails in the sessions the pack must survive."""
     (tmp_path / "helper.sql").write_text("prompt helper\n")
-    (tmp_path / "x.sql").write_text("define n = 1\n@@helper\nselect '&n' from dual;\n")
+    (tmp_path / "x.sql").write_text("define n = 1\n@@helper\nselect '&n', 'an event' from dual;\n")
     assert {f.rule for f in sqlplus_rules.start(str(tmp_path), "x.sql").findings} == {"script-suffix"}
     assert sqlplus_rules.start(str(tmp_path), "x.sql").scripts == ["x.sql", "helper.sql"]
     expected = {
@@ -1466,6 +1510,79 @@ def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
     for login, rules in expected.items():
         found = sqlplus_rules.start(str(tmp_path), "x.sql", login=LOGIN_SESSIONS[login]).findings
         assert {f.rule for f in found} == rules, (login, [str(f) for f in found])
+
+
+def session_database(sid, db_name="ORCL", instance="1", host="db1"):
+    userenv = (("DB_NAME", db_name), ("INSTANCE", instance), ("SID", sid), ("SERVER_HOST", host))
+    return sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED, userenv=userenv)
+
+
+def test_two_sessions_in_one_directory_save_their_settings_to_files_of_their_own():
+    """E3/review: every session's STORE SET wrote dnfs_saved_settings.sql of the current directory, so a
+    second DBA (or a second window) starting the pack there overwrote the first's saved settings, and
+    the first got the second's back at its end. The file is now named for the database, instance,
+    session and host (SYS_CONTEXT('USERENV', ...)): sessions that can run at once differ in one of them."""
+    files = {}
+    for label, database in {
+        "first": session_database("101"),
+        "second window": session_database("102"),
+        "other instance": session_database("101", instance="2", host="db2"),
+        "other database": session_database("101", db_name="TEST"),
+    }.items():
+        session = sqlplus_rules.SqlPlus(SQL, database, {"pause": "off", "feedback": "1"})
+        result = session.start("dnfs_iops.sql", "5", "2")
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        [files[label]] = result.stored_files
+        # The file it runs at the end is the one it wrote (no other STORE SET file is run).
+        assert result.settings["feedback"] == "1"
+    assert files["first"] == "dnfs_saved_settings_orcl_1_101_db1.sql"
+    assert len(set(files.values())) == len(files), files
+    # The name is read before anything is changed: the query is the first statement, then STORE SET.
+    start = read(os.path.join(SQL, "_dnfs_start.sql"))
+    code = [line for line in start.splitlines() if line.strip() and not line.lstrip().startswith("--")]
+    first_set = next(i for i, line in enumerate(code) if line.lower().startswith(("set ", "ttitle", "btitle")))
+    store = next(i for i, line in enumerate(code) if line.lower().startswith("store set"))
+    assert code[store] == "store set &_dnfs_settings replace" and store < first_set
+    assert sum(1 for line in code[:store] if line.lstrip().lower().startswith("select")) == 1
+
+
+@pytest.mark.parametrize("define", ["&", "off", "^"])
+def test_the_define_setting_comes_back_as_it_was_whatever_it_was(define):
+    """The file name is substituted with &, so where & does not substitute (DEFINE OFF or another
+    character) STORE SET writes the name as written and the end runs that same file: SQL*Plus
+    substitutes a line once, so the variable holding the name as written is not substituted again."""
+    database = session_database("101")
+    session = sqlplus_rules.SqlPlus(SQL, database, {"define": define})
+    for script in ("dnfs_iops.sql", "dnfs_check.sql"):
+        result = session.start(script, *(("5", "2") if script == "dnfs_iops.sql" else ()))
+        assert [str(f) for f in result.findings] == [], define
+        assert result.settings["define"] == define
+        stored = result.stored_files[-1]
+        assert stored == ("dnfs_saved_settings_orcl_1_101_db1.sql" if define == "&" else "&_dnfs_settings")
+
+
+def test_the_login_settings_rule_reads_what_each_setting_changes(tmp_path):
+    """SQLCASE UPPER changes only what keeps its case in Oracle (literals, quoted identifiers); a / alone
+    on a line runs the buffer whatever SQLTERMINATOR is; before a script's STORE SET has saved the
+    session's settings, its one query pauses and shows the titles as the session is set."""
+    cases = {
+        "select 'A', \"B\" from dual\n/\n": {"sqlcase": set(), "sqlterminator": set()},
+        "select 'a' from dual\n/\n": {"sqlcase": {"login-settings"}, "sqlterminator": set()},
+        "select 'A' from dual;\n": {"sqlcase": set(), "sqlterminator": {"login-settings"}},
+    }
+    for text, expected in cases.items():
+        (tmp_path / "x.sql").write_text(text)
+        for setting, rules in expected.items():
+            value = "upper" if setting == "sqlcase" else "#"
+            found = sqlplus_rules.start(str(tmp_path), "x.sql", login={setting: value}).findings
+            assert {f.rule for f in found} == rules, (text, setting)
+    (tmp_path / "saved.sql").write_text("select 'A' from dual\n/\nstore set s.sql replace\nselect 'A' from dual\n/\n")
+    (tmp_path / "unsaved.sql").write_text("select 'A' from dual\n/\n")
+    for login in ({"pause": "on"}, {"ttitle": "on"}):
+        found = sqlplus_rules.start(str(tmp_path), "saved.sql", login=login).findings
+        assert [(f.line, f.rule) for f in found] == [(4, "login-settings")], login
+        found = sqlplus_rules.start(str(tmp_path), "unsaved.sql", login=login).findings
+        assert [(f.line, f.rule) for f in found] == [(1, "login-settings")], login
 
 
 @pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
@@ -1484,6 +1601,43 @@ def test_the_looping_scripts_free_every_clob_bind(release):
     frees = [s for _, _, s in result.statements if "dbms_lob.freetemporary(" in s]
     assert declared == {re.search(r"freetemporary\(:(\w+)\)", s).group(1) for s in frees}
     assert all("select" not in s and "dbms_lob.copy" not in s for s in frees)
+
+
+def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
+    """Three *_shift.sql files each held the same free-and-copy block for their own binds: one
+    block now (_dnfs_shift_lob.sql), its binds named by substitution variables as
+    _dnfs_free_lob.sql's is, run for each of the five snapshots with the binds of that snapshot."""
+    copying = sorted(
+        f for f in os.listdir(SQL) if f.endswith(".sql") and "dbms_lob.copy(" in read(os.path.join(SQL, f))
+    )
+    assert copying == ["_dnfs_shift_lob.sql"]
+    shifted = []
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+        result = run(script, "5", "2")
+        assert result.findings == [], [str(f) for f in result.findings]
+        for file, _, sql in result.statements:
+            if file == "_dnfs_shift_lob.sql":
+                copy = re.search(r"dbms_lob\.copy\(:(\w+), :(\w+),", sql)
+                times = re.search(r":(\w+) := :(\w+);", sql)
+                shifted.append((copy.group(2), copy.group(1), times.group(2), times.group(1)))
+    pairs = {
+        ("dnfs_cur", "dnfs_prev", "dnfs_cur_t", "dnfs_prev_t"),
+        ("dnfs_ev_cur", "dnfs_ev_prev", "dnfs_cur_t", "dnfs_prev_t"),
+        ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
+    }
+    assert set(shifted) == pairs
+    # A snapshot and its shift per interval, and one at the start: 3 for each bind pair.
+    assert sorted(shifted) == sorted(list(pairs) * 3)
+
+
+def test_the_readme_names_the_deepest_chain_of_nested_scripts():
+    """The nesting rule's line in sql/README.md names the pack's deepest chain; it had gone stale (5, when
+    freeing and then shifting a CLOB each added a level): it is the one the checker walks."""
+    deepest = max((run(script, "5", "2").deepest for script in USER_SCRIPTS), key=len)
+    assert len(deepest) < sqlplus_rules.MAX_DEPTH
+    line = next(line for line in read(os.path.join(SQL, "README.md")).splitlines() if line.startswith("| `nesting`"))
+    names = ", ".join(os.path.splitext(os.path.basename(s))[0] for s in deepest)
+    assert f"The pack's deepest chain is {len(deepest)} ({names})" in line
 
 
 def rac_cdb_with_pdb_affinity():

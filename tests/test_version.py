@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import subprocess
-import sys
 
 import dnfsmon
+from runner import run_dnfsmon
 from test_repository import ROOT, tracked_files
 
 SOURCE_OF_TRUTH = "agent/dnfsmon/__init__.py"
@@ -23,7 +22,7 @@ ANSIBLE_PINS = {
 
 
 def test_the_cli_and_the_installed_metadata_report_the_one_version():
-    result = subprocess.run([sys.executable, "-m", "dnfsmon", "--version"], capture_output=True, text=True, timeout=60)
+    result = run_dnfsmon("--version", timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"dnfsmon {dnfsmon.__version__}"
     # pyproject.toml declares the version dynamic: the wheel's metadata comes from __init__.py.

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ import pytest
 import wire_frames as w
 from dnfsmon.cli import main
 from dnfsmon.wire import analysis
+from runner import run_dnfsmon
 
 MS = 1_000_000
 T0 = 1_700_000_000 * 1_000_000_000  # a plausible epoch time in ns
@@ -314,9 +313,7 @@ def test_text_output_names_the_split(tmp_path, capsys):
 def test_bad_files_give_one_line_and_exit_2(tmp_path, content, message):
     path = tmp_path / "bad.pcap"
     path.write_bytes(content)
-    result = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "wire", str(path)], capture_output=True, text=True, timeout=60
-    )
+    result = run_dnfsmon("wire", path, timeout=60)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr and str(path) in result.stderr
@@ -448,12 +445,7 @@ def test_swapped_captures_are_refused_with_the_fix(tmp_path):
     client, server = client_and_server(delay_ns=1 * MS, count=20)
     client_path = write(tmp_path, client.frames, "cli.pcap")
     server_path = write(tmp_path, server.frames, "srv.pcap")
-    result = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "wire", server_path, client_path],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_dnfsmon("wire", server_path, client_path, timeout=60)
     assert result.returncode == 2, result.stdout
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1

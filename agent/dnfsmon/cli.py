@@ -202,7 +202,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "sql",
         "print the directory of the SQL pack installed with the agent",
         "Print the directory of the SQL*Plus pack installed with the agent, for cd or SQLPATH: "
-        'cd "$(dnfsmon sql)" && sqlplus USER@DB @dnfs_iops (sql/README.md).',
+        'run it from a copy you can write to (it saves your settings there): cp -R "$(dnfsmon sql)/." '
+        "~/dnfsmon-sql && cd ~/dnfsmon-sql && sqlplus USER@DB @dnfs_iops (sql/README.md).",
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = sql_pack_listing()

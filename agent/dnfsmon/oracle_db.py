@@ -90,6 +90,10 @@ def within(seconds: float, step: str, call: Callable[[], T]) -> T:
 VIEWS = VIEWS_READ
 
 
+# Where a DBA runs the setup scripts on the host: a copy of the installed pack (root's), since they
+# save the DBA's SQL*Plus settings with STORE SET to a file in the current directory (sql/README.md).
+PACK_COPY = 'cp -R "$(dnfsmon sql)/." ~/dnfsmon-sql && cd ~/dnfsmon-sql'
+
 # Logon refusals: the database answered, and refused this user. Asking again cannot succeed until
 # someone acts. After one of these the run makes no further logon, and the next runs hold
 # (LogonBackoff). Each line: what to do, per code's Action in the Database Error Messages.
@@ -101,13 +105,13 @@ LOGON_REFUSALS = {
     # ERR_ORACLE_ERROR_XREF), as it does when no password is given at all: the same fix.
     "DPY-4001": "no password was sent: put the password in [oracle] password_file",
     "ORA-01040": "the password holds a character the database refuses: set another with "
-    '@setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)")',
+    "@setup/set_monitor_password in a copy of the SQL pack (" + PACK_COPY + ")",
     "ORA-01045": "{user} lacks CREATE SESSION: run @setup/create_monitor_user in the SQL pack "
-    '(cd "$(dnfsmon sql)") as a DBA',
+    "(" + PACK_COPY + ") as a DBA",
     "ORA-28000": "the account is locked: on the primary, ALTER USER {user} ACCOUNT UNLOCK (after fixing the "
     "password if a wrong one locked it)",
     "ORA-28001": "the password has expired: set a new one with @setup/set_monitor_password in the SQL pack "
-    '(cd "$(dnfsmon sql)"), and give {user} its profile with @setup/create_monitor_user (docs/oracle.md, '
+    "(" + PACK_COPY + "), and give {user} its profile with @setup/create_monitor_user (docs/oracle.md, "
     '"Password profile")',
     "ORA-28040": "no matching authentication protocol: the database's SQLNET.ALLOWED_LOGON_VERSION_SERVER refuses "
     'this client; see docs/oracle.md, "Connecting"',
@@ -126,7 +130,7 @@ WRONG_CREDENTIALS = ("ORA-01017", "ORA-01005", "DPY-4001", "ORA-01040")
 
 
 PASSWORD_SOON = (
-    'set a new password with @setup/set_monitor_password in the SQL pack (cd "$(dnfsmon sql)") before it '
+    "set a new password with @setup/set_monitor_password in a copy of the SQL pack (" + PACK_COPY + ") before it "
     'expires, and see docs/oracle.md, "Password profile"'
 )
 
@@ -151,7 +155,7 @@ NOT_OPEN = {
 # SQLNET.ALLOWED_LOGON_VERSION_SERVER). python-oracledb's maintainers name the two ways out.
 VERIFIER_10G = (
     'use thick mode ([oracle] mode = "thick"), or reset the password (@setup/set_monitor_password in the SQL '
-    'pack, cd "$(dnfsmon sql)") with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists'
+    "pack: " + PACK_COPY + ") with SEC_CASE_SENSITIVE_LOGON = TRUE so that an 11G/12C verifier exists"
 )
 
 
@@ -214,7 +218,7 @@ def container_problem(cdb: object, con_name: object, max_con_id: object, user: s
     if max_con_id is None or float(str(max_con_id)) < 2:
         return (
             f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run @setup/create_monitor_user "
-            f'of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT'
+            f"of a copy of the SQL pack ({PACK_COPY}) in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT"
         )
     return ""
 
@@ -476,7 +480,7 @@ class Database:
             self.container = (
                 f"{user} sees only the root's rows in {', '.join(lacking)} (CONTAINER_DATA is not ALL for "
                 f"{'them' if len(lacking) > 1 else 'it'}, though {datafile} shows every container): run "
-                f'@setup/create_monitor_user of the SQL pack (cd "$(dnfsmon sql)") in the root, or ALTER USER {user} '
+                f"@setup/create_monitor_user of a copy of the SQL pack ({PACK_COPY}) in the root, or ALTER USER {user} "
                 f"SET CONTAINER_DATA = ALL FOR <view> CONTAINER = CURRENT for each"
             )
 

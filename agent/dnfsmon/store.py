@@ -44,7 +44,9 @@ lost: the old segments go as they are shipped or bounded away.
   a segment when the ship cursor passes it or the size bound deletes it.
 - Bounded: after an append, whole oldest segments are deleted until the
   store fits in max_bytes; the unshipped points deleted are counted in
-  `dropped_points`.
+  `dropped_points` before they are deleted, with the deletion recorded
+  beside the counts (Drop), so that a run killed in the middle leaves it to
+  the next change to finish, uncounted again.
 - Counters (counts.json, and its copy counts.copy.json) are totals since the store was created, published
   with every sample as dnfsmon_agent.store_*: losing any one report point
   (itself dropped in an outage) loses no count.
@@ -163,6 +165,18 @@ class StoreCounts:
     torn_records: int = 0
     unwritten_points: int = 0
     quarantined_points: int = 0
+
+
+class Drop(NamedTuple):
+    """A deletion by the size bound, counted before its segments are deleted (in counts.json's
+    slot with the counts): every segment up to `through` but those from the cursor's to
+    `kept_to` (a batch a ship sent), holding `points` counted as dropped. A run killed before it
+    deleted them all leaves the rest to the next change under the store's lock, which deletes
+    them without counting them again (Store._finish_drop)."""
+
+    through: int
+    kept_to: int
+    points: int
 
 
 class Position(NamedTuple):
@@ -415,18 +429,18 @@ class Store:
         self._add_counts(torn_records=1)
 
     def _enforce_bound(self) -> None:
-        segments = self.segments()
+        segments = self._finish_drop(self.segments())
         total = sum(os.path.getsize(p) for _, p in segments)
         cursor = self._valid_cursor(segments)
         protected = self._sent_beyond(cursor, segments)
         dropped = bad = 0
+        doomed: list[tuple[int, str]] = []
         # Never delete the newest segment: it holds the points just written.
         for sequence, path in segments[:-1]:
             if total <= self.max_bytes:
                 break
             if cursor.segment <= sequence <= protected:
                 continue  # a ship sent some of its points: InfluxDB may hold them (claim)
-            size = os.path.getsize(path)
             start = cursor.offset if sequence == cursor.segment else 0
             if sequence >= cursor.segment:
                 for _, record in self._read_segment(path, start, warn=False):
@@ -434,17 +448,54 @@ class Store:
                         bad += 1
                     else:
                         dropped += 1
-            os.unlink(path)
-            total -= size
+            doomed.append((sequence, path))
+            total -= os.path.getsize(path)
+        if not doomed:
+            return
         if dropped or bad:
-            fsync_dir(self.directory)
+            # Counted first, with the segments about to go: a run killed from here on leaves the
+            # rest of this deletion to the next change, never a point deleted uncounted.
+            self._add_counts(dropped_points=dropped, torn_records=bad, drop=Drop(doomed[-1][0], protected, dropped))
+        for _, path in doomed:
+            os.unlink(path)
+        fsync_dir(self.directory)
+        if dropped or bad:
+            # Named by its last segment: a run killed after this line and before the next write
+            # has it logged again by the run that finishes the deletion (_finish_drop).
             log.warning(
-                "store %s over %d bytes: dropped the %d oldest unshipped points",
+                "store %s over %d bytes: dropped the %d oldest unshipped points (segments to %d)",
                 self.directory,
                 self.max_bytes,
                 dropped,
+                doomed[-1][0],
             )
-            self._add_counts(dropped_points=dropped, torn_records=bad)
+            self._add_counts(drop=None)
+
+    def _finish_drop(self, segments: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Finish a deletion of the size bound a killed run counted and left undone (Drop); the
+        segments left. The store's lock held."""
+        drop = self._read_counts()[2]
+        if drop is None:
+            return segments
+        cursor = self.cursor()
+        left = []
+        for sequence, path in segments:
+            if sequence <= drop.through and not cursor.segment <= sequence <= drop.kept_to:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            else:
+                left.append((sequence, path))
+        fsync_dir(self.directory)
+        log.warning(
+            "store %s over %d bytes: dropped the %d oldest unshipped points (segments to %d; counted by a run "
+            "killed while it deleted them)",
+            self.directory,
+            self.max_bytes,
+            drop.points,
+            drop.through,
+        )
+        self._add_counts(drop=None)
+        return left
 
     def _sent_beyond(self, cursor: Position, segments: list[tuple[int, str]]) -> int:
         """The last segment holding records a ship sent past the cursor (sent.json), or -1.
@@ -466,7 +517,7 @@ class Store:
         their segments until the cursor passes the mark. EnvironmentProblem when the mark cannot
         be written (nothing is sent then)."""
         with self.locked():
-            existing = {sequence for sequence, _ in self.segments()}
+            existing = {sequence for sequence, _ in self._finish_drop(self.segments())}
             still = [position.segment in existing for position in positions]
             # Bad records in a deleted segment were counted by the bound (torn_records).
             self._bad_seen = {p for p in self._bad_seen if p.segment in existing}
@@ -794,20 +845,26 @@ class Store:
     # the valid slot with the higher serial number of the four.
 
     def _add_counts(
-        self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0, quarantined_points: int = 0
+        self,
+        dropped_points: int = 0,
+        torn_records: int = 0,
+        unwritten_points: int = 0,
+        quarantined_points: int = 0,
+        drop: Union[Drop, str, None] = "kept",
     ) -> None:
         """Add to the totals; the store's lock held. What cannot be written (the file missing on a
         full disk, an I/O error) is kept in this process, published with its points (counts())
-        and written with the next change."""
+        and written with the next change. `drop`: the size bound's deletion under way (Drop),
+        None once it is done; the slot's own is kept otherwise."""
         unsaved = self._unsaved_counts
         unsaved.dropped_points += dropped_points
         unsaved.torn_records += torn_records
         unsaved.unwritten_points += unwritten_points
         unsaved.quarantined_points += quarantined_points
-        saved, serial = self._read_counts()
+        saved, serial, saved_drop = self._read_counts()
         total = _sum_counts(saved, unsaved)
         try:
-            self._write_counts(total, serial + 1)
+            self._write_counts(total, serial + 1, saved_drop if isinstance(drop, str) else drop)
         except OSError as error:
             log.warning(
                 "store %s: could not write %s (%s); the counts are kept by this run and written by its next change",
@@ -832,10 +889,10 @@ class Store:
             unprepared.append(name)
         if not unprepared:
             return
-        counts, serial = self._read_counts()
+        counts, serial, drop = self._read_counts()
         for name in unprepared:
             try:
-                write_atomically(self._path(name), _counts_slot(counts, serial) * 2)
+                write_atomically(self._path(name), _counts_slot(counts, serial, drop) * 2)
             except OSError as error:
                 log.warning(
                     "store %s: could not create %s (%s): the counts are written once there is space",
@@ -844,32 +901,31 @@ class Store:
                     error.strerror or error,
                 )
 
-    def _write_counts(self, counts: StoreCounts, serial: int) -> None:
+    def _write_counts(self, counts: StoreCounts, serial: int, drop: Optional[Drop]) -> None:
         """Rewrite the older slot of counts.json and of its copy; OSError when neither took it."""
         failure: Optional[OSError] = None
         written = False
         for name in (COUNTS_FILE, COUNTS_COPY_FILE):
             try:
-                self._write_counts_slot(self._path(name), counts, serial)
+                self._write_counts_slot(self._path(name), _counts_slot(counts, serial, drop), serial)
                 written = True
             except OSError as error:
                 failure = error
         if not written and failure is not None:
             raise failure
 
-    def _write_counts_slot(self, path: str, counts: StoreCounts, serial: int) -> None:
+    def _write_counts_slot(self, path: str, slot: bytes, serial: int) -> None:
         try:
             fd = open_in_directory(path, os.O_WRONLY)
         except FileNotFoundError:
-            write_atomically(path, _counts_slot(counts, serial) * 2)
+            write_atomically(path, slot * 2)
             return
         try:
             if os.fstat(fd).st_size != 2 * COUNTS_SLOT_BYTES:
                 os.close(fd)
                 fd = -1
-                write_atomically(path, _counts_slot(counts, serial) * 2)
+                write_atomically(path, slot * 2)
                 return
-            slot = _counts_slot(counts, serial)
             if os.pwrite(fd, slot, (serial % 2) * COUNTS_SLOT_BYTES) != len(slot):
                 raise OSError(errno.EIO, "short write of a counts slot")
             os.fsync(fd)
@@ -877,9 +933,10 @@ class Store:
             if fd >= 0:
                 os.close(fd)
 
-    def _read_counts(self) -> tuple[StoreCounts, int]:
-        """(the totals in counts.json or its copy, whichever slot is newest, their serial number);
-        zeros when neither holds usable counts (a warning)."""
+    def _read_counts(self) -> tuple[StoreCounts, int, Optional[Drop]]:
+        """(the totals in counts.json or its copy, whichever slot is newest, their serial number,
+        the size bound's deletion it records as under way); zeros when neither holds usable
+        counts (a warning)."""
         found = []
         read_any = False
         for name in (COUNTS_FILE, COUNTS_COPY_FILE):
@@ -895,18 +952,18 @@ class Store:
                     for start in range(0, len(data), COUNTS_SLOT_BYTES)
                 )
         if not read_any:
-            return StoreCounts(), 0
-        usable = [(counts, serial) for counts, serial in found if counts is not None]
+            return StoreCounts(), 0, None
+        usable = [(counts, serial, drop) for counts, serial, drop in found if counts is not None]
         if not usable:
             log.warning(
                 "store %s: %s holds no usable counts (edited or corrupt): they start again from 0",
                 self.directory,
                 COUNTS_FILE,
             )
-            return StoreCounts(), 0
-        counts, serial = max(usable, key=lambda pair: pair[1])
+            return StoreCounts(), 0, None
+        counts, serial, drop = max(usable, key=lambda slot: slot[1])
         assert counts is not None
-        return counts, serial
+        return counts, serial, drop
 
     def counts(self) -> StoreCounts:
         """The store's totals since it was created (with those this process could not write yet)."""
@@ -922,28 +979,36 @@ def _sum_counts(one: StoreCounts, other: StoreCounts) -> StoreCounts:
     return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.__dataclass_fields__})
 
 
-def _counts_slot(counts: StoreCounts, serial: int) -> bytes:
+def _counts_slot(counts: StoreCounts, serial: int, drop: Optional[Drop] = None) -> bytes:
     """One slot of counts.json: the checksum of the text, a space, the text padded with spaces, a newline."""
-    text = json.dumps({**counts.__dict__, "serial": serial}, separators=(",", ":")).encode()
+    document = {**counts.__dict__, "serial": serial, **({} if drop is None else {"drop": list(drop)})}
+    text = json.dumps(document, separators=(",", ":")).encode()
     text = text.ljust(COUNTS_SLOT_BYTES - 10)
     if len(text) > COUNTS_SLOT_BYTES - 10:
         raise ValueError(f"counts too large for a slot: {text[:80]!r}")
     return b"%08x %s\n" % (zlib.crc32(text), text)
 
 
-def _counts_of(data: bytes, with_serial: bool = False) -> tuple[Optional[StoreCounts], int]:
-    """(the counts of a slot, or of the JSON object of a store written before; None when unusable, serial)."""
+def _counts_of(data: bytes, with_serial: bool = False) -> tuple[Optional[StoreCounts], int, Optional[Drop]]:
+    """(the counts of a slot, or of the JSON object of a store written before, None when unusable;
+    serial; the size bound's deletion under way)."""
     try:
         if with_serial:
             if len(data) != COUNTS_SLOT_BYTES or b"%08x" % zlib.crc32(data[9:-1]) != data[:8]:
-                return None, 0
+                return None, 0, None
             data = data[9:-1]
         document = json.loads(data, parse_constant=_refuse_constant)
         serial = document.pop("serial", 0) if with_serial else 0
         values = {name: document.get(name, 0) for name in StoreCounts.__dataclass_fields__}
+        drop = document.get("drop") if with_serial else None
+        if drop is not None:
+            drop = Drop(*drop)
     except (ValueError, TypeError, AttributeError, RecursionError):
-        return None, 0
+        return None, 0, None
     # Counters only grow from 0: a negative, fractional or huge value was not written by a store.
-    if not all(type(v) is int and 0 <= v < 2**63 for v in (*values.values(), serial)):
-        return None, 0
-    return StoreCounts(**values), serial
+    numbers = (*values.values(), serial, *(drop or ()))
+    if not all(type(v) is int and -1 <= v < 2**63 for v in numbers):
+        return None, 0, None
+    if min(*values.values(), serial) < 0 or (drop is not None and min(drop.through, drop.points) < 0):
+        return None, 0, None
+    return StoreCounts(**values), serial, drop

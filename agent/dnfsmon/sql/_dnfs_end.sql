@@ -25,4 +25,9 @@ column remaining clear
 undefine 1 2 _dnfs_default_interval _dnfs_default_count _dnfs_loop_step _dnfs_interval _dnfs_count _dnfs_remaining
 undefine _dnfs_step _dnfs_sleep _dnfs_can_sleep _dnfs_sleep_message _dnfs_nfsversion _dnfs_reconnects _dnfs_hist_view _dnfs_hist_bound
 undefine _dnfs_message _dnfs_io_events _dnfs_other_events _dnfs_title _dnfs_title_note _dnfs_header _dnfs_lob
-@dnfs_saved_settings.sql
+undefine _dnfs_lob_cur _dnfs_lob_prev _dnfs_lob_cur_t _dnfs_lob_prev_t
+column dnfs_settings clear
+-- The file _dnfs_start.sql's STORE SET wrote (its name: see there), then its
+-- two variables, on a line with nothing to substitute (the DEFINE put back may be OFF).
+@&_dnfs_settings_used
+undefine _dnfs_settings _dnfs_settings_used

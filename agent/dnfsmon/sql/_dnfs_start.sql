@@ -10,17 +10,40 @@
 --              ...; prompt &_dnfs_header  (empty when nothing runs)
 --              @@_dnfs_start.sql      (no arguments: the caller's first and
 --                                      second arguments stay as given)
--- Notes:       STORE SET writes the current settings to dnfs_saved_settings.sql
---              in the current directory (a client file; nothing is created in
---              the database; the directory must be writable); _dnfs_end.sql
---              runs it to put them back. TERMOUT stays ON: an error here is
+-- Notes:       STORE SET writes the current settings to a file of the current
+--              directory named for this session (see below; a client file:
+--              nothing is created in the database; the directory must be
+--              writable); _dnfs_end.sql runs it to put them back. TERMOUT stays ON: an error here is
 --              shown, and every variable below has a safe value before the
 --              query that may change it.
 --              Every @@ of the pack names its .sql: a name without an extension
 --              gets SET SUFFIX's, which a login.sql may have changed (SQL*Plus
 --              User's Guide and Reference, "@" and "SET SUF[FIX]").
 
-store set dnfs_saved_settings.sql replace
+-- The settings file is named for the database, instance, session (SID) and host, so
+-- two sessions that run the pack from one directory (two DBAs, or one DBA's two
+-- windows) never overwrite each other's settings. Nothing is changed before STORE
+-- SET saves them: the name comes from a query run as the session is set, written
+-- so SQLCASE (upper-case literals) and SQLTERMINATOR (/ runs it) do not change it;
+-- PAUSE ON waits, and a TTITLE prints, once there. Where the ampersand does not
+-- substitute (SET DEFINE OFF or another character) STORE SET writes the file
+-- under the name as written on its line (shared by such sessions), and
+-- _dnfs_settings_used keeps that name too: SQL*Plus substitutes a line once, so
+-- that value is not substituted again in _dnfs_end.sql.
+-- (sqlfluff's oracle dialect does not take a / alone as the end of a statement without ;.)
+-- noqa: disable=PRS
+define _dnfs_settings = dnfs_saved_settings.sql
+column dnfs_settings new_value _dnfs_settings noprint
+select
+    lower(
+        'DNFS_SAVED_SETTINGS_' || sys_context('USERENV', 'DB_NAME') || '_' || sys_context('USERENV', 'INSTANCE')
+        || '_' || sys_context('USERENV', 'SID') || '_' || sys_context('USERENV', 'SERVER_HOST') || '.SQL'
+    ) as dnfs_settings
+from dual
+/
+-- noqa: enable=PRS
+store set &_dnfs_settings replace
+define _dnfs_settings_used = "&_dnfs_settings"
 -- A login.sql may change what the pack relies on: SET DEFINE OFF would leave the loop's
 -- step name unsubstituted (SP2-0310 at each step), SQLCASE UPPER would
 -- upper-case the event names, PAUSE ON would wait at every query, a TTITLE would print

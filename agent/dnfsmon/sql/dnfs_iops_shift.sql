@@ -1,20 +1,9 @@
 -- File name:   dnfs_iops_shift.sql (called by dnfs_iops.sql and its step)
--- Purpose:     Make the snapshot just taken the previous one: free the
---              temporary LOB of the previous one, copy the new one into
---              :dnfs_prev (a temporary LOB of its own, so dnfs_iops_snapshot.sql can free
---              :dnfs_cur before it replaces it) and take its time.
---              A CLOB bind's temporary LOB stays allocated until it is freed
---              (SQL*Plus User's Guide and Reference, VARIABLE: "you may need to
---              manually free temporary LOBs with DBMS_LOB.FREETEMPORARY").
+-- Purpose:     Make the snapshot just taken (:dnfs_cur, :dnfs_cur_t) the previous
+--              one (:dnfs_prev, :dnfs_prev_t); _dnfs_shift_lob.sql frees and copies.
 
-define _dnfs_lob = dnfs_prev
-@@_dnfs_free_lob.sql
-begin
-    -- NULL when the snapshot's query failed (its error is shown): nothing to copy.
-    if :dnfs_cur is not null then
-        dbms_lob.createtemporary(:dnfs_prev, true);
-        dbms_lob.copy(:dnfs_prev, :dnfs_cur, dbms_lob.getlength(:dnfs_cur));
-    end if;
-    :dnfs_prev_t := :dnfs_cur_t;
-end;
-/
+define _dnfs_lob_cur = dnfs_cur
+define _dnfs_lob_prev = dnfs_prev
+define _dnfs_lob_cur_t = dnfs_cur_t
+define _dnfs_lob_prev_t = dnfs_prev_t
+@@_dnfs_shift_lob.sql

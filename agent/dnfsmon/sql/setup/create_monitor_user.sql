@@ -292,6 +292,16 @@ begin
             end;
         end if;
     end loop;
+    if is_cdb then
+        -- The agent's container check (dnfsmon check, and each connect) reads
+        -- DBA_CONTAINER_DATA to find a view it reads whose CONTAINER_DATA is
+        -- not ALL (docs/oracle.md, CDB section); without this grant it can only warn
+        -- that it did not check. A DBA_ view shows the container it is read
+        -- in, so no CONTAINER_DATA is set for it (nor read back).
+        execute immediate 'grant select on sys.dba_container_data to ' || user_name || scope;
+        needed.extend;
+        needed(needed.count) := 'DBA_CONTAINER_DATA';
+    end if;
     if dbms_db_version.version < 18 then
         execute immediate 'grant execute on sys.dbms_lock to ' || user_name || scope;
         needed.extend;
@@ -309,7 +319,7 @@ begin
             -- ORA-65058: not a CONTAINER_DATA object in this release, so not
             -- filtered by container at all: every row is already visible.
             null;
-        elsif is_cdb and needed(i) != 'DBMS_LOCK' then
+        elsif is_cdb and needed(i) not in ('DBMS_LOCK', 'DBA_CONTAINER_DATA') then
             execute immediate container_data_check into after_grants using user_name, needed(i);
             if after_grants = 0 then
                 missing := missing || ' CONTAINER_DATA=ALL(' || needed(i) || ')';
