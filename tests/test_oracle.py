@@ -1656,6 +1656,33 @@ def test_privilege_is_none_or_sysdg():
         settings(privilege="sysdba")
 
 
+def test_sysdg_is_refused_for_a_release_before_12_1():
+    """DBA review: SYSDG is one of the administrative privileges 12.1 added (Oracle Database Security
+    Guide 12.1, "Administrative Privileges"; ODPI-C: DPI_MODE_AUTH_SYSDGD "requires Oracle Client
+    12.1 or higher"). An 11.2.0.4 standby in MOUNT stays host-only; the config says so at load."""
+    from dnfsmon.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"privilege = 'sysdg'.*12\.1.*11\.2\.0\.4.*host layers"):
+        settings(privilege="sysdg", release="11.2.0.4", mode="thick")
+    assert settings(privilege="sysdg", release="12.1.0.2").privilege == "sysdg"
+    assert "12.1 and later" in oracle_db.describe(OracleError("ORA-01033", "ORACLE initialization or shutdown"))
+
+
+def test_a_sysdg_session_names_sysdg_in_its_grant_hints():
+    """DBA review: a logon AS SYSDG runs as the user SYSDG, not as the configured user (Oracle Database
+    Security Guide, "SYSDG Administrative Privilege for Oracle Data Guard Operations": the session's
+    user is SYSDG), so SESSION_USER and every GRANT hint must name SYSDG."""
+    assert oracle_db.Database(settings(privilege="sysdg")).grantee() == "SYSDG"
+    assert oracle_db.Database(settings()).grantee() == "DNFSMON"
+
+
+def test_an_instance_in_nomount_is_reported_with_the_host_still_monitored():
+    """DBA review: SYSDG may log on to an instance started NOMOUNT (a static listener entry); its
+    V$DATABASE then answers ORA-01507 "database not mounted" (Database Error Messages, ORA-01507)."""
+    text = oracle_db.describe(OracleError("ORA-01507", "database not mounted"))
+    assert "NOMOUNT" in text and "host layers monitored" in text
+
+
 def test_a_logon_in_the_password_grace_period_is_a_warning_on_the_status_point(monkeypatch):
     """dba-review A2: ORA-28002 was not surfaced; the monitoring stopped when the password expired."""
     connection = FakeConnection(simulated_document(T0), facts_available("19c"))

@@ -179,7 +179,10 @@ def check_database(
             return found + [
                 Item(FAIL, f"{what} view {view}", reason, EXIT_DATABASE) for view, reason in database.missing.items()
             ]
-        connected = f"connected as {settings.user or 'OS authentication'}; every view dnfsmon reads is " + (
+        who = settings.user or "OS authentication"
+        if settings.privilege == "sysdg":
+            who += " AS SYSDG (the session runs as the user SYSDG)"
+        connected = f"connected as {who}; every view dnfsmon reads is " + (
             "readable (see the warnings)" if database.notes else "visible"
         )
         return found if database.container else [*found, Item(OK, what, connected)]

@@ -452,6 +452,14 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         if not oracle.target:
             oracle = OracleSettings(**dict(options_of("oracle"), target=oracle.dsn))
         _refuse_thin_on_release_11(where, "oracle", oracle.release, oracle.mode)
+        if oracle.privilege == "sysdg" and oracle.release.startswith("11."):
+            # SYSDG is one of the administrative privileges 12.1 added (Oracle Database Security
+            # Guide, "Administrative Privileges"); SYSDBA, the only other way into a mounted
+            # database, is far more than a monitor should hold.
+            raise ConfigError(
+                f"{where}: [oracle] privilege = 'sysdg' needs release 12.1 or later (release = {oracle.release!r}): "
+                'set privilege = "none"; a mounted 11.2.0.4 standby is monitored in its host layers only'
+            )
     simulator = SimulatorSettings(**options_of("simulator")) if get("simulator", "enabled") else None
     if simulator:
         _refuse_thin_on_release_11(where, "simulator", simulator.release, simulator.mode)

@@ -143,8 +143,12 @@ PASSWORD_SOON = (
 NOT_OPEN = {
     "ORA-01033": "the database is not open: database layer not readable in MOUNT (a mounted standby, or the "
     "instance is starting or stopping); host layers monitored. Active Data Guard (open read only) is read; "
-    'a mounted standby is read with [oracle] privilege = "sysdg" (docs/oracle.md, "Standbys")',
+    'a mounted standby of 12.1 and later is read with [oracle] privilege = "sysdg" (docs/oracle.md, "Standbys")',
     "ORA-01219": "the database is not open: database layer not readable in MOUNT; host layers monitored",
+    # An instance started NOMOUNT (reachable through a static listener entry, which an administrative
+    # logon such as SYSDG may use) has no control file open: V$DATABASE answers ORA-01507.
+    "ORA-01507": "the instance is started NOMOUNT (no database mounted): database layer not readable; host "
+    "layers monitored",
     "ORA-01035": "the instance is in restricted mode (only users with RESTRICTED SESSION log on): database layer "
     "not readable until ALTER SYSTEM DISABLE RESTRICTED SESSION; host layers monitored; tried again each sample",
 }
@@ -350,6 +354,12 @@ class Database:
         # recorded rows with a clock of their own).
         self.clock: Callable[[], float] = host_clock
 
+    def grantee(self) -> str:
+        """The user the session runs as, whom a GRANT hint must name: a logon AS SYSDG runs as the
+        user SYSDG, not as the user that logged on (Oracle Database Security Guide, "SYSDG
+        Administrative Privilege for Oracle Data Guard Operations")."""
+        return "SYSDG" if self.settings.privilege == "sysdg" else self.settings.user.upper()
+
     def deadline_s(self) -> float:
         """One step's deadline: the driver's timeout, plus a grace second for it to fire first."""
         return self.settings.call_timeout_s + DEADLINE_GRACE_S
@@ -425,7 +435,7 @@ class Database:
             view = table.replace("_$", "$", 1)
             found.setdefault(view, set()).add(column.upper())
         self.available = found
-        self.missing, self.notes = missing_views(found, self.settings.scope, self.settings.user.upper() or "<user>")
+        self.missing, self.notes = missing_views(found, self.settings.scope, self.grantee() or "<user>")
 
     def columns_in_mount(self) -> dict[str, set[str]]:
         """The columns of the views read, from the release's facts: a mounted database has no data
@@ -444,7 +454,7 @@ class Database:
         self.notes.pop("container", None)
         if "CDB" not in self.available.get("V$DATABASE", ()):
             return  # before 12.1 (no CDB), or V$DATABASE not granted (named in missing)
-        user = self.settings.user.upper() or "<user>"
+        user = self.grantee() or "<user>"
         files = ("V$DATAFILE", "GV$DATAFILE") if self.settings.scope == "instance" else ("GV$DATAFILE", "V$DATAFILE")
         datafile = next((v for v in files if "CON_ID" in self.available.get(v, ())), "")
         if not datafile:
@@ -532,7 +542,7 @@ class Database:
                     # A timeout: asking again query by query would only cost more timeouts,
                     # and its time comes out of the run's budget.
                     self.budget_s -= time.monotonic() - started
-                    errors[combined.name] = describe(error, user=self.settings.user.upper())
+                    errors[combined.name] = describe(error, user=self.grantee())
                     continue
                 self._read_one_by_one(combined.queries, results, errors)
                 continue
@@ -573,7 +583,7 @@ class Database:
             except Exception as error:
                 if _session_dead(error):
                     raise
-                errors[query.name] = describe(error, query.views, self.settings.user.upper())
+                errors[query.name] = describe(error, query.views, self.grantee())
                 continue
             results[query.name] = dict(split(single, rows)[query.name], agent_clock=clock)
 
@@ -643,8 +653,7 @@ def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
             database.connect()
         raw = to_raw(database.read_bounded(inventory), clock)
     except Exception as error:
-        user = database.settings.user.upper()
-        reason = describe(error, user=user)
+        reason = describe(error, user=database.grantee())
         database.budget_s -= time.monotonic() - started
         if isinstance(error, Hung):
             database.given_up = reason
