@@ -713,7 +713,11 @@ def test_the_oracle_lists_have_one_source_of_truth():
     op_columns = [c for c in oracle_facts.columns("V$DNFS_STATS", "19c") if c.startswith("NFS_") and "BYTES" not in c]
     assert list(oracle_facts.NFS_OPS) == op_columns
     stats = next(q for q in oracle.build_queries(facts_available("19c")) if q.name == "dnfs_stats")
-    assert set(oracle_facts.NFS_OPS) <= set(stats.columns)
+    # NFS_READ and NFS_WRITE as read; every other operation summed in the statement (NFS_OTHER_OPS).
+    assert {"NFS_READ", "NFS_WRITE", oracle.OTHER_OPS_COUNTER} <= set(stats.columns)
+    assert all(
+        re.search(rf"\bs\.{op.lower()}\b", stats.sql.split(" AS nfs_other_ops")[0]) for op in oracle_facts.OTHER_OPS
+    )
     # Every event the agent asks for is one the simulator models, and the other way round.
     assert set(simulator.EVENTS) == set(oracle_facts.AGENT_EVENTS)
     assert set(oracle_facts.IO_EVENTS) <= set(oracle_facts.HISTOGRAM_EVENTS) <= set(oracle_facts.AGENT_EVENTS)
@@ -1144,34 +1148,56 @@ def test_rows_are_checked_value_by_value_only_when_decoded_from_a_capture():
 
 
 def test_a_process_counts_its_other_operations_as_one_sum():
-    """A process's sample sums its OTHER_OPS as read (oracle.OTHER_OPS_COUNTER): other_ops_per_s is
-    that sum's rate. A process whose row lacks one of them (NULL) has no sum, so its instance
-    publishes no other_ops_per_s rather than a sum with a part missing; its reads still count."""
+    """A process's other NFS operations (oracle_facts.OTHER_OPS) are summed in the statement, as one
+    column (oracle.OTHER_OPS_COUNTER), rather than each sent as text and summed per row here (bench:
+    4 x 2000 processes); other_ops_per_s is that sum's rate. An operation's NULL makes the sum NULL
+    (SQL Language Reference, "Nulls": an arithmetic expression with a null is null), so its instance
+    publishes no other_ops_per_s rather than a sum with a part missing; its reads still count.
+    The simulator's processes do GETATTR and COMMIT calls only: the sum's truth is theirs."""
     workload = simulator.Workload(instances=1, processes=5)
     memory = simulator.Memory()
     documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    model = simulator.Model(workload)
+
+    def others(t):
+        """PNUM -> the model's GETATTR + COMMIT calls of the process at time t."""
+        counts = [model.process_counts(1, slot, t) for slot in range(workload.processes)]
+        return {20 + slot: c["NFS_GETATTR"] + c["NFS_COMMIT"] for slot, c in enumerate(counts)}
+
     stats = documents[1]["results"]["dnfs_stats"]
     columns = stats["columns"]
+    assert not set(oracle_facts.OTHER_OPS) - {"NFS_GETATTR", "NFS_COMMIT"} & set(columns)
     found, _ = oracle.samples(live_read(documents[1])[0], "h")
     process = next(s for s in found if s.measurement == oracle.IO_MEASUREMENT)
     assert set(process.counters) == {*oracle.PROCESS_COUNTERS, oracle.OTHER_OPS_COUNTER}
-    row = next(r for r in stats["rows"] if str(r[columns.index("PNUM")]) == dict(process.key)["pnum"])
-    assert process.counters[oracle.OTHER_OPS_COUNTER] == sum(row[columns.index(op)] for op in oracle.OTHER_OPS)
+    assert process.counters[oracle.OTHER_OPS_COUNTER] == others(T0 + 10)[int(dict(process.key)["pnum"])] > 0
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
-    others = {
-        p: sum(r[columns.index(op)] for op in oracle.OTHER_OPS)
-        for p, r in ((r[columns.index("PNUM")], r) for r in stats["rows"])
-    }
-    before_stats = documents[0]["results"]["dnfs_stats"]
-    before = {
-        r[columns.index("PNUM")]: sum(r[columns.index(op)] for op in oracle.OTHER_OPS) for r in before_stats["rows"]
-    }
-    assert io["other_ops_per_s"] == pytest.approx(sum(others[p] - before[p] for p in before) / 10, rel=1e-12)
-    stats["rows"][0][columns.index("NFS_LOOKUP")] = None
+    after, before = others(T0 + 10), others(T0)
+    assert io["other_ops_per_s"] == pytest.approx(sum(after[p] - before[p] for p in before) / 10, rel=1e-12)
+    stats["rows"][0][columns.index(oracle.OTHER_OPS_COUNTER)] = None
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
     assert "other_ops_per_s" not in io and io["read_iops"] > 0
+
+
+def test_a_capture_with_each_other_operation_as_a_column_still_sums_them():
+    """A capture recorded before the statement summed the other operations has one column per
+    operation: the parser sums them as it used to, so `dnfsmon diff` of such captures is unchanged."""
+    workload = simulator.Workload(instances=1, processes=5)
+    documents = [simulated_document(t, workload) for t in (T0, T0 + 10)]
+    live = points_between(*[live_read(d)[0] for d in documents]).points
+    [summed] = [p.fields for p in live if p.measurement == "dnfsmon_dnfs_io"]
+    for document in documents:
+        stats = document["results"]["dnfs_stats"]
+        at = stats["columns"].index(oracle.OTHER_OPS_COUNTER)
+        # NFS_GETATTR and NFS_COMMIT are columns already: the other operations, at zero.
+        added = [op for op in oracle_facts.OTHER_OPS if op not in stats["columns"]]
+        stats["columns"] = [c for c in stats["columns"] if c != oracle.OTHER_OPS_COUNTER] + added
+        stats["rows"] = [[*row[:at], *row[at + 1 :], *[0] * len(added)] for row in stats["rows"]]
+    recorded = points_between(*[oracle_db.to_raw(d, 0.0) for d in documents]).points
+    [per_column] = [p.fields for p in recorded if p.measurement == "dnfsmon_dnfs_io"]
+    assert per_column["other_ops_per_s"] == summed["other_ops_per_s"] > 0
 
 
 def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
@@ -1190,7 +1216,7 @@ def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
     everyone = ranked(points_between(*[live_read(d)[0] for d in documents]))
     nulled = stats["rows"][0][columns.index("PNUM")]
     assert nulled in everyone
-    stats["rows"][0][columns.index("NFS_LOOKUP")] = None
+    stats["rows"][0][columns.index(oracle.OTHER_OPS_COUNTER)] = None
     assert ranked(points_between(*[live_read(d)[0] for d in documents])) == everyone - {nulled}
     # The state an older release left: each process's other operations as separate counters.
     first = compute({"oracle": live_read(documents[0])[0]}, {}, "h", {})

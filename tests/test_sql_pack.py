@@ -1089,7 +1089,7 @@ def iops_rows(workload=None, churn=True, unknown=False):
 
 def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
     workload, raws, rows = iops_rows()
-    pack = {row["dnfs_inst_id"]: row for row in rows}
+    pack = {row["dnfs_inst_id"]: row for row in rows if row["dnfs_inst_id"] is not None}
     agent = {dict(p.tags)["instance"]: p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"}
     assert len(pack) == 2
     for inst, row in pack.items():
@@ -1104,6 +1104,31 @@ def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
         assert row["read_iops"] < truth.read_iops  # the exited processes' last share is lost, never invented
 
 
+def test_dnfs_iops_prints_a_rac_total_line_the_sum_of_the_agents_instances():
+    """dba-review P7: next to Drouvot's db_io_dnfs_metrics the pack had no RAC total. After the instance
+    lines of an interval comes one line for the instances together (Inst blank, Time 'total'): rates
+    are the agent's per-instance rates summed (one interval for all), KiB per call the summed bytes over
+    the summed calls; a single instance gets no such line."""
+    _, raws, rows = iops_rows()
+    agent = [p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"]
+    assert [row["dnfs_inst_id"] for row in rows] == [1, 2, None]
+    total = rows[-1]
+    assert total["dnfs_sample_time"] == "total"
+    for pack_name, agent_name in (
+        ("read_iops", "read_iops"),
+        ("write_iops", "write_iops"),
+        ("total_iops", "total_iops"),
+        ("read_mbps", "read_mib_per_s"),
+        ("write_mbps", "write_mib_per_s"),
+    ):
+        assert total[pack_name] == pytest.approx(sum(f[agent_name] for f in agent), rel=1e-12), pack_name
+    read_kib = sum(f["read_mib_per_s"] for f in agent) * 1024 / sum(f["read_iops"] for f in agent)
+    assert total["avg_read_kb"] == pytest.approx(read_kib, rel=1e-12)
+    workload = simulator.Workload(instances=1, processes=10, process_lifetime_s=30.0)
+    _, _, single = iops_rows(workload, churn=False)
+    assert [row["dnfs_inst_id"] for row in single] == [1]
+
+
 def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_as_the_agent_does():
     """Review: the snapshot stores '?' and -1 for a process GV$PROCESS lacked, so "is not null" was always true.
 
@@ -1111,7 +1136,7 @@ def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_
     interval). The agent leaves it out (UNKNOWN_PROCESS); so does the pack.
     """
     _, raws, rows = iops_rows(churn=False, unknown=True)
-    pack = {row["dnfs_inst_id"]: row for row in rows}
+    pack = {row["dnfs_inst_id"]: row for row in rows if row["dnfs_inst_id"] is not None}
     agent = {dict(p.tags)["instance"]: p.fields for p in agent_points(raws) if p.measurement == "dnfsmon_dnfs_io"}
     for inst, row in pack.items():
         mine = agent[f"simdb{int(inst)}"]

@@ -501,12 +501,17 @@ def _rows(model: Model, name: str, t: float, memory: Memory, instances: Sequence
             }
         )
     elif name == "dnfs_stats" and w.dnfs_enabled:
+        # The other operations this release's V$DNFS_STATS has.
+        other_ops = set(oracle_facts.columns("GV$DNFS_STATS", w.release))
         for inst in instances:
             startup = model.startup(inst, t)
             for slot in range(w.processes):
                 g, _ = model.process(inst, slot, t)
+                counts = model.process_counts(inst, slot, t)
                 row: dict[str, object] = dict.fromkeys(OTHER_OPS, 0)
-                row.update(model.process_counts(inst, slot, t))
+                row.update(counts)
+                # What the statement sums (the release's other operations): the model's.
+                row["NFS_OTHER_OPS"] = sum(counts.get(op, 0) for op in OTHER_OPS if op in other_ops)
                 pname = BACKGROUND_PROCESSES[slot] if slot < len(BACKGROUND_PROCESSES) else None
                 row.update(
                     {

@@ -1,7 +1,8 @@
 -- File name:   dnfs_iops.sql
 -- Purpose:     Direct NFS reads and writes per second (NFS READ and WRITE
 --              calls, not database I/O requests), MiB/s and KiB per NFS call
---              per instance, one line per instance as each interval ends.
+--              per instance, one line per instance as each interval ends (on RAC
+--              then a "total" line: the instances summed over that interval).
 -- Usage:       @dnfs_iops [interval_s] [count]
 -- Examples:    @dnfs_iops            5 seconds, 12 times
 --              @dnfs_iops 10 30      10 seconds, 30 times

@@ -89,10 +89,40 @@ per_instance as (
         sum(write_bytes) as write_bytes
     from delta
     group by inst_id
+),
+printed as (
+    select
+        inst_id,
+        :dnfs_cur_clock as label,
+        reads,
+        writes,
+        read_bytes,
+        write_bytes
+    from per_instance
+    union all
+    -- RAC: the instances' sum over the same interval, one more line when more
+    -- than one instance printed (Inst blank, 'total' for the time).
+    select
+        null as inst_id,
+        'total' as label,
+        t.reads,
+        t.writes,
+        t.read_bytes,
+        t.write_bytes
+    from (
+        select
+            count(*) as instances,
+            sum(reads) as reads,
+            sum(writes) as writes,
+            sum(read_bytes) as read_bytes,
+            sum(write_bytes) as write_bytes
+        from per_instance
+    ) t
+    where t.instances > 1
 )
 select
     i.inst_id as dnfs_inst_id,
-    :dnfs_cur_clock as dnfs_sample_time,
+    i.label as dnfs_sample_time,
     i.reads / (:dnfs_cur_t - :dnfs_prev_t) as read_iops,
     i.writes / (:dnfs_cur_t - :dnfs_prev_t) as write_iops,
     (i.reads + i.writes) / (:dnfs_cur_t - :dnfs_prev_t) as total_iops,
@@ -100,9 +130,9 @@ select
     i.write_bytes / 1048576 / (:dnfs_cur_t - :dnfs_prev_t) as write_mbps,
     i.read_bytes / 1024 / nullif(i.reads, 0) as avg_read_kb,
     i.write_bytes / 1024 / nullif(i.writes, 0) as avg_write_kb
-from per_instance i
+from printed i
 where :dnfs_cur_t > :dnfs_prev_t
-order by i.inst_id;
+order by i.inst_id nulls last;
 -- core: end
 
 select :dnfs_cur_clock || ' No rows in GV$DNFS_STATS: no process does dNFS I/O (see @dnfs_check).' as note

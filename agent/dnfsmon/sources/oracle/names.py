@@ -48,9 +48,10 @@ HISTOGRAM_EVENTS = oracle_facts.HISTOGRAM_EVENTS
 OTHER_OPS = oracle_facts.OTHER_OPS
 STATS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", *OTHER_OPS)
 # What a process's sample counts: the counters the published fields and the top processes use
-# (io_fields, _top_processes), and OTHER_OPS_COUNTER, the row's OTHER_OPS summed as read. Each
-# process is diffed over 7 counters, not 25 (4 instances x 2000 processes: bench/README.md); a
-# sum of counters that only grow grows, and falls back to zero with them.
+# (io_fields, _top_processes), and OTHER_OPS_COUNTER, the row's OTHER_OPS summed by the statement
+# (a capture made before: summed as read). Each process is diffed over 7 counters, not 25 (4
+# instances x 2000 processes: bench/README.md); a sum of counters that only grow grows, and falls
+# back to zero with them.
 PROCESS_COUNTERS = ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", "NFS_GETATTR", "NFS_COMMIT")
 OTHER_OPS_COUNTER = "NFS_OTHER_OPS"
 CHANNEL_COUNTS = ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO")

@@ -91,6 +91,9 @@ def _io(context: Context) -> list[Sample]:
     # One row per process: its values read by column index (Results), the counters in one call.
     names, counter_values = _columns(result, PROCESS_COUNTERS)
     _, other_values = _columns(result, OTHER_OPS)
+    summed_in_sql = result.index.get(OTHER_OPS_COUNTER)
+    if summed_in_sql is not None:
+        names, counter_values = _columns(result, (*PROCESS_COUNTERS, OTHER_OPS_COUNTER))
     spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
     con_id = _column(result, "CON_ID")
     pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
@@ -116,9 +119,10 @@ def _io(context: Context) -> list[Sample]:
             # checks a process counted from zero against.
             what["channel_sends"], what["channels"] = channel
         counters = _counters(names, counter_values(row))
-        other = _sum_of_every_counter(other_values(row))
-        if other is not None:
-            counters[OTHER_OPS_COUNTER] = other
+        if summed_in_sql is None:
+            other = _sum_of_every_counter(other_values(row))
+            if other is not None:
+                counters[OTHER_OPS_COUNTER] = other
         found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started))
         roster = rosters.get(tags)
         if roster is None:
