@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import socket
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Optional
 
 from dnfsmon import collect, influx, oracle_db, simulator, targets
 from dnfsmon.config import parse
+from dnfsmon.oracle_facts import AGENT_EVENTS
 from dnfsmon.sources import build_all, filer_tcp, mountstats, nic, oracle, pressure, rpc, tcp
 from dnfsmon.sources.base import BOOT_ID_PATH, Raw
 from dnfsmon.store import Store
@@ -580,6 +582,154 @@ def dnfs_ops_truth(end: int, inst: int, t0: float, t1: float) -> Optional[float]
         return None
     truth = simulator.truth(w, inst, t0, t1)
     return truth.observable_read_iops + truth.observable_write_iops
+
+
+# --- the database's figures: the simulator's views at each sample, and the Reference's formulas ---
+# The views are the simulator's closed-form counters (simulator.Model, what GV$... return at t);
+# each figure below is the Oracle Database Reference's definition of the column diffed over the
+# interval, never the agent's code.
+
+DB_TAGS = {"database": DB, "simulated": "true"}
+# The measurement of a truth point, kept among its tags (not a tag InfluxDB holds).
+MEASUREMENT = "_measurement"
+HISTOGRAM = "dnfsmon_oracle_latency_histogram"
+SEQUENTIAL_READ = "db file sequential read"
+
+
+def instance_tags(inst: int) -> dict[str, str]:
+    """GV$INSTANCE.INSTANCE_NAME and HOST_NAME of the simulated instance (simhost1 is the agent's)."""
+    return {**DB_TAGS, "host": f"simhost{inst}", "instance": f"{DB.lower()}{inst}"}
+
+
+class DatabaseViews:
+    """The simulated views' counters at a sample time, memoised (each is an integral of the model)."""
+
+    def __init__(self, end: int):
+        self.end = end
+        self.model = simulator.Model(workload(end, end))  # the counters do not depend on the incident
+        self._events: dict[tuple[int, str, float], tuple[list[int], int]] = {}
+
+    def event(self, inst: int, event: str, t: float) -> tuple[list[int], int]:
+        """GV$EVENT_HISTOGRAM_MICRO's WAIT_COUNT per bucket (2^b µs) and GV$SYSTEM_EVENT's
+        TIME_WAITED_MICRO; TOTAL_WAITS is the buckets' sum (19c: microsecond buckets)."""
+        key = (inst, event, t)
+        if key not in self._events:
+            self._events[key] = self.model.event_counts(inst, event, t, 1.0)
+        return self._events[key]
+
+    def restarted(self, inst: int, t0: float, t1: float) -> bool:
+        return self.model.startup(inst, t1) != self.model.startup(inst, t0)
+
+
+def dnfs_io_truth(views: DatabaseViews, inst: int, t0: float, t1: float) -> dict[str, float]:
+    """dnfsmon_dnfs_io of one instance over (t0, t1]: GV$DNFS_STATS per process identity (PNUM,
+    SPID, SERIAL#), a process born inside the interval counted from zero (its counters start with
+    it), summed, per second."""
+    model, dt = views.model, t1 - t0
+    reads = writes = read_bytes = write_bytes = moved = 0
+    for slot in range(model.w.processes):
+        now = model.process_counts(inst, slot, t1)
+        same = model.process(inst, slot, t0) == model.process(inst, slot, t1)
+        before = model.process_counts(inst, slot, t0) if same else dict.fromkeys(now, 0)
+        delta = {k: now[k] - before[k] for k in now}
+        reads, writes = reads + delta["NFS_READ"], writes + delta["NFS_WRITE"]
+        read_bytes, write_bytes = read_bytes + delta["NFS_READBYTES"], write_bytes + delta["NFS_WRITEBYTES"]
+        moved += any(delta.values())
+    fields = {
+        "read_iops": reads / dt,
+        "write_iops": writes / dt,
+        "total_iops": (reads + writes) / dt,
+        "read_mib_per_s": read_bytes / dt / 2**20,
+        "write_mib_per_s": write_bytes / dt / 2**20,
+        "processes": moved,
+    }
+    if reads:
+        fields["avg_read_kib"] = read_bytes / reads / 1024
+    if writes:
+        fields["avg_write_kib"] = write_bytes / writes / 1024
+    return fields
+
+
+def channel_sends(views: DatabaseViews, inst: int, since: float, t: float) -> dict[tuple[str, str, str], int]:
+    """GV$DNFS_CHANNELS.SENDS per (filer, path, local address), all processes: counted since the
+    previous select of the view (Reference, V$DNFS_CHANNELS), which the agent's own read was."""
+    model, w = views.model, views.model.w
+    since = max(since, model.startup(inst, t))
+    found: dict[tuple[str, str, str], int] = {}
+    for slot in range(w.processes):
+        _, begin = model.process(inst, slot, t)
+        ops = (w.read_iops + w.write_iops) * model.weights[inst][slot] * model.load(max(since, begin), t)
+        for server, paths in w.servers:
+            for position, path in enumerate(paths):
+                key = (server, path, w.local_addresses[position % len(w.local_addresses)])
+                share = model.path_shares[server][position] / len(w.servers)
+                found[key] = found.get(key, 0) + math.floor(ops * share)
+    return found
+
+
+def p95_us(counts: list[int]) -> Optional[float]:
+    """The 95th percentile of waits bucketed by power-of-two upper bounds (bucket b holds waits in
+    [2^(b-1), 2^b) µs: Reference, V$EVENT_HISTOGRAM_MICRO), linearly inside its bucket."""
+    total = sum(counts)
+    if not total:
+        return None
+    target, below = 0.95 * total, 0
+    for b, count in enumerate(counts):
+        if count and below + count >= target:
+            upper = 2.0**b
+            lower = upper / 2 if b else 0.0
+            return lower + (upper - lower) * (target - below) / count
+        below += count
+    return None
+
+
+def database_points(end: int, samples: list[int]):
+    """(time, tags, fields) of every point the database's panels read, for each sample at which
+    the database answered, diffed against the previous one at which it answered (the agent's
+    state across runs and outages); none for an instance restarted in between (a re-baseline)."""
+    views, found = DatabaseViews(end), []
+    up = [t for t in samples if status_truth(end, t) == 1]
+    # The latency ladder's Oracle rungs per sample: (the instances' mean single-block read, p95).
+    ladder: dict[int, tuple[float, Optional[float]]] = {}
+    w = views.model.w
+    for t0, t1 in zip(up, up[1:]):
+        dt = t1 - t0
+        ladder_waits = ladder_micros = 0
+        ladder_buckets = [0] * simulator.HISTOGRAM_BUCKETS
+        for inst in range(1, w.instances + 1):
+            tags = instance_tags(inst)
+            files = w.datafiles_per_server * len(w.servers)
+            fallback = workload(end, t1).fallback_datafiles
+            coverage = {"files": files, "dnfs_pct": (files - fallback) / files * 100}
+            found.append((t1, {**tags, MEASUREMENT: "dnfsmon_dnfs_coverage", "file_type": "Data File"}, coverage))
+            if views.restarted(inst, t0, t1):
+                continue
+            found.append((t1, {**tags, MEASUREMENT: "dnfsmon_dnfs_io"}, dnfs_io_truth(views, inst, t0, t1)))
+            sends = channel_sends(views, inst, t0, t1)
+            for (server, path, local), count in sends.items():
+                filer = sum(c for (s, _, _), c in sends.items() if s == server)
+                fields = {"sends_per_s": count / dt}
+                if filer:
+                    fields["share_pct"] = count / filer * 100
+                path_tags = {"server": server, "path": path, "local": local}
+                found.append((t1, {**tags, MEASUREMENT: "dnfsmon_dnfs_channel", **path_tags}, fields))
+            for event in AGENT_EVENTS:
+                (b0, m0), (b1, m1) = views.event(inst, event, t0), views.event(inst, event, t1)
+                waits, micros = sum(b1) - sum(b0), m1 - m0
+                fields = {"waits_per_s": waits / dt}
+                if waits:
+                    fields["avg_latency_us"] = micros / waits
+                found.append((t1, {**tags, MEASUREMENT: "dnfsmon_oracle_event", "event": event}, fields))
+                if event == SEQUENTIAL_READ:
+                    ladder_waits, ladder_micros = ladder_waits + waits, ladder_micros + micros
+                    for b, (c0, c1) in enumerate(zip(b0, b1)):
+                        ladder_buckets[b] += c1 - c0
+                        if c1:  # the view lists a bucket once a wait fell in it
+                            tags_b = {**tags, MEASUREMENT: HISTOGRAM, "event": event, "le_us": str(2**b)}
+                            found.append((t1, tags_b, {"waits_per_s": (c1 - c0) / dt}))
+        if ladder_waits:
+            ladder[t1] = (ladder_micros / ladder_waits / 1000, p95_us(ladder_buckets))
+    return found, ladder
 
 
 __all__ = ["oracle"]

@@ -8,6 +8,8 @@ docs/testing.md says which of Grafana's files each follows and what is not repro
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import os
 import re
@@ -692,3 +694,212 @@ def test_every_host_panel_shows_the_recorded_inputs(written, moment):
                     assert ge.stat_values(p, fs) == [pytest.approx(series[newest][0], rel=1e-9)], where
             checked.add((dashboard, p["title"]))
     assert len(checked) == len(host_panels()) == 22
+
+
+# --- every panel on the database's measurements, against the simulator's views -----------------
+
+DATABASE_MEASUREMENTS = (*oracle.MEASUREMENTS, diagnosis.LADDER_MEASUREMENT)
+SELECT = re.compile(
+    r'SELECT (?:(?P<function>\w+)\("(?P<field>[^"]+)"\)(?: / (?P<divisor>\d+))?|"(?P<raw>[^"]+)")(?: AS "(?P<alias>[^"]+)")? '
+    r"FROM (?:\"(?P<measurement>\w+)\"|\((?P<subquery>.*)\)) "
+    r"WHERE (?P<where>.*?)(?:time >= (?P<start>\d+)ms and time <= (?P<end>\d+)ms)?"
+    r"(?: GROUP BY (?P<group>.*?))?(?: fill\((?P<fill>\w+)\))?$"
+)
+CONDITION = re.compile(r"\"(?P<tag>.+?)\" (?:=~ /(?P<regex>.*)/|= '(?P<value>.*)'|< (?P<below>\d+))")
+
+
+def evaluate_influxql(points, query: str, lost: tuple[int, int]):
+    """What InfluxDB must answer to one of the dashboards' InfluxQL statements, as the language
+    defines it (docs.influxdata.com, InfluxQL reference: GROUP BY time buckets aligned to the epoch
+    and stamped with their start, the range closed at both ends, fill, subqueries whose rows are
+    the outer query's points, GROUP BY * for every tag): {series tags: {bucket ms or None:
+    (value, touches lost)}}. `points` are (seconds, tags, fields)."""
+    m = SELECT.fullmatch(query)
+    assert m, query
+    where = m["where"]
+    if m["subquery"] is not None:
+        inner = evaluate_influxql(points, m["subquery"], lost)
+        name = SELECT.fullmatch(m["subquery"])
+        field_name = name["alias"] or name["field"]
+        points = [
+            (
+                (b if b is not None else int(name["start"])) / 1000,
+                {**dict(key), sc.MEASUREMENT: ""},
+                {field_name: v},
+                touched,
+            )
+            for key, buckets in inner.items()
+            for b, (v, touched) in buckets.items()
+        ]
+    else:
+        times, of_measurement = points[m["measurement"]]
+        # The points in the range only (sorted by time): the lists are long, the ranges often short.
+        first = bisect.bisect_left(times, int(m["start"]) / 1000) if m["start"] else 0
+        last = bisect.bisect_right(times, int(m["end"]) / 1000) if m["end"] else len(times)
+        points = [(t, tags, fields, lost[0] <= t <= lost[1]) for t, tags, fields in of_measurement[first:last]]
+    conditions = [CONDITION.fullmatch(c.strip()) for c in where.strip().removesuffix("AND").split(" AND ") if c.strip()]
+    assert all(conditions), (where, query)
+    group = [g.strip() for g in (m["group"] or "").split(",") if g.strip()]
+    interval = next((ge.duration_ms(g[5:-1]) for g in group if g.startswith("time(")), None)
+    tags = [g.strip('"') for g in group if not g.startswith("time(")]
+    start = int(m["start"]) if m["start"] else None
+    end = int(m["end"]) if m["end"] else None
+    field = m["field"] or m["raw"]
+    series: dict[tuple, dict] = {}
+    for t, point_tags, fields, touched in points:
+        ms = round(t * 1000)
+        # A subquery's rows are stamped with their bucket's start, which may precede the range: the
+        # outer time condition is the inner query's range, not a filter on those stamps (InfluxDB
+        # 1.x answers the bucket the range begins in).
+        if start is not None and m["subquery"] is None and not start <= ms <= end:
+            continue
+        if field not in fields or not all(holds(c, point_tags, fields) for c in conditions):
+            continue
+        every = sorted((tag, value) for tag, value in point_tags.items() if tag != sc.MEASUREMENT)
+        key = tuple(every) if tags == ["*"] else tuple((tag, point_tags.get(tag, "")) for tag in tags)
+        key = tuple((k, v) for k, v in key if v != "")
+        bucket = None if interval is None else ms // interval * interval
+        series.setdefault(key, {}).setdefault(bucket, []).append((fields[field], touched))
+    aggregate = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min, "sum": sum, "last": lambda v: v[-1]}
+    out = {}
+    for key, buckets in series.items():
+        out[key] = {}
+        for b, values in buckets.items():
+            if m["function"]:
+                value = aggregate[m["function"]]([v for v, _ in values])
+                value = value / int(m["divisor"]) if m["divisor"] else value
+            else:
+                ((value, _),) = values
+            out[key][b] = (value, any(x for _, x in values))
+    return out
+
+
+def holds(condition: re.Match, tags: dict, fields: dict) -> bool:
+    """One WHERE condition: a tag matching a regular expression or equal to a string, a field below a number."""
+    if condition["regex"] is not None:
+        return re.search(condition["regex"], tags.get(condition["tag"], "")) is not None
+    if condition["value"] is not None:
+        return tags.get(condition["tag"], "") == condition["value"]
+    return fields.get(condition["tag"], float("inf")) < float(condition["below"])
+
+
+def database_truth(scenario) -> dict[str, tuple[list[int], list[tuple[int, dict, dict]]]]:
+    """The truth points by measurement, each list in time order with its times (for bisect)."""
+    return truth_by_measurement(scenario.end, tuple(scenario.samples))
+
+
+@functools.lru_cache(maxsize=1)
+def truth_by_measurement(end: int, samples: tuple[int, ...]) -> dict[str, tuple[list[int], list]]:
+    # Once per session, for both InfluxDB versions: the simulator's integrals take most of a minute.
+    points, oracle_rungs = sc.database_points(end, list(samples))
+    found: dict[str, list] = {}
+    for point in sorted(points + ladder_truth(end, list(samples), points, oracle_rungs), key=lambda p: p[0]):
+        found.setdefault(point[1][sc.MEASUREMENT], []).append(point)
+    return {name: ([t for t, _, _ in listed], listed) for name, listed in found.items()}
+
+
+def ladder_truth(n: int, samples: list[int], database: list, oracle_rungs: dict) -> list[tuple[int, dict, dict]]:
+    """dnfsmon_latency_ladder of each interval, rung by rung as docs/doctor.md defines the ladder:
+    Oracle's single-block read (all instances, weighted by waits; p95 from the histogram), the
+    kernel client's READ (mountstats), the smoothed and minimum TCP RTT of the connections that
+    carry dNFS (its paths: the filer connections, weighted by connection; the smallest floor), and
+    the part of Oracle's latency the round trip does not explain."""
+    found = []
+    dnfs_used = {t for t, tags, _ in database if "path" in tags}
+    for before, t in zip(samples, samples[1:]):
+        rungs: dict[str, float] = {}
+        if t in oracle_rungs:
+            average, p95 = oracle_rungs[t]
+            rungs["oracle_read_avg_ms"] = average
+            if p95 is not None:
+                rungs["oracle_read_p95_ms"] = p95 / 1000
+        read = sc.nfs_op_truth(n, "READ", before, t)
+        if "avg_rtt_ms" in read:
+            rungs.update(
+                nfs_queue_ms=read["avg_queue_ms"], nfs_rtt_ms=read["avg_rtt_ms"], nfs_exe_ms=read["avg_exe_ms"]
+            )
+        if t in dnfs_used and sc.filer_connected(n, before, t):
+            rtts = list(sc.FILER_PATHS.values())
+            rungs["tcp_srtt_ms"] = sum(rtts) / len(rtts) / 1000
+            rungs["tcp_min_rtt_ms"] = min(rtt // 2 for rtt in rtts) / 1000
+            if "oracle_read_avg_ms" in rungs and rungs["oracle_read_avg_ms"] >= rungs["tcp_srtt_ms"]:
+                rungs["unexplained_ms"] = rungs["oracle_read_avg_ms"] - rungs["tcp_srtt_ms"]
+        if rungs:
+            found.append((t, {sc.MEASUREMENT: diagnosis.LADDER_MEASUREMENT, "host": sc.HOST}, rungs))
+    return found
+
+
+def database_panels() -> list[tuple[str, dict]]:
+    return [
+        (name, p)
+        for name in ("dnfsmon-host.json", "dnfsmon-fleet.json")
+        for p in panels(board(name))
+        if any(f'FROM "{m}"' in t["query"] for t in p["targets"] for m in DATABASE_MEASUREMENTS)
+        and not any(f'FROM "{m}"' in t["query"] for t in p["targets"] for m in ("dnfsmon_oracle_status",))
+    ]
+
+
+@pytest.fixture(scope="module")
+def database_truth_points(written):
+    return database_truth(written[2])
+
+
+@pytest.mark.parametrize("moment", ["now", "incident", "db outage", "agent stopped"])
+def test_every_database_panel_shows_the_simulated_views(written, database_truth_points, moment):
+    """Every panel on the database's measurements (dNFS I/O, wait events and their histogram,
+    paths, coverage, the latency ladder's Oracle rungs; the fleet's worst-read, top-operations and
+    fallback tables), at every range, for the agent's host and for every host: each series InfluxDB
+    answers equals what the simulated views' counters give by the Reference's formulas, bucket by
+    bucket; a stat shows the newest bucket, a table its rows."""
+    server, bucket, scenario = written
+    end = moments(scenario)[moment]
+    truth = database_truth_points
+    lost = (scenario.end - sc.INFLUX_DOWN[0], scenario.end - sc.INFLUX_DOWN[1] + MINUTE)
+    checked: dict[tuple[str, str], int] = {}
+    for dashboard, p in database_panels():
+        for host in (sc.HOST, "All"):
+            variables = {**LINKED, "host": host}
+            for range_name, seconds in RANGES.items():
+                interval, frames = shown(server, bucket, p, end, seconds, variables)
+                start_ms = (end - seconds) * 1000
+                for t, fs in zip(p["targets"], frames):
+                    query = ge.interpolate(t["query"], start_ms, end * 1000, interval, variables)
+                    expected = evaluate_influxql(truth, query, lost)
+                    where = (dashboard, p["title"], moment, host, range_name, query)
+                    compared = compare(fs, expected, "fill(0)" in query, where)
+                    if p["type"] == "stat":
+                        # What the stat shows: per series, its newest bucket (lastNotNull).
+                        newest = [buckets[max(b for b in buckets)][0] for buckets in expected.values()]
+                        assert sorted(ge.stat_values(p, fs)) == pytest.approx(sorted(newest), rel=1e-9), where
+                    checked[(dashboard, p["title"])] = checked.get((dashboard, p["title"]), 0) + compared
+    # Every panel compared values (none passed on empty answers alone); the fallback table has
+    # rows only in a range that holds the incident without the points the store dropped.
+    assert len(checked) == len(database_panels()) == 17
+    fallback = ("dnfsmon-fleet.json", "Databases with a dNFS fallback")
+    assert {k for k, n in checked.items() if not n} <= (set() if moment == "incident" else {fallback}), checked
+
+
+def compare(frames, expected, zero_filled: bool, where) -> int:
+    """Each series InfluxDB answered against the reference's, bucket by bucket; the values compared."""
+    compared = 0
+    got = {tuple(sorted(f.tags.items())): f for f in frames}
+    assert set(got) == {tuple(sorted(k)) for k in expected}, (where, sorted(got), sorted(expected))
+    for key, buckets in expected.items():
+        f = got[tuple(sorted(key))]
+        column = f.columns[1]
+        if None in buckets:  # one value over the range (a table)
+            ((_, (want, touched)),) = buckets.items()
+            (value,) = f.values(column)
+            if not touched:
+                assert value == pytest.approx(want, rel=1e-9, abs=1e-9), (where, key)
+                compared += 1
+            continue
+        rows = {r[0]: r[1] for r in zip(f.values("time"), f.values(column)) if r[1] is not None}
+        assert {b for b, (_, touched) in buckets.items() if not touched} <= set(rows), (where, key)
+        for b, value in rows.items():
+            want, touched = buckets.get(b, (0 if zero_filled else None, False))
+            assert want is not None, (where, key, b, value)
+            if not touched:
+                assert value == pytest.approx(want, rel=1e-9, abs=1e-9), (where, key, b)
+                compared += 1
+    return compared

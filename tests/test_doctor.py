@@ -22,6 +22,7 @@ from configs import write_config
 from dnfsmon import capture, catalogue, diagnosis, rates
 from dnfsmon.collect import compute
 from dnfsmon.diagnosis import rules
+from dnfsmon.points import Point
 from dnfsmon.store import Store
 from runner import DNFSMON
 
@@ -216,6 +217,29 @@ def test_live_doctor_sees_a_fallback_although_the_second_read_skips_the_inventor
     assert {f["evidence"]["dnfs_files"] for f in fallbacks} == {18}
     assert 0 < got["inventory_age_s"] < 60  # carried from the first read, its age shown
     assert "inventory_age_s" in fallbacks[0]["evidence"]
+
+
+def test_a_database_outage_does_not_judge_a_fallback_from_the_inventory_read_before_it():
+    # The last inventory, read while 2 of 8 data files were on the kernel client; then the
+    # database cannot be read. Whether the files are still there is unknown during the outage:
+    # the doctor says the database could not be read, not a fallback it cannot see.
+    coverage = rates.Sample(
+        "dnfsmon_dnfs_coverage",
+        (("host", "db1"), ("database", "SIMDB"), ("instance", "simdb1"), ("file_type", "Data File")),
+        100.0,
+        100.0,
+        gauges={"files": 8, "dnfs_files": 6, "dnfs_pct": 75.0},
+    )
+    down = Point(
+        "dnfsmon_oracle_status", (("host", "db1"), ("database", "SIMDB")), {"reachable": 0, "up": False}, 10**12
+    )
+    found = diagnosis.diagnose([down], "db1", [coverage])
+    assert [f.id for f in found.findings] == [] and found.verdict == diagnosis.NOTHING_TO_JUDGE
+    assert "the database could not be read" in found.nothing_measured
+    # While the database answers, the same carried inventory still judges the interval.
+    up = Point("dnfsmon_oracle_status", (("host", "db1"), ("database", "SIMDB")), {"reachable": 1, "up": True}, 10**12)
+    found = diagnosis.diagnose([up], "db1", [coverage])
+    assert [f.id for f in found.findings] == ["dnfs-fallback"] and found.inventory_age_s is not None
 
 
 def test_every_collect_interval_diagnoses_with_the_latest_inventory(tmp_path):

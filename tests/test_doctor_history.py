@@ -173,6 +173,16 @@ def test_times_a_dba_types(monkeypatch, since, until, start, end):
     assert [f"{m:%Y-%m-%d %H:%M:%S}".removesuffix(":00") for m in got] == [start, end]
 
 
+def test_a_relative_time_as_docs_doctor_md_types_it(tmp_path):
+    """`dnfsmon doctor --since -2h` verbatim (docs/doctor.md): a value that starts with a minus is
+    the option's value, not another option; on an empty store, nothing to judge in the window."""
+    config = write_config(tmp_path)
+    Store(str(tmp_path / "store"), 10**9)  # collect has run, and stored nothing in the window
+    for args in (["--since", "-2h"], ["--since", "-3h", "--until", "-1h"]):
+        result = history(config, *args)
+        assert result.returncode == 12 and "expected one argument" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("since, until", [("3am", None), ("25:00", None), ("04:00", "2026-01-01")])
 def test_bad_times_are_one_line_and_exit_2(tmp_path, since, until):
     args = ["--since", since] + (["--until", until] if until else [])

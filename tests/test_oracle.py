@@ -767,6 +767,38 @@ def test_the_first_waits_in_a_bucket_never_seen_before_are_counted():
     assert len(slow) == 1 and slow[0].fields["waits_per_s"] == pytest.approx(0.7)
 
 
+def test_the_first_waits_of_an_event_with_no_bucket_yet_are_counted():
+    """An event no session has waited on since startup has no row in V$EVENT_HISTOGRAM (the view
+    lists the buckets hit): its first waits, in buckets all new, count from zero at the next read."""
+    documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
+    documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))
+    histogram = documents[0]["results"]["event_histogram"]
+    columns = histogram["columns"]
+    event = columns.index("EVENT")
+    histogram["rows"] = [r for r in histogram["rows"] if r[event] != "log file sync"]
+    newer = {
+        r[columns.index("WAIT_TIME_MICRO")]: r[columns.index("WAIT_COUNT")]
+        for r in documents[1]["results"]["event_histogram"]["rows"]
+        if r[event] == "log file sync"
+    }
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    got = {
+        int(dict(p.tags)["le_us"]): p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "log file sync"
+    }
+    assert newer and got == pytest.approx({bound: count / 10 for bound, count in newer.items()})
+    # A read right at startup, before any wait: no histogram row at all, every bucket counted next.
+    histogram["rows"] = []
+    points = points_between(*[live_read(d)[0] for d in documents]).points
+    got = {
+        int(dict(p.tags)["le_us"]): p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram" and dict(p.tags)["event"] == "log file sync"
+    }
+    assert got == pytest.approx({bound: count / 10 for bound, count in newer.items()})
+
+
 def test_a_restart_rebaselines_the_histogram_new_buckets_included():
     documents = [simulated_document(T0, simulator.Workload(instances=1)), None]
     documents[1] = simulated_document(T0 + 10, simulator.Workload(instances=1))

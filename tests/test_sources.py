@@ -133,3 +133,11 @@ def test_a_run_with_a_database_imports_the_oracle_source(tmp_path):
     loaded = modules_after_collect(cfg)
     assert {"dnfsmon.sources.oracle", "dnfsmon.sources.oracle.parsers", "dnfsmon.simulator"} <= loaded
     assert "dnfsmon.sources.tcp" not in loaded
+
+
+def test_every_oracle_measurement_starts_with_a_database_prefix():
+    """The diagnosis tells a database's points by prefix, without importing the Oracle package."""
+    from dnfsmon.diagnosis import DATABASE_PREFIXES
+    from dnfsmon.sources.oracle import names
+
+    assert [m for m in names.MEASUREMENTS if not m.startswith(DATABASE_PREFIXES)] == []

@@ -476,6 +476,11 @@ def test_histogram_quantile():
     assert rates.histogram_quantile([(1.0, 10.0), (2.0, 80.0), (4.0, 10.0)], 0.95) == 3.0
     assert rates.histogram_quantile([(1.0, 10.0), (2.0, 80.0), (4.0, 10.0)], 0.5) == pytest.approx(1.5)
     assert rates.histogram_quantile([(1.0, 0.0)], 0.95) is None
+    # Two RAC instances' histograms: one bucket per bound, counts added (the whole 1024 µs bucket
+    # [512, 1024) holds the 95th percentile, not its second instance's half).
+    two = [(512.0, 50.0), (1024.0, 50.0), (512.0, 50.0), (1024.0, 50.0)]
+    assert rates.histogram_quantile(two, 0.95) == rates.histogram_quantile([(512.0, 100.0), (1024.0, 100.0)], 0.95)
+    assert rates.histogram_quantile(two, 0.95) == 512 + 512 * 0.9
 
 
 def test_once_names_malformed_input_and_failed_sources(tmp_path, inputs):

@@ -880,9 +880,25 @@ def tune_gc() -> None:
     gc.set_threshold(max(GC_FIRST_THRESHOLD, gc.get_threshold()[0]), second, third)
 
 
+# Options whose value may start with a minus (`--since -2h`, docs/doctor.md).
+TIME_OPTIONS = ("--since", "--until")
+
+
+def joined_times(argv: list[str]) -> list[str]:
+    """`--since -2h` as `--since=-2h`: argparse takes a word that starts with a minus and is not a
+    plain negative number for an option, and would say --since expected one argument."""
+    out: list[str] = []
+    for word in argv:
+        if out and out[-1] in TIME_OPTIONS and word.startswith("-") and word[1:2].isdigit():
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     tune_gc()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = joined_times(list(sys.argv[1:] if argv is None else argv))
     args = build_parser(argv).parse_args(argv)
     setup_logging(log_level(args, "info"))
     cfg: Optional[configuration.Config] = None

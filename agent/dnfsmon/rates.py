@@ -450,9 +450,13 @@ def histogram_quantile(buckets: Iterable[tuple[float, float]], quantile: float) 
     least half of it (GV$EVENT_HISTOGRAM: "less than WAIT_TIME_MILLI, at least
     half of it"), so a bucket covers [bound/2, bound). The result interpolates
     linearly inside the bucket where the cumulative count crosses the quantile,
-    as Prometheus' histogram_quantile does; None without any count.
+    as Prometheus' histogram_quantile does; None without any count. Buckets of the same
+    bound (one per RAC instance) are one bucket: their counts are added before interpolating.
     """
-    ordered = sorted((bound, count) for bound, count in buckets if count > 0)
+    merged: dict[float, float] = {}
+    for bound, count in buckets:
+        merged[bound] = merged.get(bound, 0.0) + count
+    ordered = sorted((bound, count) for bound, count in merged.items() if count > 0)
     total = sum(count for _, count in ordered)
     if not ordered or total <= 0:
         return None

@@ -79,18 +79,31 @@ class Diagnosis:
 def carried_inventory(points: list[Point], samples: Iterable[Sample]) -> tuple[list[Point], Optional[float]]:
     """The inventory to diagnose with when this interval's points have none: the last read's,
     from the target's samples (collect keeps a measurement's samples until it is read again),
-    as the points it published then; and its age in seconds at the interval's end."""
+    as the points it published then, except a database's that could not be read this interval;
+    and its age in seconds at the interval's end."""
     database_samples = [s for s in samples if s.measurement.startswith(DATABASE_PREFIXES)]
     if not database_samples:
         return [], None
-    # Here, not at the top: a run without a database never loads the Oracle package (~35 ms of CPU).
+    # Here, not at the top: a run without a database never loads the Oracle package.
     # The inventory (filers and exports, data file coverage) is read every [oracle]
     # inventory_interval_s, not every sample (sources/oracle/parsers.py, InventoryCadence).
     from ..sources import oracle
 
     if any(p.measurement in oracle.INVENTORY_MEASUREMENTS for p in points):
         return [], None
-    kept = [s for s in database_samples if s.measurement in oracle.INVENTORY_MEASUREMENTS]
+    # A database that could not be read this interval: what its files are opened through now is
+    # unknown, and a fallback judged from the inventory read before the outage would report a state
+    # nobody saw (the outage itself is what the interval shows). Its inventory is not carried.
+    down = {
+        dict(p.tags).get("database")
+        for p in points
+        if p.measurement == oracle.STATUS_MEASUREMENT and p.fields.get("reachable") == 0
+    }
+    kept = [
+        s
+        for s in database_samples
+        if s.measurement in oracle.INVENTORY_MEASUREMENTS and dict(s.key).get("database") not in down
+    ]
     if not kept:
         return [], None
     carried = [Point(s.measurement, s.key, dict(s.gauges), round(s.wall_time * 1e9)) for s in kept]

@@ -303,27 +303,33 @@ NOT_PER_INTERVAL = (
 
 
 def new_event_intervals(result: rates.DiffResult) -> list[rates.Interval]:
-    """The intervals, counted from zero, of wait events that first appear in V$SYSTEM_EVENT since the
-    previous read of their instance (dba-review A6).
+    """The intervals, counted from zero, of wait events that first appear in V$SYSTEM_EVENT or
+    V$EVENT_HISTOGRAM(_MICRO) since the previous read of their instance (dba-review A6).
 
-    V$SYSTEM_EVENT's counts are totals since the instance started (Oracle Database Reference,
-    V$SYSTEM_EVENT), and an event nobody has waited for has no row yet: an event absent from the
-    previous read of the same instance startup and clock (an event of that instance has an interval,
-    so that read had the query's rows) had waited nothing then. Its whole counts are the interval's,
-    as a new histogram bucket's are (deltas_counting_new_from_zero). Without such a read (the first
-    of the instance, a restart) nothing is counted.
+    Both views' counts are totals since the instance started (Oracle Database Reference,
+    V$SYSTEM_EVENT, V$EVENT_HISTOGRAM_MICRO), and an event nobody has waited for has no row yet:
+    an event absent from the previous read of the same instance startup and clock (an event of
+    that instance has an interval, so that read had the query's rows) had waited nothing then.
+    Its whole counts are the interval's, as a new histogram bucket's are
+    (deltas_counting_new_from_zero). An instance's histogram may have had no row at all then
+    (read right at startup): its events' V$SYSTEM_EVENT interval tells the previous read. Without
+    such a read (the first of the instance, a restart) nothing is counted.
     """
-    previous_read: dict[rates.Key, rates.Interval] = {}
+    previous_read: dict[tuple[str, rates.Key], rates.Interval] = {}
     for interval in result.intervals:
-        if interval.current.measurement == EVENT_MEASUREMENT:
-            previous_read[interval.current.key[:-1]] = interval
+        measurement = interval.current.measurement
+        if measurement in (EVENT_MEASUREMENT, HISTOGRAM_MEASUREMENT):
+            previous_read[(measurement, interval.current.key[:-1])] = interval
     found = []
     for skip in result.skips:
         sample = skip.current
         # A key without a previous sample (not an identity change, which is a restart or a new clock).
-        if sample.measurement != EVENT_MEASUREMENT or skip.event or not skip.baseline:
+        if sample.measurement not in (EVENT_MEASUREMENT, HISTOGRAM_MEASUREMENT) or skip.event or not skip.baseline:
             continue
-        sibling = previous_read.get(sample.key[:-1])
+        # The same query's previous read first; a histogram without one, the events' read beside it.
+        sibling = previous_read.get((sample.measurement, sample.key[:-1])) or previous_read.get(
+            (EVENT_MEASUREMENT, sample.key[:-1])
+        )
         if sibling is None or sibling.current.identity != sample.identity:
             continue
         counted = rates.interval_from_zero(sample, sibling.previous.time)
