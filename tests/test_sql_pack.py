@@ -1782,3 +1782,24 @@ def test_the_limits_that_depend_on_the_release(tmp_path):
         assert [f.rule for f in found] == ["variable-type"] * bind, release
         found = sqlplus_rules.start(str(tmp_path), "alias.sql", database=database).findings
         assert [f.rule for f in found] == ["name-length"] * alias, release
+
+
+def test_the_readme_says_how_to_clear_the_settings_files_the_pack_cannot_delete():
+    """DBA review (W4): each session leaves its STORE SET file, and the pack runs no HOST command to
+    delete it (SQL*Plus User's Guide, HOST: a site may disable it with PRODUCT_USER_PROFILE). The
+    README names a command whose pattern matches the file a session writes."""
+    import fnmatch
+    import re
+
+    text = " ".join(read(os.path.join(SQL, "README.md")).split())
+    [pattern] = re.findall(r"`rm ~/dnfsmon-sql/(dnfs_saved_settings_[^`\s]*)`", text)
+    assert fnmatch.fnmatch("dnfs_saved_settings_orcl_1_101_db1.sql", pattern)
+    assert not fnmatch.fnmatch("dnfs_iops.sql", pattern)
+    start = read(os.path.join(SQL, "_dnfs_start.sql"))
+    assert "'DNFS_SAVED_SETTINGS_' || sys_context('USERENV', 'DB_NAME')" in start
+    assert not any(
+        re.match(r"\s*(host|!|\$)", line, re.IGNORECASE)
+        for name in os.listdir(SQL)
+        if name.endswith(".sql")
+        for line in read(os.path.join(SQL, name)).splitlines()
+    )
