@@ -913,23 +913,30 @@ def agent_row() -> list[dict]:
         "Agent",
         [
             panel(
-                "Sources failed and malformed input",
-                "Sources that failed and malformed entries skipped per sample (each is logged with its reason).",
+                "Sources failed per sample",
+                "Sources the agent could not read or parse in each sample (each is logged with its reason).",
                 series("dnfsmon_agent", [("sources_failed", "failed")], HOST, [], aggregate="max"),
-                width=8,
+                width=6,
+            ),
+            panel(
+                "Malformed entries skipped per sample",
+                "Malformed entries the sources skipped in each sample, the rest of the input still read (each is logged "
+                "with its file and line).",
+                series("dnfsmon_agent", [("parse_problems", "malformed")], HOST, [], aggregate="max"),
+                width=6,
             ),
             panel(
                 "Sample time",
                 "Wall time the agent spent reading and computing each sample.",
                 series("dnfsmon_agent", [("sample_seconds", "")], HOST, [], aggregate="max"),
-                width=8,
+                width=6,
             ),
             panel(
                 "Points dropped by the local store (total)",
                 "Points the local store has dropped (oldest first) to stay within store.max_bytes since it was created: a rise means "
                 "InfluxDB was unreachable for too long and that many points are lost. A counter: the panel shows its value, not a sum.",
                 series("dnfsmon_agent", [("store_dropped_points", "")], HOST, [], aggregate="max"),
-                width=8,
+                width=6,
             ),
         ],
         collapsed=True,

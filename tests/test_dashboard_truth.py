@@ -651,23 +651,18 @@ def host_panels() -> list[tuple[str, dict]]:
     ]
 
 
-@pytest.mark.parametrize("moment", ["now", "incident", "db outage", "agent stopped"])
-def test_every_host_panel_shows_the_recorded_inputs(written, moment):
-    """Every panel on the NICs, the filer connections, CPU and memory and host TCP, at every
-    range: each series InfluxDB answers equals the truth of the inputs, bucket by bucket, and a
-    stat panel shows the last of it. Buckets holding points the store dropped while InfluxDB was
-    down (INFLUX_DOWN) are left out: what survived there is the store's choice, not the inputs'."""
-    server, bucket, scenario = written
-    end = moments(scenario)[moment]
-    truth = host_points(scenario)
-    lost = (scenario.end - sc.INFLUX_DOWN[0], scenario.end - sc.INFLUX_DOWN[1] + MINUTE)
+def compare_host_panels(server, bucket, end: int, moment: str, truth, lost, chosen) -> set[tuple[str, str]]:
+    """Each panel of `chosen` at every range, for the recorded host: each series InfluxDB answers
+    equals reference() over the truth points, bucket by bucket (buckets touching `lost` left
+    out), and a stat shows its newest bucket; the panels compared."""
     checked = set()
-    for dashboard, p in host_panels():
+    variables = {**LINKED, "host": sc.HOST}
+    for dashboard, p in chosen:
         for range_name, seconds in RANGES.items():
-            interval, frames = shown(server, bucket, p, end, seconds, {**LINKED, "host": sc.HOST})
+            interval, frames = shown(server, bucket, p, end, seconds, variables)
             start_ms = (end - seconds) * 1000
             for t, fs in zip(p["targets"], frames):
-                query = ge.interpolate(t["query"], start_ms, end * 1000, interval, {**LINKED, "host": sc.HOST})
+                query = ge.interpolate(t["query"], start_ms, end * 1000, interval, variables)
                 expected = reference(truth, query, lost)
                 where = (dashboard, p["title"], moment, range_name, query)
                 got = {tuple(sorted(f.tags.items())): f for f in fs}
@@ -693,7 +688,97 @@ def test_every_host_panel_shows_the_recorded_inputs(written, moment):
                     newest = max(series)
                     assert ge.stat_values(p, fs) == [pytest.approx(series[newest][0], rel=1e-9)], where
             checked.add((dashboard, p["title"]))
+    return checked
+
+
+@pytest.mark.parametrize("moment", ["now", "incident", "db outage", "agent stopped"])
+def test_every_host_panel_shows_the_recorded_inputs(written, moment):
+    """Every panel on the NICs, the filer connections, CPU and memory and host TCP, at every
+    range: each series InfluxDB answers equals the truth of the inputs, bucket by bucket, and a
+    stat panel shows the last of it. Buckets holding points the store dropped while InfluxDB was
+    down (INFLUX_DOWN) are left out: what survived there is the store's choice, not the inputs'."""
+    server, bucket, scenario = written
+    end = moments(scenario)[moment]
+    lost = (scenario.end - sc.INFLUX_DOWN[0], scenario.end - sc.INFLUX_DOWN[1] + MINUTE)
+    checked = compare_host_panels(server, bucket, end, moment, host_points(scenario), lost, host_panels())
     assert len(checked) == len(host_panels()) == 22
+
+
+# --- the agent row: the agent's measures of itself, against the scenario's schedule -------------
+
+AGENT_MEASUREMENT = "dnfsmon_agent"
+
+
+def agent_points(scenario, lost: tuple[int, int]) -> list[tuple[int, dict, dict]]:
+    """(time, tags, fields) of the dnfsmon_agent point of every sample, from the schedule alone:
+
+    - sources_failed: the TCP source while /proc/net/snmp cannot be read (SOURCE_FAILING), the
+      database's while nothing listens where it was (DB_OUTAGE: a source that reads another
+      system says what it could not read: collect._compute_source), none elsewhere;
+    - parse_problems: none (every recorded file is in the kernel's own format);
+    - sample_seconds: 0: the scenario's clock moves only when collect sleeps between samples,
+      so a sample measured on it takes no time (the real duration is not known here);
+    - store_dropped_points: the store's own counter (Store.counts, read by the scenario after
+      each run) of the run the sample belongs to. Where it rose inside a run, which sample saw
+      which count is not known from outside: those samples must lie in `lost` (the points the
+      store dropped while InfluxDB was down), whose buckets are left out."""
+    n, found = scenario.end, []
+    before = 0
+    for (start, count), (_, after) in zip(sc.runs(n), scenario.dropped, strict=True):
+        for t in range(start, start + count * int(sc.SAMPLE_INTERVAL_S), int(sc.SAMPLE_INTERVAL_S)):
+            assert before == after or lost[0] <= t <= lost[1], (t, before, after)
+            failed = sc.inside(sc.SOURCE_FAILING, n, t) + (sc.status_truth(n, t) == 0)
+            fields = {"sources_failed": failed, "parse_problems": 0, "sample_seconds": 0.0}
+            found.append((t, {"host": sc.HOST}, {**fields, "store_dropped_points": after}))
+        before = after
+    assert [t for t, _, _ in found] == scenario.samples
+    return found
+
+
+def agent_panels() -> list[tuple[str, dict]]:
+    return [
+        (name, p)
+        for name in ("dnfsmon-host.json", "dnfsmon-fleet.json")
+        for p in panels(board(name))
+        if all(f'FROM "{AGENT_MEASUREMENT}"' in t["query"] for t in p["targets"])
+        # The recent samples' panels (a count in the last 100 s) have tests of their own above.
+        and not any("count(" in t["query"] for t in p["targets"])
+    ]
+
+
+@pytest.mark.parametrize("moment", ["now", "incident", "db outage", "agent stopped", "source failing"])
+def test_every_agent_panel_shows_the_schedule(written, moment):
+    """The health row's "Sources failed" and the agent row (sources failed, malformed entries,
+    sample time, points dropped by the store) at every range, series by series and bucket by
+    bucket, against what the schedule says the agent must record of itself."""
+    server, bucket, scenario = written
+    end = moments(scenario)[moment]
+    lost = (scenario.end - sc.INFLUX_DOWN[0], scenario.end - sc.INFLUX_DOWN[1] + MINUTE)
+    checked = compare_host_panels(server, bucket, end, moment, agent_points(scenario, lost), lost, agent_panels())
+    assert checked == {
+        ("dnfsmon-host.json", title)
+        for title in (
+            "Sources failed",
+            "Sources failed per sample",
+            "Malformed entries skipped per sample",
+            "Sample time",
+            "Points dropped by the local store (total)",
+        )
+    }
+
+
+def test_the_agent_rows_panels_show_what_their_titles_name():
+    """Each panel of the agent row queries the field its title names, and only that one (the
+    malformed entries had a title and no query)."""
+    host = board("dnfsmon-host.json")
+    (row,) = [p for p in host["panels"] if p["type"] == "row" and p["title"] == "Agent"]
+    fields = {p["title"]: {re.search(r'\("(\w+)"\)', t["query"])[1] for t in p["targets"]} for p in row["panels"]}
+    assert fields == {
+        "Sources failed per sample": {"sources_failed"},
+        "Malformed entries skipped per sample": {"parse_problems"},
+        "Sample time": {"sample_seconds"},
+        "Points dropped by the local store (total)": {"store_dropped_points"},
+    }
 
 
 # --- every panel on the database's measurements, against the simulator's views -----------------
