@@ -415,6 +415,7 @@ from dnfsmon.state import RunLock
 from dnfsmon.store import SHIP_LOCK, Store
 table = {"enabled": True, "url": sys.argv[2], "bucket": sys.argv[3], "max_retries": 0, "batch_size": 7,
          "token_env": "DNFSMON_TEST_NO_TOKEN"}
+print("ready", flush=True)  # imports done: a kill from here on lands in the ship's own work
 try:
     with RunLock(sys.argv[1], SHIP_LOCK):  # as dnfsmon ship holds it
         ship(Store(sys.argv[1], int(sys.argv[4])), parse({"influxdb": table}, None).influxdb)
@@ -429,6 +430,7 @@ from dnfsmon.points import Point
 from dnfsmon.store import Store
 store = Store(sys.argv[1], int(sys.argv[2]))
 start, end = int(sys.argv[3]), int(sys.argv[4])
+print("ready", flush=True)
 for first in range(start, end, 10):
     ids = range(first, min(first + 10, end))
     store.append([Point("acct", (("host", "h"),), {"i": i}, 1_700_000_000_000_000_000 + i) for i in ids])
@@ -496,29 +498,39 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
     children_log = []  # what the processes the test starts log (stderr)
     rng.shuffle(faults)
     kills = 0
+    ships_took = [0.3]  # seconds a whole ship took, from its imports done to its end
     try:
         for fault in faults:
             append(append_some())
             if fault in ("sigkill", "overlap"):
-                child = subprocess.Popen(
-                    [sys.executable, "-c", SHIP_CHILD, directory, server.url, db, str(max_bytes)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-                kill_at = time.monotonic() + rng.uniform(0.05, 0.8)
-                if fault == "overlap" and rng.random() < 0.5:
-                    kill_at += 120  # a hang guard only: this ship runs to its end
-                # A collect appending while the ship runs (overlap): the size bound deletes the
-                # oldest segments, those the ship is reading and sending among them.
-                while child.poll() is None and time.monotonic() < kill_at:
-                    if fault == "overlap":
-                        append(append_some())
-                    time.sleep(rng.uniform(0.0, 0.05))
-                if child.poll() is None:
-                    kills += 1  # killed while running, at a random moment
-                child.kill()
-                children_log.append(child.communicate()[1])
+                to_end = fault == "overlap" and rng.random() < 0.5  # this ship runs to its end
+                # A kill lands at a random moment of the ship's work, after its imports: within
+                # the time a whole ship took here (ships_took), so that it lands on a fast
+                # machine too; a ship that ended first is started again, up to 5 times.
+                for _ in range(5):
+                    child = subprocess.Popen(
+                        [sys.executable, "-c", SHIP_CHILD, directory, server.url, db, str(max_bytes)],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                    child.stdout.readline()  # "ready"
+                    started = time.monotonic()
+                    kill_at = started + (120 if to_end else rng.uniform(0.0, min(ships_took)))
+                    # A collect appending while the ship runs (overlap): the size bound deletes the
+                    # oldest segments, those the ship is reading and sending among them.
+                    while child.poll() is None and time.monotonic() < kill_at:
+                        if fault == "overlap":
+                            append(append_some())
+                        time.sleep(rng.uniform(0.0, 0.01))
+                    landed = child.poll() is None
+                    if not landed:
+                        ships_took.append(time.monotonic() - started)
+                    child.kill()
+                    children_log.append(child.communicate()[1])
+                    if to_end or landed:
+                        kills += landed  # killed while running, at a random moment
+                        break
             elif fault == "killed-append":
                 # A collect killed at a random moment of its appends: the points of every append
                 # that returned are the store's; of the one cut short, those found in the store.
@@ -529,11 +541,18 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
                     stderr=subprocess.PIPE,
                     text=True,
                 )
-                time.sleep(rng.uniform(0.2, 1.0))
+                # Killed after a random number of its 40 appends returned, a random moment into
+                # the next one (or between two): counted in appends, not seconds, so the kill
+                # lands inside the run on a machine of any speed.
+                printed_lines = [child.stdout.readline()]  # "ready"
+                for _ in range(rng.randint(0, count // 10 - 2)):
+                    printed_lines.append(child.stdout.readline())
+                time.sleep(rng.uniform(0.0, 0.01))
                 if child.poll() is None:
                     kills += 1
                 child.kill()
-                printed, logged = child.communicate()
+                rest, logged = child.communicate()
+                printed = "".join(printed_lines[1:]) + rest
                 children_log.append(logged)
                 returned = [int(line) for line in printed.split()]
                 confirmed_end = returned[-1] + 1 if returned else next_id
