@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
 from ... import oracle_facts, rates
@@ -238,11 +238,16 @@ def _servers(context: Context) -> list[Sample]:
     return found
 
 
+def _numbers(row: dict, columns: Sequence[str]) -> dict[str, int]:
+    """The row's columns that hold a number (a NULL, or a column the release lacks, is left out)."""
+    return {c: v for c, v in ((c, _number(row.get(c))) for c in columns) if v is not None}
+
+
 def _events(context: Context) -> list[Sample]:
     """I/O, commit and temp wait events (instance-wide: V$SYSTEM_EVENT read from the root covers every container)."""
     found = []
     for t, row, tags, identity, started in context.located("system_event"):
-        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in EVENT_COUNTERS) if v is not None}
+        counters = _numbers(row, EVENT_COUNTERS)
         key = (*tags, ("event", str(row["EVENT"])))
         found.append(Sample(EVENT_MEASUREMENT, key, t, t, counters, {}, identity, started))
     return found
@@ -252,7 +257,7 @@ def _functions(context: Context) -> list[Sample]:
     """Disk I/O per database function (GV$IOSTAT_FUNCTION): who does the I/O, dNFS or not."""
     found = []
     for t, row, tags, identity, started in context.located("iostat_function"):
-        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FUNCTION_COUNTERS) if v is not None}
+        counters = _numbers(row, FUNCTION_COUNTERS)
         key = (*tags, *_pdb_tags(row), ("function", str(row["FUNCTION_NAME"])))
         found.append(Sample(FUNCTION_MEASUREMENT, key, t, t, counters, {}, identity, started))
     return found
@@ -262,7 +267,7 @@ def _filer_files(context: Context) -> list[Sample]:
     """Each dNFS file's V$IOSTAT_FILE counters, keyed by its filer (inventory cadence)."""
     found = []
     for t, row, tags, identity, started in context.located("filer_files"):
-        counters = {c: v for c, v in ((c, _number(row.get(c))) for c in FILE_COUNTERS) if v is not None}
+        counters = _numbers(row, FILE_COUNTERS)
         key = (
             *tags,
             ("server", str(row["SVRNAME"])),
