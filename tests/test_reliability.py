@@ -1279,6 +1279,31 @@ def test_r2_l1_the_docs_list_every_file_the_agent_keeps():
     assert missing == []
 
 
+BACKOFF_READER = """
+import resource, sys
+from dnfsmon.oracle_db import LogonBackoff, load_backoff
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: a read of the whole file cannot fit
+print(load_backoff(sys.argv[1], "t") == LogonBackoff())
+"""
+
+
+def test_r2_l1_the_logon_back_off_file_is_read_with_a_bound_and_never_crashes_a_run(tmp_path):
+    """`collect` and `check` read the Oracle logon back-off from the state directory through
+    files.py but read it whole: a file far bigger than the agent writes was read into memory
+    (MemoryError: exit 1 every run), and nesting too deep to parse was a RecursionError
+    (exit 1). Now: a bound (BACKOFF_MAX_BYTES) checked by size before reading, and either is
+    read as no refusal (the next save replaces the file)."""
+    from dnfsmon.oracle_db import LogonBackoff, backoff_file_id, load_backoff
+
+    path = StateFile(str(tmp_path), backoff_file_id("t")).path
+    with open(path, "w") as f:
+        f.write("[" * 100_000 + "]" * 100_000)
+    assert load_backoff(str(tmp_path), "t") == LogonBackoff()
+    os.truncate(path, 2 << 30)  # 2 GiB, sparse: no disk used
+    result = subprocess.run([sys.executable, "-c", BACKOFF_READER, str(tmp_path)], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (0, "True\n"), result.stderr[-2000:]
+
+
 # --- user review M12: the log of a failure ------------------------------------------------------
 
 
