@@ -1263,6 +1263,28 @@ def test_r2_l1_no_file_of_the_agent_is_opened_outside_files_py():
     assert {(module, scope) for module, scope, _ in found} == set(OPENS_ALLOWED), "a listed open is gone: unlist it"
 
 
+def test_r2_l1_every_read_of_the_agent_files_is_bounded():
+    """A file opened through files.py for reading is read through read_in_directory (a bound,
+    checked by size first) or open_for_reading (segments and the quarantine, line by line),
+    never by an fd of open_in_directory opened for reading and read whole: the Oracle logon
+    hold was (a 2 GiB file there was a MemoryError every run)."""
+    import ast
+    import pathlib
+
+    unbounded = []
+    for path in sorted(pathlib.Path(AGENT).rglob("*.py")):
+        if path.name == "files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == (
+                "open_in_directory"
+            ):
+                flags = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+                if "O_WRONLY" not in flags and "O_RDWR" not in flags:
+                    unbounded.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert unbounded == [], "read through files.read_in_directory (bounded) or files.open_for_reading"
+
+
 def test_r2_l1_the_docs_list_every_file_the_agent_keeps():
     from dnfsmon import state, store
 
