@@ -203,6 +203,8 @@ def test_m9_quarantine_is_bounded(tmp_path):
     sizes = [os.path.getsize(tmp_path / name) for name in ("quarantine.jsonl", "quarantine.jsonl.1")]
     assert all(size <= store.quarantine_max_bytes for size in sizes)
     assert store.quarantined()[-1][0] == points(1, start=2999)[0]  # the newest are kept
+    # The counter counts every point set aside, those the rotation deleted too (the accounting test).
+    assert store.counts().quarantined_points == 3000 > len(store.quarantined())
 
 
 # --- 2. The store never loses silently ------------------------------------------------------
