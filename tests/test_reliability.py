@@ -1113,6 +1113,26 @@ def test_r2_l2_a_hostile_capture_is_one_line_and_exit_2(tmp_path, capsys, hostil
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and str(new / "capture.json") in err
 
 
+def test_r2_l2_an_integer_beyond_64_bits_is_never_written_as_line_protocol(tmp_path, capsys, caplog):
+    """Line protocol's integers are signed 64-bit (InfluxDB docs, "Line protocol", Integer: "Signed
+    64-bit integers"); InfluxDB refuses the line of a larger one. A capture whose mtu holds 400 digits
+    (the review's mutations put such numbers into mtu_bytes and tcp_slot_table_entries) was printed
+    by `diff --format lp` as is, exit 0. Now the point is left out with one line, exit 3 (a
+    source's input it cannot use), the rest printed; `collect` quarantines it when appended (counted)."""
+    old, new = _hostile_pair(tmp_path)
+    (new / "sys" / "class" / "net" / "eth0" / "mtu").write_text("9" * 400 + "\n")
+    code = _diff_exit(old, new, "--format", "lp")
+    out, err = capsys.readouterr()
+    assert code == 3 and "Traceback" not in err
+    assert not re.search(r"=-?\d{20,}i", out) and "dnfsmon_nic," in out  # the other points printed
+    (line,) = [line for line in err.splitlines() if "64-bit" in line]
+    assert "dnfsmon_nic" in line and "1329 bits" in line
+    store = Store(str(tmp_path / "store"), 10**6)
+    store.append([Point("m", (("host", "h"),), {"big": 2**63}, 1), Point("m", (("host", "h"),), {"ok": 2**63 - 1}, 2)])
+    assert [from_line(line.decode()).fields for _, line in store.unshipped()] == [{"ok": 2**63 - 1}]
+    assert store.counts().quarantined_points == 1
+
+
 def _nfs_capture_of(directory, mounts):
     """The bundled NFS case's pair with its one mount repeated as `mounts` mounts (3 KiB each)."""
     source = os.path.join(os.path.dirname(__file__), "cases", "diff", "nfs")
