@@ -4,6 +4,7 @@ edge cases, and every failure kind (with the host sources still producing points
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import pathlib
 import re
@@ -170,8 +171,8 @@ class FakeConnection:
 
     def statements(self):
         """Every statement the agent may send: each scope's combined statements and single queries."""
-        for scope in oracle.SCOPES:
-            queries = oracle.build_queries(self.discovered, scope)
+        for scope, mounted in itertools.product(oracle.SCOPES, (False, True)):
+            queries = oracle.build_queries(self.discovered, scope, mounted)
             yield from oracle.read_groups(queries, inventory=True)
             yield from (oracle.combine(q.name, [q]) for q in queries)
 
@@ -1644,6 +1645,13 @@ def test_a_mounted_standby_is_read_through_sysdg_with_the_columns_of_its_release
     document["results"]["database"]["rows"] = [
         [*row[:3], "PHYSICAL STANDBY", "MOUNTED", *row[5:]] for row in document["results"]["database"]["rows"]
     ]
+    # The view's own rows, one per process and channel: what a mounted database is asked for.
+    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
+    modelled = simulator._rows(simulator.Model(simulator.Workload()), "dnfs_channels", T0, simulator.Memory(), [1])
+    document["results"]["dnfs_channels"] = {
+        "columns": [*view_columns, "DB_TIME", "CLOCK_INSTANCE"],
+        "rows": [[*(row[c] for c in view_columns), T0, 1] for row in modelled],
+    }
     connection = FakeConnection(document, facts_available("19c"))
     connection.mounted = True
     connection.container = ("YES", "CDB$ROOT", 3)
@@ -1667,6 +1675,9 @@ def test_a_mounted_standby_is_read_through_sysdg_with_the_columns_of_its_release
     assert oracle_db.MOUNTED_NOTE in status.gauges["warning"] and "not checked in MOUNT" in status.gauges["warning"]
     io = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
     assert io and all(dict(s.key)["role"] == "PHYSICAL STANDBY" for s in io) and not problems
+    # No sort in MOUNT (ORA-01220): the channels are read as the view's plain rows.
+    assert database.mounted and not any(" over (" in sql.lower() for sql in connection.executed)
+    assert any(s.measurement == "dnfsmon_dnfs_channel" for s in found)
     # Without the privilege, a mounted database's ORA-01219 at discovery is what it was: the database
     # layer is not read, and the status says why and what to set.
     assert 'privilege = "sysdg"' in oracle_db.describe(
@@ -1967,6 +1978,25 @@ def test_the_channels_statement_sums_per_path_and_per_process_as_the_per_channel
     assert len(rows) == len(processes) + len(paths) and len(run_channels_statement(query, view_rows, view_columns)) == 5
 
 
+def test_the_channels_statement_of_a_release_without_sends_has_null_process_sends():
+    """The process's SENDS comes from the discovered columns like every other count: a view without
+    SENDS gives NULL sends per process (no new-process check) and the other sums, as group_channels
+    gives for a recording without it, rather than a statement that fails with ORA-00904."""
+    from dnfsmon.sources.oracle.rows import group_channels
+
+    available = facts_available("19c")
+    available["GV$DNFS_CHANNELS"] = available["GV$DNFS_CHANNELS"] - {"SENDS"}
+    query = next(q for q in oracle.build_queries(available, "cluster") if q.name == "dnfs_channels")
+    assert "SENDS" not in query.columns and "sum(sends)" not in query.sql.lower()
+    view_columns = [c for c in VIEW_COLUMNS if c != "SENDS"]
+    view_rows = [tuple(v for c, v in zip(VIEW_COLUMNS, row) if c != "SENDS") for row in VIEW_ROWS]
+    processes, paths = process_and_path_entries(query.columns, run_channels_statement(query, view_rows, view_columns))
+    assert processes == {(1, 20): (None, 3), (1, 21): (None, 1), (2, 20): (None, 1), (1, 22): (None, 1)}
+    assert paths[(1, "filer1", "10.0.0.2", None)][:2] == (13, 2) and len(paths) == 4
+    columns, rows = group_channels([*view_columns, "DB_TIME", "CLOCK_INSTANCE"], [[*r, 1, 2] for r in view_rows])
+    assert tuple(columns) == query.columns and process_and_path_entries(columns, rows) == (processes, paths)
+
+
 @pytest.mark.parametrize("scope", ["cluster", "instance"])
 def test_the_channels_statement_reads_the_view_once(scope):
     """V$DNFS_CHANNELS counts "since the last select" (Reference, V$DNFS_CHANNELS): a second read in
@@ -1975,21 +2005,60 @@ def test_the_channels_statement_reads_the_view_once(scope):
     sql = channels_query(scope=scope).sql.lower()
     assert sql.count("dnfs_channels") == 1
     assert "grouping" not in sql and "with " not in sql and "union" not in sql
+    # No OR for OR-expansion to turn into UNION ALL branches that each read the view again, and the
+    # outer block's NO_EXPAND hint forbids the expansion (SQL Language Reference, "Hints", NO_EXPAND).
+    assert sql.startswith("select /*+ no_expand */ ") and " or " not in sql
+    assert sql.endswith(" where least(c.process_row, c.path_row) = 1")
+
+
+def two_simulated_reads_and_the_view_s_rows():
+    """Two simulated reads 10 s apart (2 instances x 6 processes) and the simulated view's
+    per-channel rows over the second interval, PNUM 22 new in it: (documents, view columns, rows)."""
+    workload = simulator.Workload(instances=2, processes=6)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    since = simulator.Memory()
+    since.last_channel_select.update({1: T0, 2: T0})
+    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
+    modelled = simulator._rows(simulator.Model(workload), "dnfs_channels", T0 + 10, since, [1, 2])
+    return documents, view_columns, [tuple(row[c] for c in view_columns) for row in modelled]
+
+
+def test_a_mounted_database_s_channels_statement_has_no_sort_and_publishes_what_the_open_one_does():
+    """Before the database is open only in-memory sorts are supported: a sort that spills fails with
+    ORA-01220 (Database Error Messages). A mounted database (a standby read AS SYSDG) is sent the
+    view's plain rows, no analytic function and no ORDER BY, and the parser sums them
+    (rows.group_channels) into the points the open database's statement gives for the same rows."""
+    for scope in oracle.SCOPES:
+        mounted = next(
+            q for q in oracle.build_queries(facts_available("19c"), scope, mounted=True) if q.name == "dnfs_channels"
+        )
+        sql = mounted.sql.lower()
+        assert sql.count("dnfs_channels") == 1
+        assert not any(word in sql for word in ("over (", "over(", "order by", "row_number", "sum(", "count(", "group"))
+    documents, view_columns, view_rows = two_simulated_reads_and_the_view_s_rows()
+    published = []
+    mounted = next(
+        q for q in oracle.build_queries(facts_available("19c"), "cluster", True) if q.name == "dnfs_channels"
+    )
+    for query in (channels_query(), mounted):
+        document = json.loads(json.dumps(documents[1]))
+        document["results"]["dnfs_channels"] = {
+            "columns": list(query.columns),
+            "rows": [[*row[:-2], T0 + 10, 1] for row in run_channels_statement(query, view_rows, view_columns)],
+            "agent_clock": T0 + 10,
+        }
+        outcome = points_between(oracle_db.to_raw(documents[0], T0), oracle_db.to_raw(document, T0 + 10))
+        published.append(sorted((p.measurement, p.tags, p.fields) for p in outcome.points))
+    assert any(entry[0] == "dnfsmon_dnfs_channel" for entry in published[0])
+    assert published[0] == published[1]
 
 
 def test_a_recording_of_per_channel_rows_publishes_what_the_statement_s_rows_publish():
     """A capture made before the statement summed the channels (a row per process and channel) gives
     the same channel points and the same new-process check as the statement's rows of the same
     channels (SQLite running the statement)."""
-    workload = simulator.Workload(instances=2, processes=6)
-    memory = simulator.Memory()
-    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
-    # The simulated view's per-channel rows over the second interval, PNUM 22 new in it.
-    since = simulator.Memory()
-    since.last_channel_select.update({1: T0, 2: T0})
-    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
-    modelled = simulator._rows(simulator.Model(workload), "dnfs_channels", T0 + 10, since, [1, 2])
-    view_rows = [tuple(row[c] for c in view_columns) for row in modelled]
+    documents, view_columns, view_rows = two_simulated_reads_and_the_view_s_rows()
     stats = documents[0]["results"]["dnfs_stats"]
     stats["rows"] = [r for r in stats["rows"] if r[stats["columns"].index("PNUM")] != 22]
     query = channels_query()

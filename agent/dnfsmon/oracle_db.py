@@ -333,6 +333,8 @@ class Database:
         self.connection: Any = None  # an oracledb.Connection once connected
         self.available: dict[str, set[str]] = {}
         self.missing: dict[str, str] = {}
+        # The database is mounted, not open (discover): the queries avoid sorts (build_queries).
+        self.mounted = False
         # Views read another way than the scope's own (missing_views): they work; what to grant.
         self.notes: dict[str, str] = {}
         # Why the database is not asked again in this run (a step hung, a logon was refused,
@@ -428,14 +430,18 @@ class Database:
             if error_code(error) != "ORA-01219" or self.settings.privilege != "sysdg":
                 raise
             self.available = self.columns_in_mount()
-            self.missing, self.notes = {}, {"mount": MOUNTED_NOTE}
+            self.missing, self.notes, self.mounted = {}, {"mount": MOUNTED_NOTE}, True
             return
         found: dict[str, set[str]] = {}
         for table, column in rows:
             view = table.replace("_$", "$", 1)
             found.setdefault(view, set()).add(column.upper())
-        self.available = found
+        self.available, self.mounted = found, False
         self.missing, self.notes = missing_views(found, self.settings.scope, self.grantee() or "<user>")
+
+    def queries(self) -> list[Query]:
+        """The statements this database is read with (build_queries)."""
+        return build_queries(self.available, self.settings.scope, self.mounted)
 
     def columns_in_mount(self) -> dict[str, set[str]]:
         """The columns of the views read, from the release's facts: a mounted database has no data
@@ -470,7 +476,7 @@ class Database:
         self.container = container_problem(cdb, con_name, max_con_id, user)
         if self.container or cdb != "YES":
             return
-        views = sorted({v for q in build_queries(self.available, self.settings.scope) for v in q.views})
+        views = sorted({v for q in self.queries() for v in q.views})
         try:
             rows = within(self.deadline_s(), "container", lambda: self._rows(container_data_sql(views)))
         except Exception as error:
@@ -510,7 +516,7 @@ class Database:
         The driver's call_timeout normally ends a slow round trip first; the
         deadline is the backstop for a server that trickles its answer.
         """
-        queries = build_queries(self.available, self.settings.scope)
+        queries = self.queries()
         round_trips = 2 + len(queries)  # the two statements, and one per query if one fails (below)
         deadline = self.settings.call_timeout_s * round_trips + DEADLINE_GRACE_S
         return within(deadline, "read", lambda: self.read(inventory))
@@ -527,7 +533,7 @@ class Database:
         errors: dict[str, str] = dict(self.missing)
         if self.container:
             errors["container"] = self.container
-        for combined in read_groups(build_queries(self.available, self.settings.scope), inventory):
+        for combined in read_groups(self.queries(), inventory):
             if self.budget_s < MIN_STEP_S:
                 errors[combined.name] = "not read: earlier statements timed out and used this run's time budget"
                 continue

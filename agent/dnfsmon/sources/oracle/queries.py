@@ -53,7 +53,7 @@ def _pick(available: set[str], wanted: Sequence[str]) -> list[str]:
     return [c for c in wanted if c in available]
 
 
-def build_queries(available: Mapping[str, set[str]], scope: str = "instance") -> list[Query]:
+def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mounted: bool = False) -> list[Query]:
     """SQL for the columns the database has ({"GV$DNFS_STATS": {"INST_ID", ...}, ...}).
 
     A view missing from `available` (not granted, or absent in the release)
@@ -68,6 +68,13 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
     scopes. Where only the GV$ view is granted (a user set up before V$ was
     granted), the GV$ view filtered on the instance is read instead, as
     before, until setup is run again (Database.discover says so).
+
+    `mounted`: the database is mounted, not open (a standby read AS SYSDG). The channels are then
+    read as the view's plain rows, one per process and channel, with no sort: before the database
+    is open only in-memory sorts are supported, and a sort that spills fails with ORA-01220
+    (Database Error Messages, ORA-01220), so the analytic functions of the open database's
+    statement could fail on a large instance. The parser sums those rows as the statement would
+    (rows.group_channels).
     """
     local = scope == "instance"
     queries = []
@@ -146,7 +153,11 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance") ->
             *CLOCK_COLUMNS,
         )
         queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS", "GV$PROCESS"), local))
-    if has("GV$DNFS_CHANNELS"):
+    if has("GV$DNFS_CHANNELS") and mounted:
+        channel = has("GV$DNFS_CHANNELS")
+        columns = ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL", *CHANNEL_COUNTS])]
+        queries.append(simple("dnfs_channels", "GV$DNFS_CHANNELS", columns))
+    elif has("GV$DNFS_CHANNELS"):
         queries.append(_channels_query(has("GV$DNFS_CHANNELS"), source, views, local))
     if has("GV$DNFS_SERVERS"):
         version = _pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"])
@@ -237,10 +248,12 @@ def _channels_query(channel: set[str], source: Callable, views: Callable, local:
     set); the outer query keeps the first row of each process and of each path (ROW_NUMBER), and
     blanks the other grouping's columns on it (CASE), so some 32 000 channel rows at 4 instances x
     2 000 processes come back as about 8 000. GROUP BY GROUPING SETS would say the same more
-    briefly, but the optimizer may compute grouping sets through a temporary table or as a UNION
-    ALL of GROUP BYs (SQL Language Reference, GROUP BY clause: GROUPING SETS), and the second reads
-    the view again; analytic functions over one query block do not. They also write nothing but
-    their sorts (in the PGA, or temp as any sort), which a read-only standby allows. An analytic
+    briefly, but grouping sets are "equivalent to a UNION ALL of differently grouped rows" (Data
+    Warehousing Guide, "SQL for Aggregation in Data Warehouses"), which the optimizer may compute
+    through a temporary table or as such a UNION ALL, whose second branch reads the view again;
+    analytic functions over one query block do not. They also write nothing but their sorts (in the
+    PGA, or temp as any sort), which a read-only standby allows; a mounted one supports in-memory
+    sorts only (build_queries sends it no sort). An analytic
     SUM ignores NULLs and is NULL when every value is (SQL Language Reference, "Aggregate
     Functions"); NULLs in PARTITION BY fall in one partition, as in GROUP BY. Release 11.2 has all
     of it (analytic functions since 8i).
@@ -250,10 +263,13 @@ def _channels_query(channel: set[str], source: Callable, views: Callable, local:
     path = ", ".join(c.lower() for c in ["INST_ID", "SVRNAME", "PATH", *local_column])
     read = source("GV$DNFS_CHANNELS", ["PNUM", "SVRNAME", "PATH", *local_column, *counts])
     sums = "".join(f", SUM({c.lower()}) OVER (PARTITION BY {path}) AS path_{c.lower()}" for c in counts)
+    # A process's sends, from the columns discovered like every other count: NULL where the view
+    # has no SENDS (no new-process check then, as group_channels does for a recording without it).
+    sends = "SUM(sends) OVER (PARTITION BY inst_id, pnum)" if "SENDS" in counts else "NULL"
     inner = (
         "SELECT inst_id, pnum, svrname, path"
         + "".join(", " + c.lower() for c in local_column)
-        + ", SUM(sends) OVER (PARTITION BY inst_id, pnum) AS process_sends"
+        + f", {sends} AS process_sends"
         ", COUNT(*) OVER (PARTITION BY inst_id, pnum) AS process_channels"
         f"{sums}, COUNT(*) OVER (PARTITION BY {path}) AS path_channels"
         ", ROW_NUMBER() OVER (PARTITION BY inst_id, pnum ORDER BY svrname, path) AS process_row"
@@ -276,7 +292,13 @@ def _channels_query(channel: set[str], source: Callable, views: Callable, local:
         *(on_path_row("path_" + c.lower(), c.lower()) for c in counts),
         on_path_row("path_channels", PATH_COUNT_COLUMN.lower()),
     ]
-    sql = f"SELECT {', '.join(selected)}, {DB_TIME} FROM ({inner}) c WHERE c.process_row = 1 OR c.path_row = 1"
+    # One condition, not "process_row = 1 OR path_row = 1": the optimizer may expand an OR into
+    # UNION ALL branches, each reading the view again; NO_EXPAND forbids that expansion (SQL
+    # Language Reference, "Hints", NO_EXPAND), and LEAST leaves it no OR to expand in any case.
+    sql = (
+        f"SELECT /*+ NO_EXPAND */ {', '.join(selected)}, {DB_TIME} "
+        f"FROM ({inner}) c WHERE LEAST(c.process_row, c.path_row) = 1"
+    )
     columns = (
         "INST_ID",
         *PROCESS_CHANNEL_COLUMNS,
