@@ -13,11 +13,12 @@ import types
 
 import pytest
 import sqlglot
-from sqlglot import exp
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from sqlglot import exp
 
+import sqlcheck
 from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
@@ -27,7 +28,6 @@ from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
 from dnfsmon.state import StateFile
 from runner import DNFSMON
-import sqlcheck
 from sqlcheck import violations
 
 
@@ -1932,9 +1932,10 @@ def test_a_freshly_set_up_user_can_run_check_and_a_sample(release, scope):
     setup grants on that release, or need no grant: ALL_ views show what the user may already access
     (Oracle Database Reference, "About Static Data Dictionary Views": ALL_ views, granted to PUBLIC),
     and SYS_CONTEXT('USERENV', ...) is a built-in function. The setup grants directly to the user,
-    never through a role: roles are not enabled in a definer's-rights unit (PL/SQL Language
-    Reference, "Privileges of Definer's-Rights and Invoker's-Rights Units"), so a grant through a
-    role would work at the prompt and fail in a stored wrapper a site may put around the queries."""
+    never through a role: "Within a definer's rights subprogram, all roles are disabled"
+    (Object-Relational Developer's Guide 23, "Roles with Invoker's Rights Subprograms"; Security
+    Guide 19c, "How Procedure Privileges Affect Definer's Rights"), so a grant through a role would
+    work at the prompt and fail in a stored wrapper a site may put around the queries."""
     cdb = oracle_facts.release_tuple(release) >= (12, 1)
     document = simulated_document(T0)
     discovered = facts_available(release)

@@ -112,7 +112,7 @@ RULE_EXAMPLES = {
     "script-suffix": "@@bad\n",
     "script-not-found": "@@nowhere.sql\n",
     "login-settings": "set sqlcase upper\nselect 'x' from dual;\n",
-    "substitution-rescan": "set define off\ndefine x = \"&y\"\nset define on\nprompt &x\n",
+    "substitution-rescan": 'set define off\ndefine x = "&y"\nset define on\nprompt &x\n',
 }
 
 
@@ -1309,7 +1309,11 @@ def test_dnfs_latency_ends_with_the_whole_runs_average_per_instance_and_a_rac_to
     assert sorted({r["dnfs_sample_time"] for r in interval}) == ["12:00:25", "total"]
     one = [r for r in events(docs[2]) if r[0] == 1], [r for r in events(docs[1]) if r[0] == 1]
     single = run_core(
-        "dnfs_latency_print.sql", LATENCY_PRINT, {"cur": (names, one[0]), "prev": (names, one[1])}, binds, INTERVAL_DEFINES
+        "dnfs_latency_print.sql",
+        LATENCY_PRINT,
+        {"cur": (names, one[0]), "prev": (names, one[1])},
+        binds,
+        INTERVAL_DEFINES,
     )
     assert {r["dnfs_sample_time"] for r in single} == {"12:00:25"}
 
@@ -1327,7 +1331,7 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
     assert ":dnfs_cur_t > :dnfs_first_t" in whole[0]
     assert len(sent) == steps(result, "dnfs_latency_step.sql") + 1
     last_snapshot = max(i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_latency_snapshot.sql")
-    assert [i for i, (_, _, s) in enumerate(result.statements) if "xmltype(:dnfs_ev_first)" in s][0] > last_snapshot
+    assert next(i for i, (_, _, s) in enumerate(result.statements) if "xmltype(:dnfs_ev_first)" in s) > last_snapshot
     assert steps(result, "dnfs_latency_step.sql") == (3 if runs else 0)
 
 
