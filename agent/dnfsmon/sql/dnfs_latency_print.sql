@@ -10,7 +10,7 @@
 --              are the sum of its intervals' waits, and its seconds too).
 --              Arithmetic only: no view is read here. One query for both, so
 --              the interval lines and the run lines cannot differ in formula.
--- Usage:       define _dnfs_from = dnfs_ev_prev      (or dnfs_ev_first)
+-- Called as:   define _dnfs_from = dnfs_ev_prev      (or dnfs_ev_first)
 --              define _dnfs_from_t = dnfs_prev_t     (or dnfs_first_t)
 --              define _dnfs_label = ":dnfs_cur_clock" (or "'run'")
 --              @@dnfs_latency_print.sql
