@@ -342,11 +342,19 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison], quick: 
             )
             comparisons.append(load)
             rss_ours: list[float] = []
+            later = whole.LaterReading(new, whole.baseline_clock(baseline))
+            # Checked once: the measured run makes the sample's points (no mount re-baselined).
+            whole.copy_tree(baseline, state_dir)
+            later.ready()
+            checked = subprocess.run(whole.dnfsmon(configs["new"], "collect"), capture_output=True, text=True)
+            if checked.returncode not in (0, 3) or "baselined" in checked.stderr:
+                raise SystemExit(f"the 1000-mount sample after its baseline made no points: {checked.stderr}")
 
             def sample_at_1000(
                 baseline: str = baseline, state_dir: str = state_dir, config: str = configs["new"]
             ) -> float:
                 whole.copy_tree(baseline, state_dir)
+                later.ready()  # noqa: B023 (run before the loop moves on)
                 cpu, peak = whole.process_cost(whole.dnfsmon(config, "collect"))
                 rss_ours.append(peak)  # noqa: B023 (run before the loop moves on)
                 return cpu
@@ -450,6 +458,17 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison], quick: 
         "The cron run samples 1 s apart instead of the README's 9.5 s: sleeping costs no CPU, and the bench "
         "would otherwise spend a minute a run waiting."
     )
+
+    # (g) What the imports cost: `import dnfsmon.cli` (every command pays it), and each command's own
+    # imports on top (the modules its cmd_ function imports, read from cli.py: bench/whole.py).
+    def python_floor() -> float:
+        return whole.process_cost([sys.executable, "-c", "pass"])[0]
+
+    for command, modules in [("every command", []), *sorted(whole.command_imports().items())]:
+        label = "`import dnfsmon.cli`" if not modules else f"`dnfsmon {command}`'s imports ({', '.join(modules)})"
+        imports = Comparison(f"{label}, CPU", "`python -c pass`", "", None)
+        imports.run(pairs, lambda m=modules: whole.process_cost(whole.import_argv(m))[0], python_floor)
+        comparisons.append(imports)
     return notes
 
 

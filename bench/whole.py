@@ -9,6 +9,7 @@ their verdict is on dnfsmon's median.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -222,3 +223,81 @@ def state_file(state_dir: str) -> str:
 def copy_tree(source: str, target: str) -> None:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
+
+
+def command_imports() -> dict[str, list[str]]:
+    """The modules each command of dnfsmon.cli imports beyond `import dnfsmon.cli` (every command's
+    floor): the relative imports inside each cmd_* function (and ship_stored, which `dnfsmon ship`
+    and a shipping collect run), read from cli.py itself so the list cannot drift from the code."""
+    package = os.path.join(ROOT, "agent", "dnfsmon")
+    with open(os.path.join(package, "cli.py")) as f:
+        tree = ast.parse(f.read())
+    commands: dict[str, list[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if node.name == "ship_stored":
+            command = "ship"
+        elif node.name.startswith("cmd_"):
+            command = node.name[len("cmd_") :].replace("_", "-")
+        else:
+            continue
+        modules: set[str] = set()
+        for inner in ast.walk(node):
+            if not (isinstance(inner, ast.ImportFrom) and inner.level == 1):
+                continue
+            parent = ["dnfsmon", *(inner.module.split(".") if inner.module else [])]
+            for alias in inner.names:  # a submodule (from .diagnosis import timeline), else a name of parent
+                submodule = os.path.join(package, *parent[1:], alias.name)
+                is_module = os.path.exists(submodule + ".py") or os.path.isdir(submodule)
+                modules.add(".".join([*parent, alias.name] if is_module else parent))
+        if modules:
+            commands[command] = sorted(modules)
+    return commands
+
+
+def import_argv(modules: list[str]) -> list[str]:
+    """A Python process that imports dnfsmon.cli and `modules`, and nothing else."""
+    return [sys.executable, "-c", "; ".join(f"import {m}" for m in ["dnfsmon.cli", *modules])]
+
+
+class LaterReading:
+    """A reading of DIR/capture/proc (bench/inputs.py) made INTERVAL_S after a baseline, in the mounts' own clock.
+
+    A live `collect` takes its clock from the host (CLOCK_BOOTTIME) and a mount's start is that
+    clock less its `age:`. The bench runs the reading minutes after its baseline while the
+    files' ages moved inputs.INTERVAL_S, so every mount's start would move and the sample
+    re-baseline every key instead of making its points (rates.STARTED_TOLERANCE_S). Before each
+    run, `ready()` writes the reading again with every age moved by the host time that passed
+    beyond the interval: the baseline's files and this reading are then INTERVAL_S apart in
+    the files' own clock, whenever the run comes."""
+
+    def __init__(self, directory: str, baseline_clock: float):
+        self.path = os.path.join(directory, "capture", "proc", "self", "mountstats")
+        with open(self.path) as f:
+            self.text = f.read()
+        self.baseline_clock = baseline_clock
+
+    def ready(self) -> None:
+        late = time.clock_gettime(time.CLOCK_BOOTTIME) - self.baseline_clock - inputs.INTERVAL_S
+        with open(self.path, "w") as f:
+            f.write(ages_moved(self.text, round(late)))
+
+
+def baseline_clock(state_dir: str) -> float:
+    """The host clock of the reading a baseline `collect` saved (its samples' time)."""
+    from dnfsmon.state import StateFile
+
+    samples = StateFile(state_dir, f"host:{HOST}").load()
+    return next(iter(samples.values())).time
+
+
+def ages_moved(text: str, step: int) -> str:
+    """mountstats text with every mount's `age:` moved by `step` seconds."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith("age:"):
+            indent = line[: len(line) - len(stripped)]
+            lines[number] = f"{indent}age:\t{int(stripped.split()[1]) + step}"
+    return "\n".join(lines)

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -25,6 +24,7 @@ from dnfsmon import catalogue, config, simulator
 from dnfsmon import prometheus as naming
 from dnfsmon.store import Store
 from influxdb_server import Stoppable, free_port
+from runner import run_dnfsmon
 
 
 class Process(Stoppable):
@@ -271,11 +271,7 @@ def differences(found: dict, expected: dict, rel: float = 1e-12) -> str:
 
 
 def collect(config_path: str, count: int, interval_s: float) -> None:
-    command = [sys.executable, "-m", "dnfsmon", "--config", config_path, "collect"]
-    result = subprocess.run(
-        [*command, "--count", str(count), "--interval", str(interval_s)], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    run_dnfsmon("--config", config_path, "collect", "--count", count, "--interval", interval_s, check_rc=0)
 
 
 def last_sample(store_dir: str):

@@ -8,12 +8,10 @@ Prometheus remote write into Thanos Receive, is tests/test_fleet_thanos.py.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import metric_servers
+from runner import run_dnfsmon
 
 pytestmark = pytest.mark.prometheus
 
@@ -35,13 +33,7 @@ def test_ship_into_victoria_metrics_answers_the_same_promql_as_the_textfile_path
         # The same store, now shipped: VictoriaMetrics takes line protocol on InfluxDB's v2 write API.
         shipping = {"enabled": True, "url": server.url, "bucket": "dnfsmon", "naming": "prometheus"}
         config_path = metric_servers.write_config(tmp_path, influxdb=shipping)
-        result = subprocess.run(
-            [sys.executable, "-m", "dnfsmon", "--config", config_path, "ship"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert result.returncode == 0, result.stderr
+        run_dnfsmon("--config", config_path, "ship", check_rc=0)
         # VictoriaMetrics adds the request's database as the label `db` when it is given as one.
         ignored = {"db"}
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -29,6 +28,7 @@ import urllib.request
 import pytest
 
 import metric_servers
+from runner import DNFSMON
 from test_grafana import PROMETHEUS_FLAVOUR, all_dashboards, panels_of
 
 pytestmark = pytest.mark.prometheus
@@ -43,7 +43,6 @@ SAMPLES, INTERVAL_S = 12, 2.0
 IN_FLIGHT_S = 10.0
 # Dashboard queries with data: 34 of 67 here (no NFS mount, no filer TCP and no findings on this machine).
 MIN_ANSWERED = 30
-COLLECT = [sys.executable, "-m", "dnfsmon"]
 DNFSMON_SERIES = '{__name__=~"dnfsmon_.+"}'
 # Labels the path adds to dnfsmon's: the scrape target's (Prometheus), the tenant's and the replica's (Thanos Receive).
 PATH_LABELS = {"job", "instance", "tenant_id", "receive_replica"}
@@ -182,7 +181,7 @@ def test_a_killed_replica_loses_the_fleet_view_nothing_and_promql_answers_throug
     config_path = metric_servers.write_config(tmp_path, prometheus={"textfile": f"{textfiles}/dnfsmon.prom"})
     start = time.time()
     collecting = subprocess.Popen(
-        [*COLLECT, "--config", config_path, "collect", "--count", str(SAMPLES), "--interval", str(INTERVAL_S)],
+        [*DNFSMON, "--config", config_path, "collect", "--count", str(SAMPLES), "--interval", str(INTERVAL_S)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

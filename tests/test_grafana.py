@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -22,6 +21,7 @@ from dnfsmon.config import parse
 from dnfsmon.influx import ship
 from dnfsmon.points import Point
 from dnfsmon.store import Store
+from runner import run_dnfsmon
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 GRAFANA = os.path.join(ROOT, "grafana")
@@ -288,13 +288,7 @@ def filled(influx_server, tmp_path_factory):
         simulator={"enabled": True, "instances": 2},
         influxdb={"enabled": True, "url": influx_server.url, "bucket": db},
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "dnfsmon", "--config", str(config), "collect", "--count", "3", "--interval", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    run_dnfsmon("--config", config, "collect", "--count", "3", "--interval", "1", check_rc=0)
     # Host sources this machine lacks (NFS mounts, filers, kernel NFS client, a NIC with a known speed): the golden captures.
     points = []
     for case in ("nfs", "filer", "rpc", "basic", "reset"):

@@ -11,9 +11,9 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from . import capture, diagnosis, prometheus, rates
+from . import capture, diagnosis, rates
 from .config import Config
 from .errors import EnvironmentProblem
 from .files import remove_stale_temps
@@ -24,6 +24,9 @@ from .sources.base import ParseError, Raw, Source
 from .state import StateFile
 from .store import Store, StoreCounts
 from .targets import Reading, Target, read_or_fail, targets_from
+
+if TYPE_CHECKING:
+    from .prometheus import Textfile
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +261,13 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
     previous = {target.id: states[target.id].load() for target in targets}
     for target in targets:
         target.starting(previous[target.id])
-    textfile = prometheus.Textfile(config.prometheus_textfile) if config.prometheus_textfile else None
+    textfile: Optional[Textfile] = None
+    if config.prometheus_textfile:
+        # Here, not at the top: the exposition needs the catalogue (a CSV read through
+        # importlib.resources), which a run without a textfile never loads.
+        from . import prometheus
+
+        textfile = prometheus.Textfile(config.prometheus_textfile)
     if textfile is not None:
         textfile.remove_stale_temps()
     textfile_problem: Optional[EnvironmentProblem] = None
@@ -274,9 +283,10 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
             reading = read_or_fail(target)
             outcome = compute(reading.raws, reading.failures, config.host, previous[target.id], target.sources)
             report(outcome, failed_samples)
-            store.append(outcome.points)
             target_health = source_points(config.host, reading, outcome, time.time_ns())
-            store.append(target_health)
+            # One append for the target's points and its sources' health: each append
+            # is a locked write, an fsync and a rewrite of latest.lp.
+            store.append([*outcome.points, *target_health])
             health.extend(target_health)
             # State after the points: a crash just before this line makes the
             # next run diff against the older sample: one point then covers a
@@ -292,10 +302,9 @@ def collect_targets(config: Config, targets: list[Target], count: int, interval_
         latest = (s for o in outcomes for s in o.samples.values())
         found = diagnosis.diagnose(interval_points, config.host, latest, config.dnfs_expected)
         finding_points = diagnosis.to_points(found, time.time_ns())
-        store.append(finding_points)
         # The store's counters are totals: every agent point carries them (store.py).
         agent = agent_point(config, outcomes, store.counts(), time.monotonic() - started)
-        store.append([agent])
+        store.append([*finding_points, agent])
         if textfile is not None:
             # After the store: a textfile that cannot be written costs no stored point, and the
             # run goes on sampling; it ends with the problem (exit 2) once every sample is stored.
