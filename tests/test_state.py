@@ -171,6 +171,36 @@ def test_a_sample_writes_in_proportion_to_what_moved(tmp_path):
     assert sizes["a tenth"][0] < 0.2 * sizes["a tenth"][1], sizes  # a tenth of the snapshot, not all of it
 
 
+def test_an_idle_mount_whose_age_moved_costs_its_place_not_its_series_key(tmp_path):
+    """Every mount's age gauge moves at every reading, idle or not: a record names each
+    changed key by its place among the measurement's keys, never by its text."""
+    rng = random.Random(5)
+    state = StateFile(str(tmp_path), "host:h")
+    state.save(mount_like(200, set(), 1, rng))
+    later = mount_like(200, set(), 2, rng)
+    state.save(later)  # no counter moved; every age_s did
+    journal = open(state.journal_path, "rb").read()
+    assert b"/u0" not in journal  # no mountpoint, so no series key, in the record
+    assert len(journal) < 40 * 200, len(journal)  # before places: about 100 bytes per idle mount
+    assert StateFile(str(tmp_path), "host:h").load() == {s.state_key: s for s in later}
+
+
+def test_a_record_written_by_series_key_before_places_still_replays(tmp_path):
+    state, history = saved_steps(tmp_path, 3)
+    keys_of: dict = {}
+    for key, sample in sorted(history[0].items()):  # the snapshot's order, which places index
+        keys_of.setdefault(sample.measurement, []).append(key)
+    lines = open(state.journal_path, "rb").read().splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        record = json.loads(line[9:])
+        for measurement, group in record["groups"].items():
+            for what in ("counters", "gauges"):
+                group[what] = {keys_of[measurement][place]: values for place, values in group[what]}
+        lines[number] = frame(json.dumps(record))
+    open(state.journal_path, "wb").write(b"".join(lines))
+    assert StateFile(str(tmp_path), "host:h").load() == history[3]
+
+
 def saved_steps(tmp_path, steps: int):
     """A state saved `steps` times after its snapshot; the samples of each save."""
     rng = random.Random(11)
