@@ -164,7 +164,8 @@ def test_overlapping_run_exits_within_its_slot_without_touching_state_or_store(t
         snapshot = {
             p: open(p, "rb").read()
             for p in sorted(map(str, (tmp_path / "state").iterdir()))
-            + [s for _, s in Store(str(tmp_path / "store"), 10**9).segments()]
+            # Read-only: a writable Store takes the store's lock, which the frozen holder may hold.
+            + [s for _, s in Store(str(tmp_path / "store"), 10**9, read_only=True).segments()]
         }
         started = time.monotonic()
         result = run("--config", config, "collect", "--count", "1", "--interval", "1", check_rc=75)

@@ -440,11 +440,6 @@ for first in range(start, end, 10):
 
 @pytest.mark.slow
 @pytest.mark.influx
-@pytest.mark.xfail(
-    strict=False,
-    reason="known defect (docs/reliability.md, the accounting identity, Open): in about one run in five one point "
-    "of some 15,000 is in no place and no counter",
-)
 def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, tmp_path, caplog):
     """The accounting identity: every point generated ends in exactly one of InfluxDB, the store
     (unshipped), the quarantine, or a counter (dropped, unwritten), whatever happens between.
@@ -598,10 +593,14 @@ def test_every_point_generated_ends_exactly_once_under_injected_faults(influx, t
     assert quarantined <= quarantined_ids and not quarantined & in_influx and not quarantined_ids & in_influx
     assert unwritten_ids.isdisjoint(in_influx | quarantined)
     missing = generated - in_influx - quarantined
+    # The quarantine's files keep its newest points (twice its bound): those its rotation deleted
+    # are in no place, and counted in quarantined_points, a total of every point set aside.
+    rotated_away = counts.quarantined_points - len(quarantined)
     # Exactly once: what is in no place is in a counter, and no counter holds more.
-    assert len(missing) == counts.dropped_points + counts.unwritten_points
+    assert len(missing) == counts.dropped_points + counts.unwritten_points + rotated_away
     assert counts.unwritten_points >= len(unwritten_ids) and unwritten_ids <= missing
-    assert counts.quarantined_points == len(quarantined)
+    could_not_quarantine = caplog.text.count("could not quarantine a point of acct")
+    assert rotated_away >= 0 and len(missing & quarantined_ids) == rotated_away + could_not_quarantine
     # The counters agree with the log (this process's and its children's). A deletion of the size
     # bound is named by its last segment: a run killed just after its line has it logged again by
     # the run that finishes it, under the same name.

@@ -334,12 +334,15 @@ def test_per_op_lines_read_at_once_or_line_by_line_alike(lines):
         assert ms._parse_ops(1, lines, "x") == expected
 
 
-def test_unchanged_per_op_lines_that_were_refused_are_refused_again():
+def test_an_unchanged_block_that_was_refused_is_refused_again():
+    """The source remembers only blocks that parsed: a malformed one is reported at every reading."""
     block = "device srv:/x mounted on /broken with fstype nfs statvers=1.1\n\tage:\t5\n\tper-op statistics\n"
     bad = block + "\tREAD: 1 2 3 4 5 6 7 z\n"
-    for _ in range(2):
-        mounts, problems = parse(V3 + bad)
-        assert [m.mountpoint for m in mounts] == ["/u02"] and len(problems) == 1
+    source = ms.MountstatsSource(["*"], [], ["all"])
+    for clock in (100.0, 110.0):
+        parsed = source.parse(Raw({ms.MOUNTSTATS: V3 + bad}, clock, clock), "h")
+        assert [dict(s.key)["mountpoint"] for s in parsed.samples] == ["/u02", "/u02"]
+        assert [p.line_no for p in parsed.problems] == [V3.count("\n") + 4]
 
 
 def test_state_keys_the_source_makes_are_the_samples_own():
@@ -590,21 +593,95 @@ def test_the_source_publishes_what_a_sample_per_operation_publishes(seed, operat
     ]
 
 
-def test_an_idle_mounts_per_op_lines_are_not_parsed_again(monkeypatch):
-    """The source keeps each mount's per-op lines of the last reading: the same text again (an idle
-    mount's) is neither parsed nor converted, and its sample shares the last one's counters."""
-    idle = fixture(TELEGRAF)
-    busy = SECOND.replace("READ: 1000 1002", "READ: 1100 1102")
+def test_an_idle_mounts_block_is_not_parsed_again(monkeypatch):
+    """The source remembers what each block parsed to: the same block again with only its age moved
+    (an idle mount's) is not parsed, and its samples share the last ones' counters."""
+    idle = re.sub(r"age:(\s+)(\d+)", lambda m: f"age:{m.group(1)}{int(m.group(2)) + 10}", fixture(TELEGRAF))
+    busy = SECOND.replace("READ: 1000 1002", "READ: 1100 1102").replace("age:\t100", "age:\t110")
     assert busy != SECOND
     source = ms.MountstatsSource(["*"], [], ["all"])
     old = source.parse(Raw({ms.MOUNTSTATS: fixture(TELEGRAF) + SECOND}, 1000.0, 1.0), "h").samples
     parsed = []
-    real_parse_ops = ms._parse_ops
-    monkeypatch.setattr(ms, "_parse_ops", lambda *args: parsed.append(args) or real_parse_ops(*args))
+    real_parse_block = ms._parse_block
+    monkeypatch.setattr(ms, "_parse_block", lambda *args: parsed.append(args) or real_parse_block(*args))
     new = source.parse(Raw({ms.MOUNTSTATS: idle + busy}, 1010.0, 11.0), "h").samples
-    ops_old = {s.key: s for s in old if isinstance(s, ms.MountOps)}
-    ops_new = {s.key: s for s in new if isinstance(s, ms.MountOps)}
-    moved_ops = [key for key in ops_new if ops_new[key].counters != ops_old[key].counters]
-    assert [dict(key)["mountpoint"] for key in moved_ops] == ["/u03"]
-    assert len(parsed) == 1
-    assert all(ops_new[key].counters is ops_old[key].counters for key in ops_new if key not in moved_ops)
+    # The other mounts' blocks (proc, sysfs, ...) are a header line each, read for their fstype.
+    assert [args[1][0] for args in parsed if " with fstype nfs" in args[1][0]] == [busy.splitlines()[0]]
+    moved = [dict(b.key)["mountpoint"] for a, b in zip(old, new) if a.counters is not b.counters or a.key is not b.key]
+    assert moved == ["/u03", "/u03"]
+    # The new reading's age, and the same start: a moved age is all that differs.
+    for a, b in zip(old, new):
+        if b.measurement == ms.MOUNT_MEASUREMENT:
+            assert b.gauges["age_s"] == a.gauges["age_s"] + 10 and b.started == a.started
+
+
+def readings(seed):
+    """A sequence of readings: the fixtures' mounts moving as `moved` moves them, some readings with
+    a block damaged, one mount remounted (its age down) or mounted over, a block with two age lines."""
+    import random
+
+    rng = random.Random(seed)
+    over = V3.replace("srv:/export mounted on /u02", "srv3:/over mounted on /u03")
+    two_ages = SECOND.replace("srv2:/data mounted on /u03", "srv4:/two mounted on /u04").replace(
+        "\tsec:", "\tage:\t7\n\tsec:"
+    )
+    text = fixture(TELEGRAF) + SECOND + fixture(PROCFS) + over + two_ages + OTHER
+    for _ in range(6):
+        choice = rng.random()
+        if choice < 0.2:  # damaged in this reading only
+            yield mutate(text, [(rng.randrange(10**6), rng.choice(["delete", "dup", "garble", "swap"]), "x")])
+        else:
+            yield text
+        text = moved(text, rng)
+        if choice < 0.3:
+            text = text.replace("age:\t1", "age:\t", 1)
+        elif choice < 0.4:
+            text += over.replace("READ: 1000", "READ: 3000")
+        elif choice < 0.5:  # the age line moved within a block, the rest unchanged
+            text = text.replace("\topts:", "\tage:\t99\n\topts:", 1).replace("\tage:\t100\n", "", 1)
+
+
+def same_parse(source, raw):
+    """The source's samples and problems at `raw`, and a source's that remembers nothing."""
+    ours, fresh = source.parse(raw, "h"), ms.MountstatsSource(["*"], [], ["all"]).parse(raw, "h")
+    return [
+        [(s.state_key, s.to_json(), list(s.gauges), getattr(s, "layout", None)) for s in parsed.samples]
+        + [(p.line_no, p.message) for p in parsed.problems]
+        for parsed in (ours, fresh)
+    ]
+
+
+# The age line's place left blank, and a blank line at the end where it goes next: a block's text
+# without its age line is the same in both.
+AGE_AFTER_PER_OP = (V3 + "\n", V3.replace("\tage:\t100", "") + "\tage:\t110\n")
+TWO_AGES = V3.replace("\tsec:", "\tage:\t100\n\tsec:")
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # The age line moved after "per-op statistics", where it is no age line: refused, not remembered.
+        AGE_AFTER_PER_OP,
+        # Two age lines of one value, then only the first moves: the parser reads the last.
+        (TWO_AGES, TWO_AGES.replace("age:\t100", "age:\t110", 1)),
+        # Blank lines after the block, a mount point mounted over, a non-NFS mount between.
+        (V3 + OTHER + V3, V3 + "\n\n" + OTHER + V3.replace("age:\t100", "age:\t110")),
+    ],
+)
+def test_a_block_the_source_remembers_is_only_taken_when_parsing_it_agrees(old, new):
+    source = ms.MountstatsSource(["*"], [], ["all"])
+    source.parse(Raw({ms.MOUNTSTATS: old}, 1000.0, 1.0), "h")
+    ours, fresh = same_parse(source, Raw({ms.MOUNTSTATS: new}, 1010.0, 11.0))
+    assert ours == fresh
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_remembered_block_gives_what_parsing_it_gives(seed):
+    """The source's shortcut (a block unchanged but for its age is not parsed) against a source that
+    remembers nothing, reading by reading: the same samples, the same problems."""
+    source = ms.MountstatsSource(["*"], [], ["all"])
+    for number, text in enumerate(readings(seed)):
+        raw = Raw({ms.MOUNTSTATS: text}, 1000.0 + 10 * number, 1.0 + 10 * number)
+        ours, fresh = same_parse(source, raw)
+        assert ours == fresh
+    assert source.remembered

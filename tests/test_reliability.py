@@ -203,6 +203,8 @@ def test_m9_quarantine_is_bounded(tmp_path):
     sizes = [os.path.getsize(tmp_path / name) for name in ("quarantine.jsonl", "quarantine.jsonl.1")]
     assert all(size <= store.quarantine_max_bytes for size in sizes)
     assert store.quarantined()[-1][0] == points(1, start=2999)[0]  # the newest are kept
+    # The counter counts every point set aside, those the rotation deleted too (the accounting test).
+    assert store.counts().quarantined_points == 3000 > len(store.quarantined())
 
 
 # --- 2. The store never loses silently ------------------------------------------------------
@@ -1111,6 +1113,26 @@ def test_r2_l2_a_hostile_capture_is_one_line_and_exit_2(tmp_path, capsys, hostil
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and str(new / "capture.json") in err
 
 
+def test_r2_l2_an_integer_beyond_64_bits_is_never_written_as_line_protocol(tmp_path, capsys, caplog):
+    """Line protocol's integers are signed 64-bit (InfluxDB docs, "Line protocol", Integer: "Signed
+    64-bit integers"); InfluxDB refuses the line of a larger one. A capture whose mtu holds 400 digits
+    (the review's mutations put such numbers into mtu_bytes and tcp_slot_table_entries) was printed
+    by `diff --format lp` as is, exit 0. Now the point is left out with one line, exit 3 (a
+    source's input it cannot use), the rest printed; `collect` quarantines it when appended (counted)."""
+    old, new = _hostile_pair(tmp_path)
+    (new / "sys" / "class" / "net" / "eth0" / "mtu").write_text("9" * 400 + "\n")
+    code = _diff_exit(old, new, "--format", "lp")
+    out, err = capsys.readouterr()
+    assert code == 3 and "Traceback" not in err
+    assert not re.search(r"=-?\d{20,}i", out) and "dnfsmon_nic," in out  # the other points printed
+    (line,) = [line for line in err.splitlines() if "64-bit" in line]
+    assert "dnfsmon_nic" in line and "1329 bits" in line
+    store = Store(str(tmp_path / "store"), 10**6)
+    store.append([Point("m", (("host", "h"),), {"big": 2**63}, 1), Point("m", (("host", "h"),), {"ok": 2**63 - 1}, 2)])
+    assert [from_line(line.decode()).fields for _, line in store.unshipped()] == [{"ok": 2**63 - 1}]
+    assert store.counts().quarantined_points == 1
+
+
 def _nfs_capture_of(directory, mounts):
     """The bundled NFS case's pair with its one mount repeated as `mounts` mounts (3 KiB each)."""
     source = os.path.join(os.path.dirname(__file__), "cases", "diff", "nfs")
@@ -1263,6 +1285,28 @@ def test_r2_l1_no_file_of_the_agent_is_opened_outside_files_py():
     assert {(module, scope) for module, scope, _ in found} == set(OPENS_ALLOWED), "a listed open is gone: unlist it"
 
 
+def test_r2_l1_every_read_of_the_agent_files_is_bounded():
+    """A file opened through files.py for reading is read through read_in_directory (a bound,
+    checked by size first) or open_for_reading (segments and the quarantine, line by line),
+    never by an fd of open_in_directory opened for reading and read whole: the Oracle logon
+    hold was (a 2 GiB file there was a MemoryError every run)."""
+    import ast
+    import pathlib
+
+    unbounded = []
+    for path in sorted(pathlib.Path(AGENT).rglob("*.py")):
+        if path.name == "files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == (
+                "open_in_directory"
+            ):
+                flags = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+                if "O_WRONLY" not in flags and "O_RDWR" not in flags:
+                    unbounded.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert unbounded == [], "read through files.read_in_directory (bounded) or files.open_for_reading"
+
+
 def test_r2_l1_the_docs_list_every_file_the_agent_keeps():
     from dnfsmon import state, store
 
@@ -1277,6 +1321,31 @@ def test_r2_l1_the_docs_list_every_file_the_agent_keeps():
     names |= {"seg-<sequence>.lp", ".state.json", ".state.journal", "quarantine.jsonl.1", ".bad-<time>"}
     missing = sorted(name for name in names if f"`{name}" not in section and name not in section)
     assert missing == []
+
+
+BACKOFF_READER = """
+import resource, sys
+from dnfsmon.oracle_db import LogonBackoff, load_backoff
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: a read of the whole file cannot fit
+print(load_backoff(sys.argv[1], "t") == LogonBackoff())
+"""
+
+
+def test_r2_l1_the_logon_back_off_file_is_read_with_a_bound_and_never_crashes_a_run(tmp_path):
+    """`collect` and `check` read the Oracle logon back-off from the state directory through
+    files.py but read it whole: a file far bigger than the agent writes was read into memory
+    (MemoryError: exit 1 every run), and nesting too deep to parse was a RecursionError
+    (exit 1). Now: a bound (BACKOFF_MAX_BYTES) checked by size before reading, and either is
+    read as no refusal (the next save replaces the file)."""
+    from dnfsmon.oracle_db import LogonBackoff, backoff_file_id, load_backoff
+
+    path = StateFile(str(tmp_path), backoff_file_id("t")).path
+    with open(path, "w") as f:
+        f.write("[" * 100_000 + "]" * 100_000)
+    assert load_backoff(str(tmp_path), "t") == LogonBackoff()
+    os.truncate(path, 2 << 30)  # 2 GiB, sparse: no disk used
+    result = subprocess.run([sys.executable, "-c", BACKOFF_READER, str(tmp_path)], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (0, "True\n"), result.stderr[-2000:]
 
 
 # --- user review M12: the log of a failure ------------------------------------------------------

@@ -239,3 +239,26 @@ def test_counts_are_rewritten_in_place_and_read_from_a_store_written_before(tmp_
             f.seek(COUNTS_SLOT_BYTES + 20)  # the slot written last (serial 3, the second slot)
             f.write(b"\0" * 40)
         assert Store(str(tmp_path), 10**8).counts().torn_records == torn_records
+
+
+def test_a_torn_tail_a_ship_has_read_is_never_joined_to_the_record_written_in_its_place(tmp_path):
+    """A ship reads the newest segment without the store's lock, through a read buffer. A collect
+    killed in the middle of a write (the kernel stops a write at a page boundary on SIGKILL) leaves
+    a torn tail; the ship's buffer holds it; the next append cuts it and writes a new record where
+    it stood. The ship must not join the torn bytes it holds to the end of that new record: the
+    joined line fails its checksum, and the new record was skipped as bad, then counted only as a
+    torn record, its point in no place and no counter (the accounting test's one lost point)."""
+    store = Store(str(tmp_path), max_bytes=10**6)
+    store.append(points(3))
+    [(_, segment)] = store.segments()
+    with open(segment, "ab") as f:
+        f.write(encode_record(points(1, start=3)[0])[:20])  # the write a SIGKILL cut short
+    records = store.unshipped()
+    next(records)  # the ship's read buffer now holds the whole segment, torn tail too
+    store.append(points(2, start=4))  # cuts the torn tail and writes points 4 and 5 in its place
+    rest = list(records)
+    read = [from_line(line.decode()).fields["i"] for _, line in rest]
+    store.acknowledge(rest[-1][0])  # as the ship does once InfluxDB took them
+    # Points 4 and 5 were read by this ship or wait for the next; the one torn record is the cut tail.
+    assert read + unshipped_i(store) == [1, 2, 4, 5]
+    assert store.counts().torn_records == 1

@@ -676,6 +676,9 @@ def read_once(database: Database, clock: float, inventory: bool = True) -> Raw:
 # runs: the first wait, then doubling to the cap.
 BACKOFF_FIRST_S = 300.0
 BACKOFF_CAP_S = 4 * 3600.0
+# The back-off file holds some hundreds of bytes (a reason line, the user, the DSN, a file's
+# identity): a file far larger was not written by the agent, and is never read into memory.
+BACKOFF_MAX_BYTES = 64 * 1024
 
 
 @dataclass
@@ -781,13 +784,12 @@ def backoff_file_id(target_id: str) -> str:
 def load_backoff(state_dir: str, target_id: str) -> LogonBackoff:
     """A target's back-off from the state directory, read only (`dnfsmon check` writes nothing);
     a missing, planted or damaged file reads as no refusal (the next save replaces it)."""
-    from .files import open_in_directory
+    from .files import read_in_directory
     from .state import StateFile
 
     path = StateFile(state_dir, backoff_file_id(target_id)).path
     try:
-        with os.fdopen(open_in_directory(path, os.O_RDONLY), "rb") as f:
-            document = json.loads(f.read())
+        document = json.loads(read_in_directory(path, BACKOFF_MAX_BYTES))
         return LogonBackoff.from_json(document["data"])
-    except (OSError, ValueError, KeyError, TypeError, EnvironmentProblem):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, EnvironmentProblem):
         return LogonBackoff()

@@ -71,6 +71,9 @@ def _escape(text: str, specials: str) -> str:
     return text
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _field_value(value: FieldValue) -> str:
     if type(value) is float:  # the common case first; subclasses take the checks below
         if not math.isfinite(value):
@@ -79,6 +82,9 @@ def _field_value(value: FieldValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        # InfluxDB docs, "Line protocol", Integer: signed 64-bit; it refuses the line of a larger one.
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"an integer of {value.bit_length()} bits, beyond line protocol's signed 64-bit integers")
         return f"{value}i"
     if isinstance(value, float):
         if not math.isfinite(value):

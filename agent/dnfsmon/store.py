@@ -42,6 +42,9 @@ lost: the old segments go as they are shipped or bounded away.
   formed a complete record) before appending. Both are counted once in
   `torn_records`: the cut tail when it is cut, a bad record in the middle of
   a segment when the ship cursor passes it or the size bound deletes it.
+  A reader reads no byte past the size a segment had when it opened it: a
+  ship (which reads without the lock) never joins a torn tail it holds to
+  the record an append wrote in its place (_lines_as_opened).
 - Bounded: after an append, whole oldest segments are deleted until the
   store fits in max_bytes; the unshipped points deleted are counted in
   `dropped_points` before they are deleted, with the deletion recorded
@@ -96,7 +99,7 @@ import time
 import zlib
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn, Optional, Union
+from typing import BinaryIO, NamedTuple, NoReturn, Optional, Union
 
 from .errors import EnvironmentProblem
 from .files import (
@@ -613,9 +616,8 @@ class Store:
         """
         decode = decode_json_record if path.endswith(OLD_SEGMENT_SUFFIX) else decode_line_record
         with open_for_reading(path, self.read_only) as f:
-            f.seek(start)
             offset = start
-            for line in f:
+            for line in _lines_as_opened(f, start):
                 if newest and not line.endswith(b"\n"):
                     return
                 offset += len(line)
@@ -678,9 +680,8 @@ class Store:
         """unshipped's reading of one segment of line protocol records: what _read_segment and
         decode_line_record do, with the common record checked here (a ship reads 100 000 of them)."""
         with open_for_reading(path, self.read_only) as f:
-            f.seek(start)
             offset = start
-            for line in f:
+            for line in _lines_as_opened(f, start):
                 offset += len(line)
                 # The common record: a space after the checksum, a newline at the end, the checksum right.
                 if line[8:9] == b" " and line[-1:] == b"\n" and b"%08x" % zlib.crc32(line[9:-1]) == line[:8]:
@@ -968,6 +969,31 @@ class Store:
     def counts(self) -> StoreCounts:
         """The store's totals since it was created (with those this process could not write yet)."""
         return _sum_counts(self._read_counts()[0], self._unsaved_counts)
+
+
+def _lines_as_opened(f: BinaryIO, start: int) -> Iterator[bytes]:
+    """The lines of an open segment from byte `start`, none past the size it had when opened.
+
+    A ship reads the newest segment without the store's lock, through a read buffer. SIGKILL
+    stops a write at a page boundary (Linux, mm/filemap.c, generic_perform_write: "if
+    (fatal_signal_pending(current))"), which leaves a torn tail; the buffer may hold it when the
+    next append cuts it and writes a new record in its place. Read on past that size, the torn
+    bytes held would be joined to the end of the new record: a line that fails its checksum, the
+    new record's point skipped as bad and counted only as a torn record (in no place and no
+    counter). Bounded at the size seen first, the torn bytes stay a last line without a newline,
+    which a reader of the newest segment leaves to the next ship; a record written after the
+    open is read by the next ship too."""
+    end = os.fstat(f.fileno()).st_size
+    f.seek(start)
+    offset = start
+    for line in f:
+        room = end - offset
+        if len(line) >= room:
+            if room > 0:
+                yield line[:room]
+            return
+        offset += len(line)
+        yield line
 
 
 def _refuse_constant(name: str) -> None:

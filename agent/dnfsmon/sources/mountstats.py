@@ -194,12 +194,9 @@ class Mount:
     nfs_program_version: str = ""
     transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
     # The per-op lines in the kernel's order: each operation's name and its counters in
-    # OP_FIELDS order (8 or 9 of them, as the kernel printed). Both empty when the caller of
-    # parse_mountstats said it holds these lines parsed already (KnownOps).
+    # OP_FIELDS order (8 or 9 of them, as the kernel printed).
     op_names: list[str] = field(default_factory=list)
     op_rows: list[list[int]] = field(default_factory=list)
-    # The per-op lines as the kernel printed them: an idle mount's are the same text at every reading.
-    ops_text: str = ""
 
     @property
     def ops(self) -> dict[str, dict[str, int]]:
@@ -230,7 +227,7 @@ def _version_ok(text: str) -> bool:
 
 
 def _parse_block(
-    first: int, lines: list[str], path: str, problems: list[ParseError], wanted: MountFilter, known_ops: KnownOps
+    first: int, lines: list[str], path: str, problems: list[ParseError], wanted: MountFilter
 ) -> Optional[Mount]:
     """One device block; None for non-NFS mounts and mounts the filter leaves out. Raises
     ParseError for a malformed NFS block."""
@@ -303,10 +300,7 @@ def _parse_block(
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    # Without the blank lines after them (the block's end), which carry nothing.
-    mount.ops_text = "\n".join(lines[ops_from:]).rstrip()
-    if not known_ops(mount.mountpoint, mount.ops_text):
-        mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
+    mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
@@ -362,58 +356,67 @@ def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> tuple[li
 
 
 MountFilter = Callable[[str], bool]
-# (mount point, its per-op lines' text) -> True when the caller holds these lines parsed already.
-KnownOps = Callable[[str, str], bool]
 
 
 def every_mount(mountpoint: str) -> bool:
     return True
 
 
-def no_ops_known(mountpoint: str, ops_text: str) -> bool:
-    return False
+def blocks(text: str, problems: list[ParseError], path: str = MOUNTSTATS) -> Iterator[tuple[int, str]]:
+    """Each "device" block of a mountstats file: the number of its first line and its text.
+    Lines before the first block go to `problems`.
+
+    The file is cut where a line starts with "device " (nfs_show_stats and show_vfsstat,
+    fs/proc_namespace.c, begin every mount's block so), with the text's own split: one pass
+    in C, where a look at each of some 45 lines a mount was most of the cost of finding them.
+    """
+    parts = text.split("\ndevice ")
+    line_no = 1
+    if not parts[0].startswith("device "):
+        problems.extend(
+            ParseError(path, "line outside any 'device' block", index + 1, line)
+            for index, line in enumerate(parts[0].splitlines())
+            if line.strip()
+        )
+    else:
+        yield line_no, parts[0]
+    line_no += parts[0].count("\n") + 1
+    for part in parts[1:]:
+        yield line_no, "device " + part
+        line_no += part.count("\n") + 1
+
+
+def parse_block(
+    first: int, block: str, problems: list[ParseError], path: str = MOUNTSTATS, wanted: MountFilter = every_mount
+) -> Optional[Mount]:
+    """One block of `blocks`: its Mount, or None for a non-NFS mount or one `wanted` leaves out.
+    A malformed NFS block goes to `problems` (None)."""
+    try:
+        return _parse_block(first, block.splitlines(), path, problems, wanted)
+    except ParseError as error:
+        problems.append(error)
+        return None
 
 
 def each_mount(
-    text: str,
-    problems: list[ParseError],
-    path: str = MOUNTSTATS,
-    wanted: MountFilter = every_mount,
-    known_ops: KnownOps = no_ops_known,
+    text: str, problems: list[ParseError], path: str = MOUNTSTATS, wanted: MountFilter = every_mount
 ) -> Iterator[Mount]:
-    """The NFS mounts of a mountstats file one at a time, in the file's order: a caller that keeps
-    what it needs of each (MountstatsSource) never holds every Mount of the file at once. A
-    malformed block goes to `problems`, never the others. A mount point mounted over comes once
-    per block; the last is the visible one.
-
-    `wanted(mountpoint)` False: the block is skipped before its lines are read.
-    `known_ops(mountpoint, ops_text)` True: the block's per-op lines are not parsed (the Mount's
-    op_names and op_rows stay empty); the caller has them from a reading where they were the same text.
-    """
-    lines = text.splitlines()
-    starts = [index for index, line in enumerate(lines) if line.startswith("device ")]
-    problems.extend(
-        ParseError(path, "line outside any 'device' block", index + 1, line)
-        for index, line in enumerate(lines[: starts[0] if starts else len(lines)])
-        if line.strip()
-    )
-    for start, end in zip(starts, [*starts[1:], len(lines)]):
-        try:
-            mount = _parse_block(start + 1, lines[start:end], path, problems, wanted, known_ops)
-        except ParseError as error:
-            problems.append(error)
-            continue
+    """The NFS mounts of a mountstats file one at a time, in the file's order. A malformed block
+    goes to `problems`, never the others. A mount point mounted over comes once per block; the last
+    is the visible one. `wanted(mountpoint)` False: the block is skipped before its lines are read."""
+    for first, block in blocks(text, problems, path):
+        mount = parse_block(first, block, problems, path, wanted)
         if mount is not None:
             yield mount
 
 
 def parse_mountstats(
-    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount, known_ops: KnownOps = no_ops_known
+    text: str, path: str = MOUNTSTATS, wanted: MountFilter = every_mount
 ) -> tuple[list[Mount], list[ParseError]]:
     """NFS mounts of a mountstats file, and its malformed blocks (each_mount)."""
     problems: list[ParseError] = []
     mounts: dict[str, Mount] = {}
-    for mount in each_mount(text, problems, path, wanted, known_ops):
+    for mount in each_mount(text, problems, path, wanted):
         # A mount point mounted over keeps the last block, the visible one, in the place
         # of its first (as nfs-utils' mountstats does).
         mounts[mount.mountpoint] = mount
@@ -471,24 +474,28 @@ def mount_key(mount: Mount, host: str) -> rates.Key:
     )
 
 
-def mount_sample(raw: Raw, mount: Mount, key: rates.Key, identity: tuple, state_key: Optional[str] = None) -> Sample:
-    """The mount's own counters (events:, bytes:, the transports summed) and gauges."""
+def mount_counters(mount: Mount) -> dict[str, int]:
+    """The mount's own counters: events:, bytes:, the transports summed."""
     counters: dict[str, int] = dict(zip(EVENT_KEYS, mount.events.values()))
     counters.update(zip(BYTE_KEYS, mount.bytes.values()))
     for name, counter in zip(XPRT_COUNTERS, XPRT_KEYS):
         present = [t[name] for _, t in mount.transports if name in t]
         if present and len(present) == len(mount.transports):
             counters[counter] = sum(present)
+    return counters
+
+
+def mount_sample(raw: Raw, mount: Mount, key: rates.Key, identity: tuple) -> Sample:
+    """The mount's own counters and gauges."""
     return Sample(
         MOUNT_MEASUREMENT,
         key,
         raw.time,
         raw.wall_time,
-        counters,
+        mount_counters(mount),
         mount_gauges(mount),
         identity,
         started(raw, mount),
-        state_key=state_key,
     )
 
 
@@ -644,6 +651,65 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
     return mount_fields(interval)
 
 
+# A mount's age line ("\tage:\t%lu", nfs_show_stats): the one line of an idle mount's block that moves.
+AGE_LINE_RE = re.compile(r"^[ \t]*age:[ \t]+([0-9]+)[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What a mount's block parsed to, but for its age: enough to make the mount's two samples
+    again, at another reading, from the block's text with another age and nothing else changed."""
+
+    age_at: int  # where the age line began in the block's text
+    host: str
+    mountpoint: str
+    key: rates.Key
+    tags: str  # the key's tags as in a state key ("host=...,mountpoint=...")
+    counters: dict[str, int]  # the mount's sample's (shared read-only by the samples made from them)
+    gauges: dict[str, rates.Gauge]  # the mount's gauges; age_s is the reading's own
+    layout: OpLayout
+    op_counters: dict[str, int]  # the MountOps sample's (shared read-only)
+
+    @classmethod
+    def of(cls, mount: Mount, host: str, age_at: int, layout: OpLayout, op_counters: dict[str, int]) -> Remembered:
+        key = mount_key(mount, host)
+        tags = ",".join(map("=".join, key))
+        return cls(
+            age_at, host, mount.mountpoint, key, tags, mount_counters(mount), mount_gauges(mount), layout, op_counters
+        )
+
+    def samples(self, raw: Raw, identity: tuple, age: int) -> list[Sample]:
+        """The mount's sample and its operations' (MountOps) at `raw`'s reading, the mount `age` s old."""
+        gauges = dict(self.gauges)
+        gauges["age_s"] = age  # in its place: the points' fields keep their order
+        started = raw.time - age  # as started() says
+        return [
+            Sample(
+                MOUNT_MEASUREMENT,
+                self.key,
+                raw.time,
+                raw.wall_time,
+                self.counters,
+                gauges,
+                identity,
+                started,
+                state_key=f"{MOUNT_MEASUREMENT},{self.tags}",
+            ),
+            MountOps(
+                self.layout,
+                OP_MEASUREMENT,
+                self.key,
+                raw.time,
+                raw.wall_time,
+                self.op_counters,
+                None,
+                identity,
+                started,
+                state_key=f"{OP_MEASUREMENT},{self.tags}",
+            ),
+        ]
+
+
 class MountstatsSource(HostSource):
     """/proc/self/mountstats with the [mountstats] filters: per mount, a sample of its own
     counters and one of its operations' (MountOps)."""
@@ -659,11 +725,10 @@ class MountstatsSource(HostSource):
         # The layouts met in this run, by operations and their widths: the mounts of one
         # kernel share a few, and a layout's some 300 names are made once.
         self.layouts: dict[tuple[tuple[str, ...], tuple[int, ...]], OpLayout] = {}
-        # Each mount's per-op lines at the last reading (by mount point): their text, and the
-        # layout and counters of its MountOps sample. An idle mount prints the same text again;
-        # its lines are then neither parsed nor converted, and its new sample shares the counters
-        # (samples are read-only), which rates.diff finds equal first.
-        self.last_ops: dict[str, tuple[str, OpLayout, dict[str, int]]] = {}
+        # What each block of the last reading parsed to, by its text without the age line
+        # (Remembered). An idle mount prints its block again with only its age moved: it is
+        # then not parsed at all.
+        self.remembered: dict[str, Remembered] = {}
 
     def wanted(self, mountpoint: str) -> bool:
         """Shell-style globs (fnmatch) on the mount point: included and not excluded."""
@@ -673,11 +738,6 @@ class MountstatsSource(HostSource):
 
     def read(self, inputs: HostInputs) -> Raw:
         return read(inputs)
-
-    def ops_known(self, mountpoint: str, ops_text: str) -> bool:
-        """The mount's per-op lines are the text they were at the last reading (KnownOps)."""
-        last = self.last_ops.get(mountpoint)
-        return last is not None and last[0] == ops_text
 
     def operations_of(self, mount: Mount) -> tuple[OpLayout, dict[str, int]]:
         """The layout and counters of the mount's MountOps sample: its operations the filter keeps."""
@@ -696,41 +756,44 @@ class MountstatsSource(HostSource):
         problems: list[ParseError] = []
         found: list[Sample] = []
         place: dict[str, int] = {}  # mount point -> where its samples are in `found`
-        ops_now: dict[str, tuple[str, OpLayout, dict[str, int]]] = {}
-        # Mount by mount: a Mount is dropped once its two samples are made (at 1000 mounts, every
+        remembered_now: dict[str, Remembered] = {}
+        # Block by block: a Mount is dropped once its two samples are made (at 1000 mounts, every
         # Mount of the file at once was some 15 MB more at the peak).
-        for mount in each_mount(raw.text(MOUNTSTATS), problems, MOUNTSTATS, self.wanted, self.ops_known):
-            key = mount_key(mount, host)
-            # Both samples' state_key text (Sample.state_key) made here from the tags they share.
-            tags = ",".join(map("=".join, key))
-            if self.ops_known(mount.mountpoint, mount.ops_text):
-                _, layout, counters = self.last_ops[mount.mountpoint]
+        for first, block in blocks(raw.text(MOUNTSTATS), problems, MOUNTSTATS):
+            age_line = AGE_LINE_RE.search(block)
+            # Without the blank lines at its end, which carry nothing (and which the bench's later
+            # readings have one more of).
+            text = (block if age_line is None else block[: age_line.start()] + block[age_line.end() :]).rstrip()
+            known = self.remembered.get(text)
+            if known is not None and age_line is not None and known.age_at == age_line.start() and known.host == host:
+                age = int(age_line.group(1))
+                remembered_now[text] = known
             else:
-                layout, counters = self.operations_of(mount)
-            ops_now[mount.mountpoint] = (mount.ops_text, layout, counters)
-            pair = [
-                mount_sample(raw, mount, key, identity, f"{MOUNT_MEASUREMENT},{tags}"),
-                MountOps(
-                    layout,
-                    OP_MEASUREMENT,
-                    key,
-                    raw.time,
-                    raw.wall_time,
-                    counters,
-                    None,
-                    identity,
-                    started(raw, mount),
-                    state_key=f"{OP_MEASUREMENT},{tags}",
-                ),
-            ]
+                noted = len(problems)
+                mount = parse_block(first, block, problems, MOUNTSTATS, self.wanted)
+                if mount is None:
+                    continue
+                age = mount.age  # type: ignore[assignment]  # parse_block refuses a mount without one
+                layout, op_counters = self.operations_of(mount)
+                known = Remembered.of(mount, host, -1 if age_line is None else age_line.start(), layout, op_counters)
+                # Taken as parsed when it comes again with only its age moved: a block that parsed
+                # without a note, whose one age line is the line the parser read its age from.
+                if (
+                    age_line is not None
+                    and len(problems) == noted
+                    and "age:" not in text
+                    and int(age_line.group(1)) == age
+                ):
+                    remembered_now[text] = known
+            pair = known.samples(raw, identity, age)
             # A mount point mounted over keeps the last block's samples, in the place of its first
             # (as parse_mountstats keeps its Mount).
-            if mount.mountpoint in place:
-                found[place[mount.mountpoint] : place[mount.mountpoint] + 2] = pair
+            if known.mountpoint in place:
+                found[place[known.mountpoint] : place[known.mountpoint] + 2] = pair
             else:
-                place[mount.mountpoint] = len(found)
+                place[known.mountpoint] = len(found)
                 found.extend(pair)
-        self.last_ops = ops_now
+        self.remembered = remembered_now
         return Parsed(found, problems)
 
     def publish(self, result: DiffResult, current: list[Sample]) -> list[Point]:
