@@ -754,6 +754,43 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_without_a_retry(t
         server.stop()
 
 
+def test_an_endless_reply_body_is_read_only_as_far_as_an_error_needs(tmp_path):
+    """A broken endpoint answers 500 with a body that never ends: the ship reports HTTP 500 with
+    the body's start at once, never reading the body into memory until its timeout."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def answer():
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 1000000000\r\n\r\n")
+            chunk = b"x" * 65536
+            try:
+                for _ in range(16):  # 1 MB, then nothing more: the rest of the body never comes
+                    connection.sendall(chunk)
+            except OSError:  # the agent closed the connection after what it reads
+                pass
+            stop.wait(30)
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        store = Store(str(tmp_path / "store"), 10**6)
+        store.append(points(1))
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(ShipError, match=r"write failed after 0 retries: HTTP 500: x{10}") as failed:
+            ship(store, settings(url, max_retries=0, timeout_s=20))
+        assert time.monotonic() - started < 10, failed.value
+        assert len(list(store.unshipped())) == 1
+    finally:
+        stop.set()
+        listener.close()
+
+
 # --- Round 2 of the reliability review (docs/reliability.md names each finding's test) -------
 
 

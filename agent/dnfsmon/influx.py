@@ -76,6 +76,10 @@ REJECTED_REQUESTS_MAX = 64
 GZIP_LEVEL = 1
 # zlib's window bits for a gzip header and trailer (zlib manual, deflateInit2: 16 + 15).
 GZIP_WBITS = 31
+# Bytes of a reply body read at most. A write's reply is empty (204) or a short JSON error; only
+# its first 300 characters are ever reported. A broken or hostile endpoint's endless body would
+# otherwise be read into memory until timeout_s and turn an HTTP error into a timeout.
+REPLY_BYTES_MAX = 64 * 1024
 
 
 class ShipError(RuntimeError):
@@ -219,11 +223,11 @@ class Writer:
         try:
             connection.request("POST", self.path, body=body, headers=headers)
             response = connection.getresponse()
-            text = response.read().decode("utf-8", "replace")
+            text = response.read(REPLY_BYTES_MAX).decode("utf-8", "replace")
         except BaseException:
             self.close()  # a request cut half-way leaves the connection unusable
             raise
-        if response.will_close:
+        if response.will_close or not response.isclosed():  # not read to its end: unusable
             self.close()
         return response.status, text, response.headers
 
