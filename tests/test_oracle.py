@@ -403,8 +403,9 @@ def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
         if r[documents[1]["results"]["dnfs_stats"]["columns"].index("PNUM")] == 22
         for c in ("NFS_READ", "NFS_WRITE")
     ]
-    for row in rows_22:
-        row[channels["columns"].index("SENDS")] = -(-sum(calls) // len(rows_22))
+    # The statement returns a process's sends summed over its channels (its PROCESS_SENDS).
+    (row_22,) = rows_22
+    row_22[channels["columns"].index("PROCESS_SENDS")] = sum(calls)
     before, after = io_reads(documents[0]), io_reads(documents[1])
     expected = (sum(after[p] - before[p] for p in before) + after[22]) / 10
     outcome = points_between(*[live_read(d)[0] for d in documents])
@@ -413,8 +414,7 @@ def test_a_process_absent_from_the_previous_read_is_counted_from_zero():
     assert io["new_processes"] == 1 and io["processes_left_out"] == 0
     # The same process with the sends it made in the interval only: it counted more calls than it
     # sent, so its counts did not start after the first read; left out, not a spike (dba-review P1).
-    for row in rows_22:
-        row[channels["columns"].index("SENDS")] = 1
+    row_22[channels["columns"].index("PROCESS_SENDS")] = row_22[channels["columns"].index("PROCESS_CHANNELS")]
     outcome = points_between(*[live_read(d)[0] for d in documents])
     (io,) = [p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"]
     assert io["read_iops"] == pytest.approx(sum(after[p] - before[p] for p in before) / 10, rel=1e-12)
@@ -1975,3 +1975,139 @@ def test_the_grant_check_sees_a_view_the_setup_does_not_grant():
     statement = "SELECT event FROM dba_hist_system_event UNION ALL SELECT event FROM gv$system_event"
     assert objects_named(statement) - setup_grants("19c", True) == {"DBA_HIST_SYSTEM_EVENT"}
     assert "DBMS_SESSION" in {m.upper() for m in re.findall(r"(?i)\b(dbms_\w+|utl_\w+)\.", "x dbms_session.sleep(1)")}
+
+
+# --- the channels summed in the statement (one read of V$DNFS_CHANNELS) ---
+
+
+def channels_query(release="19c", scope="cluster"):
+    return next(q for q in oracle.build_queries(facts_available(release), scope) if q.name == "dnfs_channels")
+
+
+def run_channels_statement(query, view_rows, view_columns):
+    """The channels statement as the agent sends it, run by SQLite on `view_rows` as GV$DNFS_CHANNELS
+    (sqlglot writes the SQLite text; the clock columns, which SQLite has no functions for, become
+    the literals 1 and 2)."""
+    import sqlite3
+
+    import sqlglot
+
+    from dnfsmon.sources.oracle import queries
+
+    sql = query.sql.replace(queries.DB_TIME, "1 AS db_time, 2 AS clock_instance")
+    database = sqlite3.connect(":memory:")
+    database.execute(f'CREATE TABLE "gv$dnfs_channels" ({", ".join(c.lower() for c in view_columns)})')
+    marks = ", ".join("?" * len(view_columns))
+    database.executemany(f'INSERT INTO "gv$dnfs_channels" VALUES ({marks})', view_rows)
+    return [list(row) for row in database.execute(sqlglot.transpile(sql, read="oracle", write="sqlite")[0])]
+
+
+def process_and_path_entries(columns, rows):
+    """The statement's rows as ({(INST_ID, PNUM): (sends, channels)}, {(INST_ID, place...): (counts..., channels)})."""
+    index = {c: n for n, c in enumerate(columns)}
+    place = [c for c in ("SVRNAME", "PATH", "LOCAL") if c in index]
+    counts = [c for c in ("SENDS", "RECVS", "PINGS", "RECO", "SPRECO", "DPRECO", "CHANNELS") if c in index]
+    processes, paths = {}, {}
+    for row in rows:
+        if row[index["PROCESS_CHANNELS"]] is not None:
+            key = (row[index["INST_ID"]], row[index["PNUM"]])
+            assert key not in processes
+            processes[key] = (row[index["PROCESS_SENDS"]], row[index["PROCESS_CHANNELS"]])
+        if row[index["CHANNELS"]] is not None:
+            key = (row[index["INST_ID"]], *(row[index[c]] for c in place))
+            assert key not in paths
+            paths[key] = tuple(row[index[c]] for c in counts)
+    return processes, paths
+
+
+# Per-channel rows of the view: a process with two channels on one path, a path with a NULL LOCAL,
+# two instances sharing a PNUM, a process on one path only.
+VIEW_ROWS = [
+    (1, 20, "filer1", "10.0.0.1", "10.0.1.1", 5, 6, 1, 0, 0),
+    (1, 20, "filer1", "10.0.0.1", "10.0.1.1", 7, 7, 1, 0, 1),
+    (1, 20, "filer1", "10.0.0.2", None, 11, 11, 0, 1, 0),
+    (1, 21, "filer1", "10.0.0.2", None, 3, 2, 2, 0, 0),
+    (2, 20, "filer1", "10.0.0.1", "10.0.1.9", 100, 90, 1, 0, 0),
+    (1, 22, "filer2", "10.0.0.1", "10.0.1.1", 0, 0, 0, 0, 0),
+]
+VIEW_COLUMNS = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
+
+
+@pytest.mark.parametrize("release", ["11.2.0.4", "19c"])
+def test_the_channels_statement_sums_per_path_and_per_process_as_the_per_channel_rows_add_up(release):
+    """The channels statement (SQLite running its text) and group_channels, which groups a recording
+    of per-channel rows and makes the simulator's rows, give the same sums; by hand as well."""
+    from dnfsmon.sources.oracle.rows import group_channels
+
+    query = channels_query(release)
+    view_columns = [c for c in VIEW_COLUMNS if c in query.columns or c in ("PNUM", "SENDS")]
+    if "RECO" in query.columns:  # 11.2.0.4 has RECO where 12.1.0.2 and later have SPRECO and DPRECO
+        view_columns = [*view_columns, "RECO"]
+    view_rows = [
+        tuple(row[VIEW_COLUMNS.index(c)] if c in VIEW_COLUMNS else row[8] + row[9] for c in view_columns)
+        for row in VIEW_ROWS
+    ]
+    by_sql = process_and_path_entries(query.columns, run_channels_statement(query, view_rows, view_columns))
+    columns, rows = group_channels([*view_columns, "DB_TIME", "CLOCK_INSTANCE"], [[*r, 1, 2] for r in view_rows])
+    assert tuple(columns) == query.columns
+    assert process_and_path_entries(columns, rows) == by_sql
+    processes, paths = by_sql
+    assert processes == {(1, 20): (23, 3), (1, 21): (3, 1), (2, 20): (100, 1), (1, 22): (0, 1)}
+    assert (
+        paths[(1, "filer1", "10.0.0.1", "10.0.1.1")][0] == 12 and paths[(1, "filer1", "10.0.0.1", "10.0.1.1")][-1] == 2
+    )
+    assert paths[(1, "filer1", "10.0.0.2", None)][:3] == (14, 13, 2) and len(paths) == 4
+    # Fewer rows than the view's: a row per process, the paths on them.
+    assert len(rows) == len(processes) + len(paths) and len(run_channels_statement(query, view_rows, view_columns)) == 5
+
+
+@pytest.mark.parametrize("scope", ["cluster", "instance"])
+def test_the_channels_statement_reads_the_view_once(scope):
+    """V$DNFS_CHANNELS counts "since the last select" (Reference, V$DNFS_CHANNELS): a second read in
+    the statement would take the counts the first did not. One FROM of the view, no GROUPING SETS
+    (which the optimizer may evaluate as a UNION ALL of GROUP BYs) and no WITH (a temporary table)."""
+    sql = channels_query(scope=scope).sql.lower()
+    assert sql.count("dnfs_channels") == 1
+    assert "grouping" not in sql and "with " not in sql and "union" not in sql
+
+
+def test_a_recording_of_per_channel_rows_publishes_what_the_statement_s_rows_publish():
+    """A capture made before the statement summed the channels (a row per process and channel) gives
+    the same channel points and the same new-process check as the statement's rows of the same
+    channels (SQLite running the statement)."""
+    workload = simulator.Workload(instances=2, processes=6)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    # The simulated view's per-channel rows over the second interval, PNUM 22 new in it.
+    since = simulator.Memory()
+    since.last_channel_select.update({1: T0, 2: T0})
+    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
+    modelled = simulator._rows(simulator.Model(workload), "dnfs_channels", T0 + 10, since, [1, 2])
+    view_rows = [tuple(row[c] for c in view_columns) for row in modelled]
+    stats = documents[0]["results"]["dnfs_stats"]
+    stats["rows"] = [r for r in stats["rows"] if r[stats["columns"].index("PNUM")] != 22]
+    query = channels_query()
+    summed = json.loads(json.dumps(documents[1]))
+    summed["results"]["dnfs_channels"]["rows"] = [
+        [*row[:-2], T0 + 10, 1] for row in run_channels_statement(query, view_rows, view_columns)
+    ]
+    per_channel = json.loads(json.dumps(documents[1]))
+    per_channel["results"]["dnfs_channels"] = {
+        "columns": [*view_columns, "DB_TIME", "CLOCK_INSTANCE"],
+        "rows": [[*row, T0 + 10, 1] for row in view_rows],
+        "agent_clock": T0 + 10,
+    }
+    first = oracle_db.to_raw(documents[0], T0)
+    outcomes = [points_between(first, oracle_db.to_raw(document, T0 + 10)) for document in (summed, per_channel)]
+    published = [
+        sorted(
+            (p.measurement, p.tags, p.fields)
+            for p in outcome.points
+            if "channel" in p.measurement or "io" in p.measurement
+        )
+        for outcome in outcomes
+    ]
+    assert published[0] == published[1]
+    (io,) = [p.fields for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_io"][:1]
+    channels = [p for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_channel"]
+    assert channels and io["new_processes"] + io["processes_left_out"] >= 1

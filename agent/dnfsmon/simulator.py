@@ -40,6 +40,8 @@ from . import oracle_facts
 from .oracle_facts import AGENT_EVENTS, HISTOGRAM_EVENTS, OTHER_OPS
 from .sources.base import Raw
 from .sources.oracle import FILE_COUNTERS, RESULTS, Query, build_queries
+from .sources.oracle.names import CHANNEL_COUNTS
+from .sources.oracle.rows import group_channels
 
 VERSIONS = oracle_facts.VERSION_STRINGS
 # (kind, share of the instance's reads or writes, latency factor, foreground share)
@@ -380,6 +382,11 @@ class Model:
         }
 
 
+# The columns of the simulated V$DNFS_CHANNELS rows (what _rows models; the statement reads those the
+# release has).
+CHANNEL_VIEW_COLUMNS = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", *CHANNEL_COUNTS, "DB_TIME", "CLOCK_INSTANCE")
+
+
 def _row(columns: Sequence[str], values: Mapping[str, object]) -> list[object]:
     return [values.get(c) for c in columns]
 
@@ -412,9 +419,18 @@ def read(workload: Workload, t: float, memory: Optional[Memory] = None, inventor
             continue
         instances = [workload.connected_instance] if query.local else list(range(1, workload.instances + 1))
         clock = {"DB_TIME": t, "CLOCK_INSTANCE": workload.connected_instance}
+        modelled = _rows(model, query.name, t, memory, instances)
+        if query.name == "dnfs_channels":
+            # The view's rows (one per process and channel), as the statement sums them (group_channels).
+            read = [c for c in CHANNEL_VIEW_COLUMNS if c in query.columns or c in ("PNUM", "SENDS")]
+            columns, rows = group_channels(read, [_row(read, dict(v, **clock)) for v in modelled])
+            if tuple(columns) != query.columns:
+                raise AssertionError(f"the channels query's columns {query.columns} are not {columns}")
+        else:
+            rows = [_row(query.columns, dict(v, **clock)) for v in modelled]
         results[query.name] = {
             "columns": list(query.columns),
-            "rows": [_row(query.columns, dict(v, **clock)) for v in _rows(model, query.name, t, memory, instances)],
+            "rows": rows,
             "agent_clock": t,  # the simulated agent's clock runs with the database's
         }
         if query.name == "dnfs_channels":

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
@@ -30,6 +28,7 @@ from .names import (
     SERVER_MEASUREMENT,
     STATUS_MEASUREMENT,
 )
+from .queries import PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS
 from .rows import (
     Context,
     Instance,
@@ -43,6 +42,7 @@ from .rows import (
     _sum_of_counters,
     _sum_of_every_counter,
     _values,
+    group_channels,
     host_tag,
     load,
     reason_of,
@@ -136,23 +136,33 @@ def _io(context: Context) -> list[Sample]:
 
 def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:
     """(INST_ID, PNUM as read) -> [SENDS summed over the process's channels, its channel rows] of a
-    read; empty without the channels query (not granted), a SENDS column, or with a SENDS value that
-    is not a counter (a damaged reading: no check rather than a wrong one)."""
-    if channels is None or not {"INST_ID", "PNUM", "SENDS"} <= channels.index.keys() or not channels.rows:
+    read (the channels query's process rows); empty without the channels query (not granted), a
+    SENDS column, or with a sum that is not a counter (a damaged reading: no check rather than a
+    wrong one)."""
+    if channels is None or not {"INST_ID", *PROCESS_CHANNEL_COLUMNS} <= channels.index.keys() or not channels.rows:
         return {}
-    keys = list(
-        zip(
-            map(operator.itemgetter(channels.index["INST_ID"]), channels.rows),
-            map(operator.itemgetter(channels.index["PNUM"]), channels.rows),
-        )
-    )
-    sends = list(map(operator.itemgetter(channels.index["SENDS"]), channels.rows))
-    if set(map(type, sends)) != {int} or min(sends) < 0:
-        return {}
-    found: dict[tuple[object, object], list[int]] = {key: [0, rows] for key, rows in Counter(keys).items()}
-    for key, count in zip(keys, sends):
-        found[key][0] += count
+    inst_id, pnum, sends, rows = (channels.index[c] for c in ("INST_ID", *PROCESS_CHANNEL_COLUMNS))
+    found: dict[tuple[object, object], list[int]] = {}
+    for row in channels.rows:
+        count = row[rows]
+        if count is None:
+            continue  # a path's row
+        sent = row[sends]
+        if type(sent) is not int or sent < 0:
+            return {}
+        found[(row[inst_id], row[pnum])] = [sent, count]
     return found
+
+
+def _per_channel_rows_grouped(results: dict[str, Results], problems: list[ParseError]) -> None:
+    """A recording made before the channels query summed in the statement (a row per process and
+    channel) grouped as the statement groups them (group_channels), so one parser reads both."""
+    channels = results.get("dnfs_channels")
+    if channels is None or PATH_COUNT_COLUMN in channels.index or "PNUM" not in channels.index:
+        return
+    columns, rows = group_channels(channels.columns, channels.rows)
+    data = {"columns": columns, "rows": rows, "agent_clock": channels.agent_clock}
+    results["dnfs_channels"] = Results(channels.name, data, problems, recorded=False)
 
 
 # [oracle] top_processes's default: the source's when no config says (the simulator, a capture
@@ -168,18 +178,24 @@ def _channels(context: Context) -> list[Sample]:
     for column in ("SVRNAME", "PATH"):
         if result.rows and column not in result.index:
             raise KeyError(column)
-    # A row per process and channel (tens of thousands): rows are first grouped by the values
-    # that place them (one C call per row), then each group's counts are summed column by column.
+    # The statement's path rows (queries._channels_query: a path's counts summed over its channel
+    # rows, CHANNELS of them), grouped by the values that place them, then summed column by column
+    # (a path has one row in a reading; several only in a damaged one).
     group_of = _values(result, ("INST_ID", "CLOCK_INSTANCE", "SVRNAME", "PATH", "LOCAL"))
     names, count_values = _columns(result, CHANNEL_COUNTS)
     groups: dict[tuple, list[tuple]] = {}
     last_row: dict[tuple, int] = {}
+    channel_rows = result.index.get(PATH_COUNT_COLUMN)
+    if result.rows and channel_rows is None:
+        raise KeyError(PATH_COUNT_COLUMN)
     for number, row in enumerate(result.rows):
+        if channel_rows is None or row[channel_rows] is None:
+            continue  # a process's row
         group = group_of(row)
         rows = groups.get(group)
         if rows is None:
             rows = groups[group] = []
-        rows.append(count_values(row))
+        rows.append((row[channel_rows], count_values(row)))
         last_row[group] = number
     place = context.place(result)
     # Where a path was read is where its latest row was (a path's groups differ only in damaged readings).
@@ -192,8 +208,8 @@ def _channels(context: Context) -> list[Sample]:
         _, _, server, path, local = group
         key = (*tags, ("server", str(server)), ("path", str(path)), ("local", str(local or "")))
         counts = paths.setdefault(key, {"processes": 0})
-        counts["processes"] += len(rows)
-        for name, values in zip(names, zip(*rows)):
+        counts["processes"] += sum(_number(channels) or 0 for channels, _ in rows)
+        for name, values in zip(names, zip(*(values for _, values in rows))):
             total = _sum_of_counters(values)
             if total is not None:
                 counts[name] = counts.get(name, 0) + total
@@ -418,6 +434,7 @@ def samples(raw: Raw, host: str, inventory_only: bool = False) -> tuple[list[Sam
         for name, data in (document.get("results") or {}).items()
         if not inventory_only or name in INVENTORY_QUERIES
     }
+    _per_channel_rows_grouped(results, problems)
     instances: dict[object, Instance] = {}
     if "instances" in results:
         for row in results["instances"].dicts():

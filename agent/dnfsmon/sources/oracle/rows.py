@@ -11,7 +11,8 @@ from typing import Callable, Optional, cast
 from ... import rates
 from ...rates import Sample
 from ..base import ParseError, Raw
-from .names import RESULTS, STATUS_MEASUREMENT
+from .names import CHANNEL_COUNTS, RESULTS, STATUS_MEASUREMENT
+from .queries import CLOCK_COLUMNS, PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS
 
 # --- parsing result rows ---
 
@@ -287,3 +288,38 @@ def _pdb_tags_of(value: object) -> rates.Key:
     """_pdb_tags of a row's CON_ID value (None for a view without the column)."""
     con_id = _number(value)
     return (("pdb", str(con_id)),) if con_id else ()
+
+
+def group_channels(columns: Sequence[str], rows: Iterable[Sequence]) -> tuple[list[str], list[list]]:
+    """Rows of V$DNFS_CHANNELS, one per process and channel (`columns`: INST_ID, PNUM, SVRNAME, PATH,
+    LOCAL where the release has it, its counts, the clock), as the channels query
+    (queries._channels_query) returns them: a row per process with its sends summed and its channel
+    rows counted, a row per path with its counts summed and its channel rows counted.
+
+    The statement may put a process and a path on one row; here each has its own, which the parser
+    reads the same. For a recording made before the statement summed (the per-channel rows), and
+    for the simulator, which models the view. A path's counts are summed as the parser summed
+    them before (_sum_of_counters: a value that is not a counter is left out); a process's sends
+    are None when one of them is not a counter (no P1 check rather than a wrong one)."""
+    index = {column: position for position, column in enumerate(columns)}
+    local = ["LOCAL"] if "LOCAL" in index else []
+    counts = [c for c in CHANNEL_COUNTS if c in index]
+    clock = [c for c in CLOCK_COLUMNS if c in index]
+    grouped = ["INST_ID", *PROCESS_CHANNEL_COLUMNS, "SVRNAME", "PATH", *local, *counts, PATH_COUNT_COLUMN, *clock]
+    processes: dict[tuple, list] = {}
+    paths: dict[tuple, list] = {}
+    for row in rows:
+        inst_id = row[index["INST_ID"]]
+        processes.setdefault((inst_id, row[index["PNUM"]]), []).append(row)
+        paths.setdefault((inst_id, *(row[index[c]] for c in ["SVRNAME", "PATH", *local])), []).append(row)
+    found = []
+    blank_path = [None] * (3 + len(local) + len(counts))
+    for (inst_id, pnum), members in processes.items():
+        sends = [member[index["SENDS"]] if "SENDS" in index else None for member in members]
+        counters = [value for value in sends if type(value) is int and value >= 0]
+        process = [pnum, sum(counters) if len(counters) == len(sends) else None, len(members)]
+        found.append([inst_id, *process, *blank_path, *(members[0][index[c]] for c in clock)])
+    for (inst_id, *place), members in paths.items():
+        sums = [_sum_of_counters([member[index[c]] for member in members]) for c in counts]
+        found.append([inst_id, None, None, None, *place, *sums, len(members), *(members[0][index[c]] for c in clock)])
+    return grouped, found
