@@ -57,6 +57,7 @@ RULES = {
     "script-suffix": "@ and @@ append SET SUFFIX's extension to a name without one: name the .sql",
     "script-not-found": "@ or @@ of a file that does not exist prints SP2-0310 and goes on",
     "login-settings": "a statement runs as the session is set: DEFINE, SQLTERMINATOR, SQLCASE, PAUSE and titles as the pack needs",
+    "substitution-rescan": "a value holding the DEFINE character: whether SQL*Plus substitutes it again is not documented",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -370,7 +371,14 @@ class SqlPlus:
                 # The substituted text is what SQL*Plus sends (shared pool,
                 # V$SQL, audit trail) or prints (a failing line, VERIFY).
                 self._find(script, number, "secret-substituted", f"&{name} was read with ACCEPT HIDE")
-            return self.run_state.defined[name]
+            found = self.run_state.defined[name]
+            if prefix in found:
+                # The guide says SET DEFINE sets the character that prefixes a
+                # substitution variable and that SQL*Plus replaces each one with
+                # its value; it does not say whether the text a value brings in
+                # is scanned again. A script must not depend on either answer.
+                self._find(script, number, "substitution-rescan", f"&{name}'s value {found!r} holds {prefix!r}")
+            return found
 
         return pattern.sub(value, text)
 

@@ -13,10 +13,13 @@ import sys
 import types
 
 import pytest
+import sqlglot
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from sqlglot import exp
 
+import sqlcheck
 from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
@@ -1892,6 +1895,97 @@ def test_every_message_that_names_a_setup_script_says_where_it_is_on_the_host():
     for message in naming:
         assert "sql/setup/" not in message and 'cd "$(dnfsmon sql)")' not in message and "@setup/" in message, message
         assert copy in message, message
+
+
+# --- what a user the setup script made may read ---
+
+SETUP_SCRIPT = pathlib.Path(__file__).parent.parent / "sql" / "setup" / "create_monitor_user.sql"
+
+
+def setup_grants(release, cdb):
+    """What sql/setup/create_monitor_user.sql grants on `release`, read from its text: the fixed
+    list, the release-dependent views where the release has them, DBA_CONTAINER_DATA in a CDB,
+    EXECUTE on DBMS_LOCK before 18c (as the script's IF says). SYS names (V_$X) as V$ names."""
+    text = SETUP_SCRIPT.read_text(encoding="utf-8")
+    fixed = re.search(r"(?s)needed sys\.odcivarchar2list := sys\.odcivarchar2list\((.*?)\);", text).group(1)
+    optional = re.search(r"(?s)and object_name in \((.*?)\)", text).group(1)
+    granted = {n.replace("_$", "$", 1) for n in re.findall(r"'(\w+\$\w+)'", fixed)}
+    for name in re.findall(r"'(\w+\$\w+)'", optional):
+        view = name.replace("_$", "$", 1)
+        if sqlcheck.view_columns(view, release):  # the release has the view (its documented columns)
+            granted.add(view)
+    if cdb:
+        granted.add("DBA_CONTAINER_DATA")
+    if oracle_facts.release_tuple(release) < (18,):
+        granted.add("DBMS_LOCK")
+    return granted
+
+
+def objects_named(sql):
+    """Every table, view and package a statement names (sqlglot), CTEs and DUAL left out."""
+    if sql == oracle_db.SESSION_SQL:
+        return set()
+    tree = sqlglot.parse_one(sql, read="oracle")
+    ctes = {c.alias.upper() for c in tree.find_all(exp.CTE)}
+    named = {t.name.upper() for t in tree.find_all(exp.Table) if t.name}
+    packages = {m.upper() for m in re.findall(r"(?i)\b(dbms_\w+|utl_\w+)\.", sql)}
+    return (named - ctes - {"DUAL"}) | packages
+
+
+@pytest.mark.parametrize("scope", oracle.SCOPES)
+@pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
+def test_a_freshly_set_up_user_can_run_check_and_a_sample(release, scope):
+    """`dnfsmon check` and a live sample, as a user sql/setup/create_monitor_user.sql made sees them.
+
+    Every statement the agent sends on connect (session settings, the container check, discovery)
+    and in a sample (each combined statement) is recorded through the live reader on simulated rows,
+    in a CDB from 12.1 and a non-CDB before. Each view or package a statement names must be one the
+    setup grants on that release, or need no grant: ALL_ views show what the user may already access
+    (Oracle Database Reference, "About Static Data Dictionary Views": ALL_ views, granted to PUBLIC),
+    and SYS_CONTEXT('USERENV', ...) is a built-in function. The setup grants directly to the user,
+    never through a role: "Within a definer's rights subprogram, all roles are disabled"
+    (Object-Relational Developer's Guide 23, "Roles with Invoker's Rights Subprograms"; Security
+    Guide 19c, "How Procedure Privileges Affect Definer's Rights"), so a grant through a role would
+    work at the prompt and fail in a stored wrapper a site may put around the queries."""
+    cdb = oracle_facts.release_tuple(release) >= (12, 1)
+    document = simulated_document(T0)
+    discovered = facts_available(release)
+    database = oracle_db.Database(settings(scope=scope))
+    database.clock = lambda: T0
+    connection = FakeConnection(document, discovered)
+    if cdb:
+        connection.container = ("YES", "CDB$ROOT", 3)
+        connection.root_only = []
+    database.connection = connection
+    database.discover()
+    database.check_container()
+    assert database.missing == {} and database.container == ""
+    database.read()
+    assert any("dba_container_data" in s for s in connection.executed) == cdb
+    assert any("all_tab_columns" in s for s in connection.executed)
+    granted = setup_grants(release, cdb)
+    needed = set().union(*(objects_named(sql) for sql in connection.executed))
+    not_granted = {name for name in needed if not name.startswith("ALL_") and name not in granted}
+    assert not_granted == set(), (release, scope, sorted(not_granted))
+    assert len(needed) >= 8  # the statements were read, not skipped
+
+
+def test_the_setup_script_grants_only_directly_to_the_user():
+    """Every GRANT of the setup script names the user being set up, never a role (see above), and the
+    readback counts the user's own DBA_TAB_PRIVS and DBA_SYS_PRIVS rows, where a role's grants are not."""
+    text = SETUP_SCRIPT.read_text(encoding="utf-8")
+    grants = re.findall(r"(?i)'grant ([^;]*?) to ' \|\| (\w+)", text)
+    assert len(grants) == len(re.findall(r"(?i)'grant ", text)) >= 4
+    assert {grantee for _, grantee in grants} == {"user_name"}
+    assert "create role" not in text.lower() and "granted_role" not in text.lower()
+    assert "from dba_tab_privs" in text.lower() and "where grantee = user_name" in text.lower()
+
+
+def test_the_grant_check_sees_a_view_the_setup_does_not_grant():
+    """The check fails when the agent reads a view no grant covers (here DBA_HIST_SYSTEM_EVENT)."""
+    statement = "SELECT event FROM dba_hist_system_event UNION ALL SELECT event FROM gv$system_event"
+    assert objects_named(statement) - setup_grants("19c", True) == {"DBA_HIST_SYSTEM_EVENT"}
+    assert "DBMS_SESSION" in {m.upper() for m in re.findall(r"(?i)\b(dbms_\w+|utl_\w+)\.", "x dbms_session.sleep(1)")}
 
 
 # --- the channels summed in the statement (one read of V$DNFS_CHANNELS) ---

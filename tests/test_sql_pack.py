@@ -112,6 +112,7 @@ RULE_EXAMPLES = {
     "script-suffix": "@@bad\n",
     "script-not-found": "@@nowhere.sql\n",
     "login-settings": "set sqlcase upper\nselect 'x' from dual;\n",
+    "substitution-rescan": 'set define off\ndefine x = "&y"\nset define on\nprompt &x\n',
 }
 
 
@@ -997,9 +998,14 @@ def core_queries(text):
     }
 
 
-def run_core(script, core, tables, binds):
-    """Run a script's print query with its two snapshots (cur, prev) replaced by `tables`."""
+def run_core(script, core, tables, binds, defines=None):
+    """Run a script's print query with its two snapshots (cur, prev) replaced by `tables`.
+
+    `defines`: the substitution variables the caller of `script` sets, replaced as SQL*Plus would.
+    """
     sql = core_queries(read(os.path.join(SQL, script)))[core]
+    for name, value in (defines or {}).items():
+        sql = re.sub(rf"&{name}\b", value, sql)
     tree = sqlglot.parse_one(sql, read="oracle")
     with_ = tree.args.get("with_") or tree.args["with"]
     with_.set("expressions", [cte for cte in with_.expressions if cte.alias not in tables])
@@ -1172,6 +1178,13 @@ def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_
     assert "dnfs_channels" not in read(os.path.join(SQL, "dnfs_iops_step.sql")).lower()
 
 
+LATENCY_PRINT = "events between two snapshots, per instance and in total"
+# What dnfs_latency_step.sql defines before it runs dnfs_latency_print.sql (the
+# interval), and what dnfs_latency.sql defines after the loop (the whole run).
+INTERVAL_DEFINES = {"_dnfs_from": "dnfs_ev_prev", "_dnfs_from_t": "dnfs_prev_t", "_dnfs_label": ":dnfs_cur_clock"}
+RUN_DEFINES = {"_dnfs_from": "dnfs_ev_first", "_dnfs_from_t": "dnfs_first_t", "_dnfs_label": "'run'"}
+
+
 def latency_rows(first_hit=True):
     workload = simulator.Workload(instances=1, release="19c")
     raws, docs = documents(workload)
@@ -1184,7 +1197,7 @@ def latency_rows(first_hit=True):
     tables = {
         name: (names, [r for r in rows if r[1] in oracle_facts.AGENT_EVENTS]) for name, (names, rows) in tables.items()
     }
-    events = run_core("dnfs_latency_step.sql", "events in the interval that just ended", tables, BINDS)
+    events = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, BINDS, INTERVAL_DEFINES)
     hist = ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT"]
 
     def only_sequential(doc):
@@ -1228,6 +1241,98 @@ def test_dnfs_latency_events_and_histogram_give_the_agents_figures():
     # The bucket the previous snapshot lacked counts from 0, not dropped.
     assert by_bound[str(int(new_bucket[1]))]["bucket_waits_per_s"] == pytest.approx(new_bucket[2] / (T1 - T0))
     assert sum(row["pct"] for row in buckets) == pytest.approx(100.0)
+
+
+def test_dnfs_latency_ends_with_the_whole_runs_average_per_instance_and_a_rac_total():
+    """dba-review P7: a DBA expects, after a run, each event's average over the whole run, and on RAC
+    the instances together; @dnfs_latency printed only each interval.
+
+    Truth from the agent: three snapshots of a two-instance simulator, diffed by the agent into two
+    intervals of different lengths. Over the run, waits/s is the waits of both intervals over their
+    seconds, and ms/wait their waited time over their waits (the agent's average × its waits); the
+    total line sums the instances. The run lines come from the same print query as the interval lines,
+    fed the first snapshot; each interval gets its total line too."""
+    workload = simulator.Workload(instances=2, release="19c")
+    times = (T0, T0 + 10.0, T0 + 25.0)
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in times]
+    docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
+    columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
+    names = [c.lower() for c in columns]
+
+    def events(doc):
+        return [r for r in rows_of(doc, "system_event", columns) if r[1] in oracle_facts.AGENT_EVENTS]
+
+    tables = {"cur": (names, events(docs[2])), "prev": (names, events(docs[0]))}
+    binds = {"dnfs_first_t": times[0], "dnfs_cur_t": times[2]}
+    run = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, RUN_DEFINES)
+    samples: dict = {}
+    agent = []  # per interval: {(instance, event): (waits/s, µs per wait)}
+    for raw in raws:
+        computed = compute({"oracle": raw}, {}, "h", samples)
+        samples = computed.samples
+        agent.append(
+            {
+                (dict(p.tags)["instance"], dict(p.tags)["event"]): (p.fields["waits_per_s"], p.fields["avg_latency_us"])
+                for p in computed.points
+                if p.measurement == "dnfsmon_oracle_event"
+            }
+        )
+    spans = (times[1] - times[0], times[2] - times[1])
+    intervals = agent[1:]
+    assert len(run) == 3 * len(oracle_facts.AGENT_EVENTS)  # two instances and their total, per event
+    totals: dict = {}
+    for row in run:
+        event = row["dnfs_event"]
+        if row["dnfs_inst_id"] is None:
+            assert row["dnfs_sample_time"] == "total"
+            continue
+        assert row["dnfs_sample_time"] == "run"
+        key = (f"simdb{int(row['dnfs_inst_id'])}", event)
+        waits = [i[key][0] * s for i, s in zip(intervals, spans)]
+        waited_us = [i[key][0] * s * i[key][1] for i, s in zip(intervals, spans)]
+        assert row["waits_per_s"] == pytest.approx(sum(waits) / sum(spans), rel=1e-9), key
+        if sum(waits):
+            assert row["avg_ms"] == pytest.approx(sum(waited_us) / sum(waits) / 1000, rel=1e-9), key
+        total = totals.setdefault(event, [0.0, 0.0])
+        total[0] += sum(waits)
+        total[1] += sum(waited_us)
+    for row in (r for r in run if r["dnfs_inst_id"] is None):
+        waits, waited_us = totals[row["dnfs_event"]]
+        assert row["waits_per_s"] == pytest.approx(waits / sum(spans), rel=1e-9)
+        if waits:
+            assert row["avg_ms"] == pytest.approx(waited_us / waits / 1000, rel=1e-9)
+    # Each interval prints its own total line too; one instance gets none.
+    binds = {"dnfs_prev_t": times[1], "dnfs_cur_t": times[2], "dnfs_cur_clock": "12:00:25"}
+    tables = {"cur": (names, events(docs[2])), "prev": (names, events(docs[1]))}
+    interval = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, INTERVAL_DEFINES)
+    assert sorted({r["dnfs_sample_time"] for r in interval}) == ["12:00:25", "total"]
+    one = [r for r in events(docs[2]) if r[0] == 1], [r for r in events(docs[1]) if r[0] == 1]
+    single = run_core(
+        "dnfs_latency_print.sql",
+        LATENCY_PRINT,
+        {"cur": (names, one[0]), "prev": (names, one[1])},
+        binds,
+        INTERVAL_DEFINES,
+    )
+    assert {r["dnfs_sample_time"] for r in single} == {"12:00:25"}
+
+
+@pytest.mark.parametrize(("count", "runs"), [(("5", "3"), 1), (("0",), 0)])
+def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snapshot(count, runs):
+    """As SQL*Plus runs it: after the last step, dnfs_latency_print.sql once more, fed :dnfs_ev_first
+    (a copy of the first snapshot, freed at the end) and labelled 'run'; a refused run prints no run
+    line, as its bind times are equal (the print query's WHERE)."""
+    result = run("dnfs_latency.sql", *count)
+    assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+    sent = [(f, s) for f, _, s in result.statements if f == "dnfs_latency_print.sql"]
+    whole = [s for _, s in sent if "xmltype(:dnfs_ev_first)" in s]
+    assert len(whole) == 1 and "'run' as label" in whole[0]
+    assert ":dnfs_cur_t > :dnfs_first_t" in whole[0]
+    assert len(sent) == steps(result, "dnfs_latency_step.sql") + 1
+    last_snapshot = max(i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_latency_snapshot.sql")
+    assert next(i for i, (_, _, s) in enumerate(result.statements) if "xmltype(:dnfs_ev_first)" in s) > last_snapshot
+    assert steps(result, "dnfs_latency_step.sql") == (3 if runs else 0)
 
 
 # --- dnfs_check over recorded rows ---
@@ -1503,21 +1608,69 @@ def test_every_script_runs_from_a_session_a_login_sql_changed(script, login):
         assert steps(result, script.replace(".sql", "_step.sql")) >= 2
 
 
+# Sessions not at the defaults, as a DBA's login.sql leaves them (SQL*Plus User's Guide
+# and Reference, "SET System Variable Summary": DEFINE, FEEDBACK, PAUSE, SQLCASE,
+# SUFFIX, VERIFY; TTITLE and BTITLE, which STORE SET does not save, stay as the
+# script leaves them: off). SQLFORMAT is SQLcl's and SQL*Plus refuses it.
+SETUP_SESSIONS = {
+    "define ^": {"verify": "on", "feedback": "off", "pause": "on", "sqlcase": "upper", "define": "^"},
+    "define off": {"define": "off", "suffix": "txt", "sqlterminator": "#", "concat": "off", "feedback": "1"},
+    "defaults but feedback": {"feedback": "3", "verify": "off"},
+}
+
+
+@pytest.mark.parametrize("login", sorted(SETUP_SESSIONS))
 @pytest.mark.parametrize("script", SETUP_SCRIPTS)
-def test_the_setup_scripts_put_back_the_dbas_settings(script):
+def test_the_setup_scripts_put_back_the_dbas_settings(script, login):
     """dba-review S2: the setup scripts left VERIFY OFF and forced FEEDBACK ON instead of restoring.
 
-    They now save the SET system variables with STORE SET and run its file at the end
-    (SQL*Plus User's Guide and Reference, STORE), as the pack's other scripts do.
+    They save the SET system variables with STORE SET and run its file at the end
+    (SQL*Plus User's Guide and Reference, STORE), as the pack's other scripts do,
+    and from any DEFINE the DBA had (the file runs with DEFINE ^: substitution-rescan).
     """
-    session = {"verify": "on", "feedback": "off", "pause": "on", "sqlcase": "upper", "define": "^"}
-    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    session = SETUP_SESSIONS[login]
+    database = session_database("101")
     before = sqlplus_rules.SqlPlus(SQL, database, session).run_state.settings
     result = sqlplus_rules.start(SQL, script, "C##MONITOR", database=database, login=session)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
-    assert {name: result.settings[name] for name in session} == {name: before[name] for name in session}
+    assert result.settings == before
     text = read(os.path.join(SQL, script))
-    assert "set feedback on" not in text.lower() and text.rstrip().endswith("@dnfs_saved_settings.sql")
+    assert "set feedback on" not in text.lower()
+    assert text.rstrip().endswith("@^_dnfs_settings_used\nundefine _dnfs_settings _dnfs_settings_used")
+
+
+@pytest.mark.parametrize("script", SETUP_SCRIPTS)
+def test_two_sessions_running_a_setup_script_save_their_settings_to_files_of_their_own(script):
+    """Review (E3, W6): the setup scripts saved to one dnfs_saved_settings.sql of the current directory, so a second
+    session running one (or the pack) there at the same time overwrote the first's saved settings. They now
+    name the file for the database, instance, session and host, by the same lines as _dnfs_start.sql."""
+    files = {}
+    for sid, feedback in (("101", "1"), ("102", "2")):
+        session = sqlplus_rules.SqlPlus(SQL, session_database(sid), {"feedback": feedback, "pause": "on"})
+        result = session.start(script, "C##MONITOR")
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        [files[sid]] = result.stored_files
+        assert result.settings["feedback"] == feedback and result.settings["pause"] == "on"
+    assert files == {
+        "101": "dnfs_saved_settings_orcl_1_101_db1.sql",
+        "102": "dnfs_saved_settings_orcl_1_102_db1.sql",
+    }
+
+
+def settings_lines(text):
+    """From the sqlfluff note before the naming query to the line that keeps the name used."""
+    start = text.index("-- (sqlfluff's oracle dialect does not take a / alone")
+    end = text.index('define _dnfs_settings_used = "&_dnfs_settings"\n')
+    return text[start:end]
+
+
+def test_the_setup_scripts_name_their_settings_file_with_the_packs_own_lines():
+    """The setup scripts stand alone (the Ansible role copies them alone), so they carry a copy of
+    _dnfs_start.sql's naming lines: this keeps the copies equal, one rule for every settings file."""
+    lines = settings_lines(read(os.path.join(SQL, "_dnfs_start.sql")))
+    assert "store set &_dnfs_settings replace" in lines
+    for script in SETUP_SCRIPTS:
+        assert settings_lines(read(os.path.join(SQL, script))) == lines, script
 
 
 def test_the_checker_sees_what_a_login_sql_changes(tmp_path):
@@ -1574,8 +1727,10 @@ def test_two_sessions_in_one_directory_save_their_settings_to_files_of_their_own
 @pytest.mark.parametrize("define", ["&", "off", "^"])
 def test_the_define_setting_comes_back_as_it_was_whatever_it_was(define):
     """The file name is substituted with &, so where & does not substitute (DEFINE OFF or another
-    character) STORE SET writes the name as written and the end runs that same file: SQL*Plus
-    substitutes a line once, so the variable holding the name as written is not substituted again."""
+    character) STORE SET writes the name as written and the end runs that same file. W5 (DBA review):
+    this rested on SQL*Plus substituting a line once, which the guide does not say; the end now reads
+    the name with DEFINE ^, which no name holds, and the checker's substitution-rescan rule fails any
+    line whose value holds the DEFINE character (the old _dnfs_end.sql failed it under DEFINE OFF)."""
     database = session_database("101")
     session = sqlplus_rules.SqlPlus(SQL, database, {"define": define})
     for script in ("dnfs_iops.sql", "dnfs_check.sql"):
@@ -1650,9 +1805,11 @@ def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
         ("dnfs_ev_cur", "dnfs_ev_prev", "dnfs_cur_t", "dnfs_prev_t"),
         ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
     }
-    assert set(shifted) == pairs
-    # A snapshot and its shift per interval, and one at the start: 3 for each bind pair.
-    assert sorted(shifted) == sorted(list(pairs) * 3)
+    first = ("dnfs_ev_cur", "dnfs_ev_first", "dnfs_cur_t", "dnfs_first_t")  # dnfs_latency's whole run (P7)
+    assert set(shifted) == pairs | {first}
+    # A snapshot and its shift per interval, and one at the start: 3 for each bind pair; the first
+    # events snapshot is copied once more, for the whole run's lines.
+    assert sorted(shifted) == sorted([*list(pairs) * 3, first])
 
 
 def test_the_readme_names_the_deepest_chain_of_nested_scripts():

@@ -29,5 +29,11 @@ undefine _dnfs_lob_cur _dnfs_lob_prev _dnfs_lob_cur_t _dnfs_lob_prev_t
 column dnfs_settings clear
 -- The file _dnfs_start.sql's STORE SET wrote (its name: see there), then its
 -- two variables, on a line with nothing to substitute (the DEFINE put back may be OFF).
-@&_dnfs_settings_used
+-- Where the DBA's & did not substitute, the name is "&_dnfs_settings" as written:
+-- the guide does not say whether a value holding the DEFINE character is
+-- substituted again, so the name is read with DEFINE set to ^, which no file
+-- name of the pack holds (SQL*Plus User's Guide and Reference, SET DEFINE; the
+-- checker's substitution-rescan rule). The file run puts the DBA's DEFINE back.
+set define '^'
+@^_dnfs_settings_used
 undefine _dnfs_settings _dnfs_settings_used

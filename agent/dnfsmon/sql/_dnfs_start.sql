@@ -27,9 +27,10 @@
 -- so SQLCASE (upper-case literals) and SQLTERMINATOR (/ runs it) do not change it;
 -- PAUSE ON waits, and a TTITLE prints, once there. Where the ampersand does not
 -- substitute (SET DEFINE OFF or another character) STORE SET writes the file
--- under the name as written on its line (shared by such sessions), and
--- _dnfs_settings_used keeps that name too: SQL*Plus substitutes a line once, so
--- that value is not substituted again in _dnfs_end.sql.
+-- under the name as written on its line, with SET SUFFIX's extension (shared by
+-- such sessions: README.md), and _dnfs_settings_used keeps that
+-- name too; _dnfs_end.sql reads it with a DEFINE character the name does not
+-- hold, so nothing rests on whether SQL*Plus substitutes a value again.
 -- (sqlfluff's oracle dialect does not take a / alone as the end of a statement without ;.)
 -- noqa: disable=PRS
 define _dnfs_settings = dnfs_saved_settings.sql

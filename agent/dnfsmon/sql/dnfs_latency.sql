@@ -21,6 +21,11 @@
 --              the histogram is skipped with one line naming the grant.
 --              Read-only; two snapshots per view are kept in bind variables.
 --              An instance restarted during an interval shows no line for it.
+--              After the loop, the whole run: each event's waits/s and average
+--              per instance from the first snapshot to the last, and on RAC
+--              the instances together (a total line per event, also printed
+--              each interval); an instance restarted during the run has no
+--              run line.
 --              Known limits: count is capped at 60 per run (said when applied).
 
 define _dnfs_default_interval = 5
@@ -62,6 +67,8 @@ variable dnfs_hist_prev clob
 variable dnfs_hist_cur clob
 variable dnfs_hist_prev_t number
 variable dnfs_hist_cur_t number
+variable dnfs_ev_first clob
+variable dnfs_first_t number
 -- Bind variables belong to the SQL*Plus session and keep their values from
 -- one script to the next (declaring one again is not documented to clear
 -- it): start clean, or this run would diff against the previous run's last
@@ -77,10 +84,15 @@ begin
     :dnfs_cur_clock := null;
     :dnfs_hist_prev_t := null;
     :dnfs_hist_cur_t := null;
+    :dnfs_first_t := null;
 end;
 /
 @@dnfs_latency_snapshot.sql
 @@dnfs_latency_shift.sql
+-- A copy of the first snapshot too, for the whole run's lines after the loop.
+define _dnfs_lob_prev = dnfs_ev_first
+define _dnfs_lob_prev_t = dnfs_first_t
+@@_dnfs_shift_lob.sql
 @@&_dnfs_hist_snapshot..sql
 @@&_dnfs_hist_shift..sql
 
@@ -97,6 +109,21 @@ column pct heading '% waits' format 990.9
 prompt &_dnfs_header
 
 @@_dnfs_loop.sql
+
+-- The whole run, as a DBA reads after a run: from the first snapshot to the last,
+-- per instance and event (Time 'run') and on RAC the instances together (Time
+-- 'total'); nothing when no interval ran (a refused run, or one stopped before
+-- its first snapshot).
+column dnfs_run_note heading 'Whole run' format a80
+select 'Average over the whole run: ' || round(:dnfs_cur_t - :dnfs_first_t, 1) || ' s' as dnfs_run_note
+from dual
+where :dnfs_cur_t > :dnfs_first_t;
+column dnfs_run_note clear
+define _dnfs_from = dnfs_ev_first
+define _dnfs_from_t = dnfs_first_t
+define _dnfs_label = "'run'"
+@@dnfs_latency_print.sql
+undefine _dnfs_from _dnfs_from_t _dnfs_label
 column dnfs_sample_time clear
 column dnfs_inst_id clear
 column dnfs_event clear

@@ -16,3 +16,5 @@ define _dnfs_lob = dnfs_hist_prev
 @@_dnfs_free_lob.sql
 define _dnfs_lob = dnfs_hist_cur
 @@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_ev_first
+@@_dnfs_free_lob.sql

@@ -21,8 +21,24 @@
 
 -- The DBA's SET system variables, put back at the end (STORE SET saves them, and only
 -- them, as SET commands in a file of the current directory: SQL*Plus User's Guide and
--- Reference, STORE), as the other scripts of the pack do.
-store set dnfs_saved_settings.sql replace
+-- Reference, STORE), as the other scripts of the pack do, to a file named for the
+-- database, instance, session and host, so two sessions never share one. The lines
+-- below are _dnfs_start.sql's own (a test keeps them equal; see the notes there):
+-- this script stands alone, as the Ansible role copies it.
+-- (sqlfluff's oracle dialect does not take a / alone as the end of a statement without ;.)
+-- noqa: disable=PRS
+define _dnfs_settings = dnfs_saved_settings.sql
+column dnfs_settings new_value _dnfs_settings noprint
+select
+    lower(
+        'DNFS_SAVED_SETTINGS_' || sys_context('USERENV', 'DB_NAME') || '_' || sys_context('USERENV', 'INSTANCE')
+        || '_' || sys_context('USERENV', 'SID') || '_' || sys_context('USERENV', 'SERVER_HOST') || '.SQL'
+    ) as dnfs_settings
+from dual
+/
+-- noqa: enable=PRS
+store set &_dnfs_settings replace
+define _dnfs_settings_used = "&_dnfs_settings"
 whenever sqlerror exit failure
 set verify off feedback off termout on
 -- What a login.sql may have changed and this script relies on: & substitution,
@@ -137,4 +153,9 @@ column user_name clear
 undefine 1 _dnfs_user
 -- A later typo must not end SQL*Plus (WHENEVER is not a SET variable: STORE SET does not save it).
 whenever sqlerror continue none
-@dnfs_saved_settings.sql
+column dnfs_settings clear
+-- As _dnfs_end.sql: the name as written ("&_dnfs_settings") where & did not
+-- substitute, read with a DEFINE character no file name holds (SET DEFINE).
+set define '^'
+@^_dnfs_settings_used
+undefine _dnfs_settings _dnfs_settings_used
