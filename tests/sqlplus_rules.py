@@ -305,10 +305,17 @@ class SqlPlus:
     """Reads scripts as SQL*Plus does; see RULES for what it reports."""
 
     def __init__(
-        self, directory: str, database: Optional[Database] = None, login: Optional[dict[str, str]] = None
+        self,
+        directory: str,
+        database: Optional[Database] = None,
+        login: Optional[dict[str, str]] = None,
+        writable: bool = True,
     ) -> None:
-        """`login`: what a login.sql set before the first script: SET system variables, and TTITLE/BTITLE "on"."""
+        """`login`: what a login.sql set before the first script: SET system variables, and TTITLE/BTITLE "on".
+        `writable`: whether STORE SET can write its file in the current directory (else it fails and
+        writes nothing, and a later @ of that file is SP2-0310)."""
         self.directory = directory
+        self.writable = writable
         self.database = database or Database()
         self.run_state = Run()
         self._store_ahead = False  # the script being read holds a STORE SET (see _session_settings)
@@ -565,8 +572,9 @@ class SqlPlus:
         elif first == "store":
             state.stored = True
             state.saved_this_run = True
-            state.stored_files.append(words[2] if len(words) > 2 else "")
-            state.stored_settings = dict(state.settings)
+            if self.writable:
+                state.stored_files.append(words[2] if len(words) > 2 else "")
+                state.stored_settings = dict(state.settings)
         elif first == "set":
             self._set(path, number, words[1:])
         elif first in ("ttitle", "tti", "btitle", "bti"):
@@ -791,9 +799,11 @@ def start(
     database: Optional[Database] = None,
     defines: Optional[dict[str, str]] = None,
     login: Optional[dict[str, str]] = None,
+    writable: bool = True,
 ) -> Run:
-    """Run `@script args` from `directory` through the checker, in a session a login.sql set up as `login` says."""
-    return SqlPlus(directory, database, login).start(script, *args, defines=defines)
+    """Run `@script args` from `directory` through the checker, in a session a login.sql set up as `login` says
+    (`writable`: whether STORE SET can write its file there)."""
+    return SqlPlus(directory, database, login, writable).start(script, *args, defines=defines)
 
 
 def leftovers(run: Run) -> list[str]:

@@ -534,6 +534,40 @@ def test_setup_grants_exactly_what_the_pack_and_the_agent_read():
     assert granted_by_setup() == needed
 
 
+def test_docs_oracle_md_lists_each_grant_of_the_setup_in_its_table():
+    """docs/oracle.md lists the setup's grants per release in a table (not only this test's name):
+    every object the setup script grants SELECT on is in it, and DBMS_LOCK."""
+    text = read(os.path.join(ROOT, "docs", "oracle.md"))
+    table = "\n".join(
+        line for line in text.split("What `@setup/create_monitor_user` grants")[1].splitlines() if line.startswith("|")
+    )
+    for granted in granted_by_setup():
+        if "$" not in granted:  # DBA_CONTAINER_DATA
+            assert f"SYS.{granted}" in table, granted
+            continue
+        prefix, base = granted.split("$", 1)
+        assert f"SYS.{prefix}_${base}" in table or (f"`{base}`" in table and f"SYS.{prefix}_$`" in table), granted
+    assert "SYS.DBMS_LOCK" in table and "CONTAINER_DATA = ALL FOR" in table
+
+
+def test_a_store_set_that_cannot_write_its_file_leaves_define_at_caret_and_the_readme_says_so():
+    """STORE SET in a directory that is not writable saves nothing; the end's @ of its file then prints
+    SP2-0310 ("script-not-found") and the DEFINE character stays the ^ the end set to read the file's
+    name (the DBA's own DEFINE is unknowable then, and SQL*Plus has no "if the file exists"). The
+    README says so, with the recovery."""
+    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    for writable in (True, False):
+        result = sqlplus_rules.start(SQL, "dnfs_servers.sql", database=database, writable=writable)
+        missing = [f for f in result.findings if f.rule == "script-not-found"]
+        if writable:
+            assert not missing and result.settings["define"] == "&"
+        else:
+            assert len(missing) == 1 and "dnfs_saved_settings" in missing[0].text, missing
+            assert result.settings["define"] == "^"
+    readme = " ".join(read(os.path.join(SQL, "README.md")).split())
+    assert "not writable" in readme and "`set define on`" in readme and "SP2-0310" in readme
+
+
 def test_the_readme_says_what_execute_on_dbms_lock_grants_besides_sleep():
     """dba-review P6 (the fallback): before 18c the setup grants EXECUTE on DBMS_LOCK for SLEEP, and a
     package grant gives every procedure: REQUEST (user locks an application may wait on) and
