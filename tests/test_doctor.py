@@ -370,3 +370,31 @@ def test_doctor_help_top_and_docs_give_the_same_exit_codes():
     assert cli.doctor_exit_code(found, []) == 12 and cli.doctor_exit_code(found, ["nic"]) == 3
     line = top.verdict(found)
     assert line is not None and line[0].startswith("Verdict: nothing to judge: no database configured")
+
+
+def test_the_rules_work_grows_with_the_points_not_with_mounts_times_points(monkeypatch):
+    """A host of many kernel NFS mounts, each READ queued far over its round trip: every mount is
+    named once, and the rules look at each point a bounded number of times. A scan of every
+    operation point per mount made a 1000-mount sample's diagnosis cost 20 s of CPU."""
+    mounts = 300
+    points = []
+    for number in range(mounts):
+        mount = (("host", "h"), ("mountpoint", f"/u{number:03d}"), ("server", "filer1"))
+        points.append(Point("dnfsmon_nfs_mount", mount, {"avg_backlog": 0.0, "max_slots": 65}, 10**18))
+        for op in ("READ", "WRITE", "GETATTR", "ACCESS", "LOOKUP", "COMMIT"):
+            busy = op == "READ"
+            fields = {"ops_per_s": 500.0 if busy else 0.0, "avg_queue_ms": 40.0 if busy else 0.0, "avg_rtt_ms": 1.0}
+            points.append(Point("dnfsmon_nfs_op", (*mount, ("op", op)), fields, 10**18))
+    calls = 0
+    real_tag = rules.tag
+
+    def counted(point, name):
+        nonlocal calls
+        calls += 1
+        return real_tag(point, name)
+
+    monkeypatch.setattr(rules, "tag", counted)
+    found = diagnosis.diagnose(points, "h").findings
+    slots = [f for f in found if f.id == "client-rpc-slots"]
+    assert sorted(f.scope["mountpoint"] for f in slots) == [f"/u{n:03d}" for n in range(mounts)]
+    assert calls <= 10 * len(points), (calls, len(points))

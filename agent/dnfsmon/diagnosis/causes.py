@@ -101,13 +101,23 @@ LINKS: tuple[tuple[str, str, Callable[[Finding, Finding], bool], str], ...] = (
 
 
 def link(findings: list[Finding]) -> None:
-    """Fill each finding's `explains` and `explained_by` from LINKS."""
+    """Fill each finding's `explains` and `explained_by` from LINKS: for each cause, the effects in
+    the findings' order, each tried against the links in LINKS's order. Only the findings a link
+    names are paired: a host of 1000 mounts may have 1000 findings, and every pair against every
+    link cost seconds of CPU a sample."""
+    links_of: dict[str, list[tuple[str, Callable[[Finding, Finding], bool], str]]] = {}
+    for cause_id, effect_id, linked, why in LINKS:
+        links_of.setdefault(cause_id, []).append((effect_id, linked, why))
+    effects_of = {
+        cause_id: [f for f in findings if f.id in {effect_id for effect_id, _, _ in links}]
+        for cause_id, links in links_of.items()
+    }
     for cause in findings:
-        for effect in findings:
+        for effect in effects_of.get(cause.id, []):
             if effect is cause:
                 continue
-            for cause_id, effect_id, linked, why in LINKS:
-                if cause.id == cause_id and effect.id == effect_id and linked(cause, effect):
+            for effect_id, linked, why in links_of[cause.id]:
+                if effect.id == effect_id and linked(cause, effect):
                     scope = _Scope({**effect.scope, **cause.scope})
                     cause.explains.append((effect.id, why.format_map(scope)))
                     if not effect.explained_by:
