@@ -108,10 +108,8 @@ def link(findings: list[Finding]) -> None:
     links_of: dict[str, list[tuple[str, Callable[[Finding, Finding], bool], str]]] = {}
     for cause_id, effect_id, linked, why in LINKS:
         links_of.setdefault(cause_id, []).append((effect_id, linked, why))
-    effects_of = {
-        cause_id: [f for f in findings if f.id in {effect_id for effect_id, _, _ in links}]
-        for cause_id, links in links_of.items()
-    }
+    effect_ids_of = {cause_id: {effect_id for effect_id, _, _ in links} for cause_id, links in links_of.items()}
+    effects_of = {cause_id: [f for f in findings if f.id in ids] for cause_id, ids in effect_ids_of.items()}
     for cause in findings:
         for effect in effects_of.get(cause.id, []):
             if effect is cause:
