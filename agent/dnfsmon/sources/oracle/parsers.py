@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
@@ -94,23 +95,40 @@ def _io(context: Context) -> list[Sample]:
     summed_in_sql = result.index.get(OTHER_OPS_COUNTER)
     if summed_in_sql is not None:
         names, counter_values = _columns(result, (*PROCESS_COUNTERS, OTHER_OPS_COUNTER))
+    # Every counter column all counters as the reader hands them over (plain ints, not negative):
+    # then each row's counters are the row's values as they are, which _counters would also find.
+    plain_counters = _all_plain_counters(result, names)
     spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
     con_id = _column(result, "CON_ID")
-    pdb_tags: dict[tuple[type, object], rates.Key] = {}  # per CON_ID value as read: a few containers
+    # Per (instance tags, CON_ID value as read): the key's tags before the pnum and the state key
+    # they begin (Sample.state_key), made once for the thousands of processes that share them.
+    prefixes: dict[tuple[rates.Key, type, object], tuple[rates.Key, str]] = {}
     pnum_at = result.index.get("PNUM")
     sends = _sends_per_process(context.results.get("dnfs_channels"))
     inst_id = _column(result, "INST_ID")
-    for t, row, tags, identity, started in context.located_rows("dnfs_stats"):
+    timed = context.timed("dnfs_stats")
+    if timed is None:
+        return found
+    _, t, started = timed
+    place = context.place(result)
+    # Context.located_rows's rows, without a generator's step per row (thousands of processes).
+    for row in result.rows:
+        placed = place(row)
+        if placed is None:  # an instance that left between queries
+            continue
+        tags, identity = placed
         if pnum_at is None:
             raise KeyError("PNUM")
         pnum = str(row[pnum_at])
         # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
         process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
         container = con_id(row)
-        pdb = pdb_tags.get((type(container), container))
-        if pdb is None:
-            pdb = pdb_tags[(type(container), container)] = _pdb_tags_of(container)
-        key = (*tags, *pdb, ("pnum", pnum))
+        prefix = prefixes.get((tags, type(container), container))
+        if prefix is None:
+            process_tags = (*tags, *_pdb_tags_of(container))
+            prefix = prefixes[(tags, type(container), container)] = (process_tags, _state_key_of(process_tags))
+        process_tags, state_key_start = prefix
+        key = (*process_tags, ("pnum", pnum))
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
         what: dict[str, rates.Gauge] = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
         channel = sends.get((inst_id(row), row[pnum_at])) if sends else None
@@ -118,12 +136,13 @@ def _io(context: Context) -> list[Sample]:
             # The process's sends and channel rows in this read: what new_process_intervals
             # checks a process counted from zero against.
             what["channel_sends"], what["channels"] = channel
-        counters = _counters(names, counter_values(row))
+        counters = dict(zip(names, counter_values(row))) if plain_counters else _counters(names, counter_values(row))
         if summed_in_sql is None:
             other = _sum_of_every_counter(other_values(row))
             if other is not None:
                 counters[OTHER_OPS_COUNTER] = other
-        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started))
+        state_key = f"{state_key_start},pnum={pnum}"
+        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started, None, state_key))
         roster = rosters.get(tags)
         if roster is None:
             roster = rosters[tags] = (t, identity, started, {})
@@ -132,6 +151,22 @@ def _io(context: Context) -> list[Sample]:
         gauges: dict[str, rates.Gauge] = dict(processes)
         found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
     return found
+
+
+def _all_plain_counters(result: Results, names: Sequence[str]) -> bool:
+    """True when every value of the columns `names` is a plain int (not a bool) and not negative:
+    what _counters keeps of each as it is. Checked a column at a time, in C."""
+    for name in names:
+        column = list(map(operator.itemgetter(result.index[name]), result.rows))
+        if column and (set(map(type, column)) != {int} or min(column) < 0):
+            return False
+    return True
+
+
+def _state_key_of(key: rates.Key) -> str:
+    """The start of Sample.state_key of an I/O sample whose key is `key` and then its pnum (which _io
+    appends): the text the property makes ("measurement,tag=value,...")."""
+    return IO_MEASUREMENT + "".join([f",{tag}={value}" for tag, value in key])
 
 
 def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:

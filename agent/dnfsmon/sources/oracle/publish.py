@@ -4,6 +4,7 @@ counted from zero, the top processes, channels, events, histograms, latency per 
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Mapping
 from typing import Optional
 
@@ -254,12 +255,14 @@ def _top_processes(io: list[rates.Interval], new_ids: set[int], limit: int) -> l
     processes come and go. A process counted from zero (new in the interval) takes part.
     """
     by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
+    operations = operator.itemgetter(*OPERATIONS)
     for interval in io:
-        # A process without a delta of each (a NULL in its row, or the first interval after
-        # an upgrade from per-operation counters) would be ranked too low: it sits this one out.
-        if not all(name in interval.deltas for name in OPERATIONS):
+        try:
+            ops = sum(operations(interval.deltas))
+        except KeyError:
+            # A process without a delta of each (a NULL in its row, or the first interval after
+            # an upgrade from per-operation counters) would be ranked too low: it sits this one out.
             continue
-        ops = sum(map(interval.deltas.__getitem__, OPERATIONS))
         if ops > 0:
             tags, pnum = _place_of_process(interval.current)
             by_instance.setdefault(tags, []).append((ops, pnum, interval))

@@ -122,6 +122,15 @@ def _from_texts(column: str, values: Sequence[object], times: dict[str, float]) 
     if column == "DB_TIME":  # the same text on every row
         converted = {text: _from_text(column, text, times) for text in set(values)}
         return list(map(converted.__getitem__, values))
+    if None in values:
+        # NULLs among them (the channels statement's process rows have no path, its path rows no
+        # process; a query narrower than the statement is padded): the others converted as one
+        # column, each NULL kept in its place.
+        present = [value for value in values if value is not None]
+        if not present:
+            return values
+        converted_values = iter(_from_texts(column, present, times))
+        return [None if value is None else next(converted_values) for value in values]
     try:
         joined = "".join(cast("Sequence[str]", values))
     except TypeError:  # a NULL (None) among them
