@@ -234,12 +234,15 @@ def _channels(context: Context) -> list[Sample]:
 
 def _servers(context: Context) -> list[Sample]:
     """Filers and exports the instances use, with their open files (inventory)."""
-    files = {}
+    files: dict[tuple, Mapping[str, object]] = {}
     if "dnfs_files" in context.results:
         rows = context.results["dnfs_files"].dicts()
         # A mounted database's plain rows (one per process and file: queries.build_queries) are
         # counted here as the open database's statement counts them.
-        files = group_files(rows) if rows and "FILES" not in rows[0] else {(r["INST_ID"], r["SVR_ID"]): r for r in rows}
+        if rows and "FILES" not in rows[0]:
+            files.update(group_files(rows))
+        else:
+            files.update(((r["INST_ID"], r["SVR_ID"]), r) for r in rows)
     found = []
     for t, row, tags, identity, started in context.located("dnfs_servers"):
         gauges: dict[str, Optional[rates.Gauge]] = {
