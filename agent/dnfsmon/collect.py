@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
-from . import capture, diagnosis, rates
+from . import diagnosis, rates
 from .config import Config
 from .errors import EnvironmentProblem
 from .files import remove_stale_temps
@@ -137,6 +137,8 @@ def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -
 
     The sources are configured by `config` (its filters), the built-in defaults when None.
     """
+    from . import capture  # here: collect itself never reads a capture
+
     _, old_raws, old_failures = capture.read(old_dir)
     host, new_raws, new_failures = capture.read(new_dir)
     sources = build_all(sorted({*old_raws, *new_raws}), config)

@@ -12,9 +12,7 @@ import dataclasses
 import math
 import os
 import re
-import socket
 import sys
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -139,6 +137,8 @@ def _non_negative_int(value: Any) -> Optional[str]:
 def _url(value: Any) -> Optional[str]:
     if not isinstance(value, str):
         return "must be an http:// or https:// URL"
+    import urllib.parse  # here: only a config with [influxdb] has a URL to check (ipaddress comes with it)
+
     parts = urllib.parse.urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return "must be an http:// or https:// URL"
@@ -468,7 +468,8 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
 
     return Config(
         path=path,
-        host=get("agent", "host") or socket.gethostname(),
+        # The kernel's node name, which socket.gethostname() returns too (gethostname(2)), without socket.
+        host=get("agent", "host") or os.uname().nodename,
         state_dir=get("agent", "state_dir"),
         log_level=get("agent", "log_level"),
         store_dir=get("store", "dir"),

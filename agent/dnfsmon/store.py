@@ -102,6 +102,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple, NoReturn, Optional, Union
 
 from .errors import EnvironmentProblem
+from .errors import StoreLocked as StoreLocked
 from .files import (
     check_directory,
     flock_within,
@@ -154,10 +155,6 @@ LATEST_MIN_LIMIT = 64 * 1024 * 1024
 
 class StoreWriteError(EnvironmentProblem):
     """An append could not be written (disk full, I/O error); its points are counted as unwritten."""
-
-
-class StoreLocked(RuntimeError):
-    """Another process holds the store's lock for longer than a store change takes."""
 
 
 @dataclass
