@@ -19,9 +19,9 @@ from configs import write_config
 
 CASES = os.path.join(os.path.dirname(__file__), "cases", "diff")
 
-# Loaded by `dataclasses` (inspect, then ast, dis and tokenize): code introspection, which no
-# command's work needs. logging imports traceback itself, so traceback is not in this list.
-INTROSPECTION: set[str] = set()  # LATER {"dataclasses", "inspect", "ast", "dis", "tokenize"}
+# Loaded by `dataclasses` (inspect, then ast and dis): code introspection, which no command's
+# work needs. logging imports traceback (and through linecache, tokenize) itself: not listed.
+INTROSPECTION = {"dataclasses", "inspect", "ast", "dis"}
 # What shipping to InfluxDB needs, and only shipping.
 HTTP_STACK = {"dnfsmon.influx", "dnfsmon.commands.ship", "http.client", "ssl", "gzip", "email", "urllib.request"}
 # The other commands' modules, and what they alone use.

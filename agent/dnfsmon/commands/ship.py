@@ -4,7 +4,6 @@ Its own module: http.client, ssl, gzip and socket are loaded only by a run that 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import Optional
@@ -34,7 +33,7 @@ def ship_stored(cfg: configuration.Config, after_collect: bool, until: Optional[
         if remaining < 1.0:
             log.info("no time left in this run's slot to ship: the points wait in %s for the next run", cfg.store_dir)
             return True
-        settings = dataclasses.replace(settings, deadline_s=min(settings.deadline_s, remaining))
+        settings = settings._replace(deadline_s=min(settings.deadline_s, remaining))
     store = Store(cfg.store_dir, cfg.store_max_bytes)
     try:
         with RunLock(cfg.store_dir, SHIP_LOCK):
