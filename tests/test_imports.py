@@ -81,3 +81,37 @@ def test_sql_and_init_config_load_no_agent_machinery(tmp_path):
     for argv in (["sql"], ["init-config", str(tmp_path / "dnfsmon.toml"), "--var-dir", str(tmp_path)]):
         loaded = modules_after(*argv)
         assert not machinery & loaded, (argv, sorted(machinery & loaded))
+
+
+ARGVS = [
+    ["collect"],
+    ["-c", "x.toml", "-q", "collect", "--count", "6", "--interval", "9.5"],
+    ["--config=x.toml", "ship", "-v"],
+    ["capture", "dir"],
+    ["diff", "a", "b", "--format", "lp"],
+    ["show", "--measurement", "dnfsmon_nic", "--wide"],
+    ["doctor", "--since=-2h", "--format", "json"],
+    ["doctor", "old", "new", "--dnfs-expected", "yes"],
+    ["top", "--once", "--record", "r"],
+    ["sql"],
+    ["metrics", "--markdown"],
+    ["check", "--format", "json"],
+    ["init-config", "p.toml", "--var-dir", "/v"],
+    ["wire", "c.pcap", "--op", "READ"],
+    ["-c", "collect", "show"],  # a config file named like a command
+]
+
+
+def test_the_parser_built_for_one_command_reads_its_arguments_as_the_whole_parser_does():
+    """cli.build_parser builds only the sub-parser of the command argv names; with every
+    command built (no command named) the same words give the same namespace."""
+    import argparse
+
+    from dnfsmon import cli
+
+    subparsers = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert tuple(subparsers.choices) == cli.COMMANDS  # a command missing from COMMANDS would always build all
+    for argv in ARGVS:
+        assert cli.build_parser(argv).parse_args(argv) == cli.build_parser().parse_args(argv), argv
+    assert cli.command_named(["-c", "collect", "show"]) == "show"
+    assert cli.command_named(["--help"]) is None and cli.command_named(["colect"]) is None

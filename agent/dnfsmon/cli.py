@@ -73,6 +73,35 @@ def config_in_use(argv: Sequence[str]) -> str:
     return f"built-in defaults ({configuration.DEFAULT_PATH} does not exist)"
 
 
+# Every command, in the order of `dnfsmon --help`.
+COMMANDS = (
+    "collect",
+    "ship",
+    "capture",
+    "diff",
+    "show",
+    "doctor",
+    "top",
+    "sql",
+    "metrics",
+    "check",
+    "init-config",
+    "wire",
+)
+
+
+def command_named(argv: Sequence[str]) -> Optional[str]:
+    """The command argv names, as argparse will read it: the first word that is neither an
+    option nor the value of -c/--config; None when that word is no command (or there is none)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-c", "--config"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     epilog = "exit codes:\n" + "\n".join(f"  {code:<3} {text}" for code, text in EXIT_CODES.items())
     # The options every command takes, accepted before or after the command's
@@ -102,159 +131,185 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=description, parents=[common])
 
-    p = command(
-        "collect",
-        "one cron run: sample, diff, store",
-        "Take samples, diff them against the previous ones and store the points.",
-    )
-    p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run (default: 1)")
-    p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples (default: 10)")
+    # Only the command named in argv gets its sub-parser: argparse makes a help formatter
+    # for every option it adds and looks each message up with gettext, some 10 ms of a
+    # cron run's CPU for eleven commands it does not run. Without a known command name
+    # (dnfsmon --help, a typo) every command is built, for the listing and the error.
+    named = command_named(argv)
 
-    command(
-        "ship",
-        "send the stored points to InfluxDB",
-        "Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).",
-    )
+    def wanted(name: str) -> bool:
+        return named is None or name == named
 
-    p = command(
-        "capture",
-        "write every source's raw inputs to a directory",
-        "Write every source's raw inputs and clocks to DIR (see docs/capture-format.md).",
-    )
-    p.add_argument("dir", help="directory to write (created if needed)")
+    if wanted("collect"):
+        p = command(
+            "collect",
+            "one cron run: sample, diff, store",
+            "Take samples, diff them against the previous ones and store the points.",
+        )
+        p.add_argument("--count", type=_positive_int, default=1, help="samples to take in this run (default: 1)")
+        p.add_argument("--interval", type=_positive_float, default=10.0, help="seconds between samples (default: 10)")
 
-    p = command(
-        "diff",
-        "compute all metrics between two captures",
-        "Compute every metric between two captures, offline, with collect's code.",
-    )
-    p.add_argument("old", help="earlier capture directory")
-    p.add_argument("new", help="later capture directory")
-    p.add_argument("--format", choices=("table", "json", "lp"), default="table", help="output format (default: table)")
+    if wanted("ship"):
+        command(
+            "ship",
+            "send the stored points to InfluxDB",
+            "Send every stored point not yet acknowledged to InfluxDB ([influxdb] in the config).",
+        )
 
-    p = command(
-        "show",
-        "summarise the points in the local store",
-        "Print the latest point of every series in the local store as tables, with units.",
-    )
-    p.add_argument("--measurement", help="every field of this measurement only (e.g. dnfsmon_nic)")
-    p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
-    p.add_argument(
-        "--wide", action="store_true", help="each unit beside its field, tables unsplit (wider than 120 columns)"
-    )
-    p.add_argument(
-        "--format",
-        choices=("table", "json"),
-        default="table",
-        help="json: the latest point of every series, with its age and units (default: table)",
-    )
+    if wanted("capture"):
+        p = command(
+            "capture",
+            "write every source's raw inputs to a directory",
+            "Write every source's raw inputs and clocks to DIR (see docs/capture-format.md).",
+        )
+        p.add_argument("dir", help="directory to write (created if needed)")
 
-    p = command(
-        "doctor",
-        "name the layer to blame: latency ladder and findings",
-        "Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
-        "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
-        "collect stores the same ladder and findings on every run.",
-    )
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = "exit codes (docs/doctor.md):\n" + "\n".join(
-        f"  {code:<3} {DOCTOR_EXIT_CODES[code]}" for code in DOCTOR_EXIT_CODES
-    )
-    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
-    p.add_argument(
-        "--interval", type=_positive_float, default=10.0, help="seconds between the two live samples (default: 10)"
-    )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="what happened since WHEN, from the local store (no sampling): HH:MM, YYYY-MM-DD HH:MM, "
-        "yesterday HH:MM, -2h ... in local time; prints each finding's start, end and worst value, and "
-        "the latency ladder of the worst interval",
-    )
-    p.add_argument("--until", metavar="WHEN", help="with --since: the end of the window (default: now)")
-    p.add_argument(
-        "--dnfs-expected",
-        choices=tuple(configuration.DNFS_EXPECTED),
-        help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
-    )
+    if wanted("diff"):
+        p = command(
+            "diff",
+            "compute all metrics between two captures",
+            "Compute every metric between two captures, offline, with collect's code.",
+        )
+        p.add_argument("old", help="earlier capture directory")
+        p.add_argument("new", help="later capture directory")
+        p.add_argument(
+            "--format", choices=("table", "json", "lp"), default="table", help="output format (default: table)"
+        )
 
-    p = command(
-        "top",
-        "live full-screen view of dNFS, the paths, the NICs and the mounts",
-        "Refresh a full-screen view every interval, computed with collect's code, "
-        "without the agent's state or store (docs/top.md). Keys: i p n m f views, q quit.",
-    )
-    p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes (default: 5)")
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--batch", type=_positive_int, metavar="N", help="print N refreshes as plain text, then exit")
-    group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
-    p.add_argument("--record", metavar="DIR", help="write each refresh's raw inputs to DIR/NNNN (capture format)")
+    if wanted("show"):
+        p = command(
+            "show",
+            "summarise the points in the local store",
+            "Print the latest point of every series in the local store as tables, with units.",
+        )
+        p.add_argument("--measurement", help="every field of this measurement only (e.g. dnfsmon_nic)")
+        p.add_argument("--all", action="store_true", dest="everything", help="every field of every series")
+        p.add_argument(
+            "--wide", action="store_true", help="each unit beside its field, tables unsplit (wider than 120 columns)"
+        )
+        p.add_argument(
+            "--format",
+            choices=("table", "json"),
+            default="table",
+            help="json: the latest point of every series, with its age and units (default: table)",
+        )
 
-    p = command(
-        "sql",
-        "print the directory of the SQL pack installed with the agent",
-        "Print the directory of the SQL*Plus pack installed with the agent, for cd or SQLPATH: "
-        'run it from a copy you can write to (it saves your settings there): cp -R "$(dnfsmon sql)/." '
-        "~/dnfsmon-sql && cd ~/dnfsmon-sql && sqlplus USER@DB @dnfs_iops (sql/README.md).",
-    )
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
-    if "sql" in argv:
-        # The listing reads the header of every script in the pack: only `dnfsmon sql --help`
-        # shows it, so other commands (a cron run of collect) do not open some 30 files for it.
-        from .commands.sql import sql_pack_listing
+    if wanted("doctor"):
+        p = command(
+            "doctor",
+            "name the layer to blame: latency ladder and findings",
+            "Sample twice, INTERVAL seconds apart (or read two captures), join the layers, print the "
+            "latency ladder and the findings (docs/doctor.md). Neither the collect state nor the store is touched; "
+            "collect stores the same ladder and findings on every run.",
+        )
+        p.formatter_class = argparse.RawDescriptionHelpFormatter
+        p.epilog = "exit codes (docs/doctor.md):\n" + "\n".join(
+            f"  {code:<3} {DOCTOR_EXIT_CODES[code]}" for code in DOCTOR_EXIT_CODES
+        )
+        p.add_argument("captures", nargs="*", metavar="CAPTURE", help="OLD NEW: two capture directories (offline)")
+        p.add_argument(
+            "--interval", type=_positive_float, default=10.0, help="seconds between the two live samples (default: 10)"
+        )
+        p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+        p.add_argument(
+            "--since",
+            metavar="WHEN",
+            help="what happened since WHEN, from the local store (no sampling): HH:MM, YYYY-MM-DD HH:MM, "
+            "yesterday HH:MM, -2h ... in local time; prints each finding's start, end and worst value, and "
+            "the latency ladder of the worst interval",
+        )
+        p.add_argument("--until", metavar="WHEN", help="with --since: the end of the window (default: now)")
+        p.add_argument(
+            "--dnfs-expected",
+            choices=tuple(configuration.DNFS_EXPECTED),
+            help="must the data files be read through dNFS? (default: [doctor] dnfs_expected of the config, auto)",
+        )
 
-        p.epilog = sql_pack_listing()
+    if wanted("top"):
+        p = command(
+            "top",
+            "live full-screen view of dNFS, the paths, the NICs and the mounts",
+            "Refresh a full-screen view every interval, computed with collect's code, "
+            "without the agent's state or store (docs/top.md). Keys: i p n m f views, q quit.",
+        )
+        p.add_argument("--interval", type=_positive_float, default=5.0, help="seconds between refreshes (default: 5)")
+        group = p.add_mutually_exclusive_group()
+        group.add_argument(
+            "--batch", type=_positive_int, metavar="N", help="print N refreshes as plain text, then exit"
+        )
+        group.add_argument("--once", action="store_const", const=1, dest="batch", help="the same as --batch 1")
+        p.add_argument("--record", metavar="DIR", help="write each refresh's raw inputs to DIR/NNNN (capture format)")
 
-    p = command("metrics", "print the metric catalogue", "Print every measurement, tag and field.")
-    p.add_argument("--markdown", action="store_true", help="as the Markdown of docs/metrics.md")
+    if wanted("sql"):
+        p = command(
+            "sql",
+            "print the directory of the SQL pack installed with the agent",
+            "Print the directory of the SQL*Plus pack installed with the agent, for cd or SQLPATH: "
+            'run it from a copy you can write to (it saves your settings there): cp -R "$(dnfsmon sql)/." '
+            "~/dnfsmon-sql && cd ~/dnfsmon-sql && sqlplus USER@DB @dnfs_iops (sql/README.md).",
+        )
+        p.formatter_class = argparse.RawDescriptionHelpFormatter
+        if named == "sql":
+            # The listing reads the header of every script in the pack: only `dnfsmon sql --help`
+            # shows it, so `dnfsmon --help` does not open some 30 files for it.
+            from .commands.sql import sql_pack_listing
 
-    p = command(
-        "check",
-        "check config, directories, secrets, database and InfluxDB",
-        "Check everything a run needs and print one line per item with what to do (see docs/troubleshooting.md).",
-    )
-    p.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="json: the items (status, what, detail, exit code) and the exit code, for scripts (default: text)",
-    )
+            p.epilog = sql_pack_listing()
 
-    p = command(
-        "init-config",
-        "write the example config file",
-        "Write the documented example config (every option commented out with its default), mode 0640. Never overwrites.",
-    )
-    p.add_argument(
-        "path",
-        nargs="?",
-        default=configuration.DEFAULT_PATH,
-        help=f"file to write (default: {configuration.DEFAULT_PATH})",
-    )
-    p.add_argument(
-        "--var-dir",
-        default=DEFAULT_VAR_DIR,
-        metavar="DIR",
-        help=f"directory for state_dir (DIR/state) and the store (DIR/store), set in the file (default: {DEFAULT_VAR_DIR})",
-    )
+    if wanted("metrics"):
+        p = command("metrics", "print the metric catalogue", "Print every measurement, tag and field.")
+        p.add_argument("--markdown", action="store_true", help="as the Markdown of docs/metrics.md")
 
-    p = command(
-        "wire",
-        "NFS service times from packet captures, split client/network/server",
-        "Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
-        "capture, the same RPCs matched by XID and the time split between the server and the rest "
-        "(see docs/wire.md).",
-    )
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.add_argument(
-        "--op",
-        action="append",
-        dest="operations",
-        metavar="OP",
-        help="only this NFS operation, e.g. READ (repeat for more; default: all)",
-    )
+    if wanted("check"):
+        p = command(
+            "check",
+            "check config, directories, secrets, database and InfluxDB",
+            "Check everything a run needs and print one line per item with what to do (see docs/troubleshooting.md).",
+        )
+        p.add_argument(
+            "--format",
+            choices=("text", "json"),
+            default="text",
+            help="json: the items (status, what, detail, exit code) and the exit code, for scripts (default: text)",
+        )
+
+    if wanted("init-config"):
+        p = command(
+            "init-config",
+            "write the example config file",
+            "Write the documented example config (every option commented out with its default), mode 0640. Never overwrites.",
+        )
+        p.add_argument(
+            "path",
+            nargs="?",
+            default=configuration.DEFAULT_PATH,
+            help=f"file to write (default: {configuration.DEFAULT_PATH})",
+        )
+        p.add_argument(
+            "--var-dir",
+            default=DEFAULT_VAR_DIR,
+            metavar="DIR",
+            help=f"directory for state_dir (DIR/state) and the store (DIR/store), set in the file (default: {DEFAULT_VAR_DIR})",
+        )
+
+    if wanted("wire"):
+        p = command(
+            "wire",
+            "NFS service times from packet captures, split client/network/server",
+            "Per NFS operation service times from a pcap/pcapng capture; with a client and a server "
+            "capture, the same RPCs matched by XID and the time split between the server and the rest "
+            "(see docs/wire.md).",
+        )
+        p.add_argument("captures", nargs="+", metavar="CAPTURE", help="CLIENT.pcap [SERVER.pcap]")
+        p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+        p.add_argument(
+            "--op",
+            action="append",
+            dest="operations",
+            metavar="OP",
+            help="only this NFS operation, e.g. READ (repeat for more; default: all)",
+        )
+
     return parser
 
 
