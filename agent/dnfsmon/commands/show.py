@@ -59,7 +59,8 @@ def cmd_show(
         return EXIT_OK
     store = Store(cfg.store_dir, cfg.store_max_bytes, read_only=True)
     try:
-        latest = summary.latest_of(store)
+        # The tables read only what they draw; the other views print every series.
+        latest = summary.latest_of(store, tabled_only=not (everything or measurement or output == "json"))
     except PermissionError as error:
         raise EnvironmentProblem(
             f"cannot read the store {cfg.store_dir} ({error.strerror}): run show as the agent's user or a member of its group"
@@ -83,7 +84,7 @@ def cmd_show(
     else:
         print(summary.render(latest, now_ns, wide))
     if measurement is None:
-        seen = {m for m, entries in latest.by_measurement.items() if entries}
+        seen = set(latest.series)
         absent = sorted({(e.measurement, e.source) for e in entries.values() if e.measurement not in seen})
         if absent:
             print("\nNo points (nothing of this kind on this host, or the source is not configured):")
