@@ -16,6 +16,7 @@ import pytest
 from configs import write_config
 from dnfsmon import cli, summary
 from dnfsmon import store as store_module
+from dnfsmon.commands import show as show_command
 from dnfsmon.points import Point, series_key, to_line
 from dnfsmon.store import Store
 
@@ -84,7 +85,7 @@ def tables_of(latest: summary.Latest) -> str:
 
 def show(config, capsys, monkeypatch, *args: str) -> str:
     """`dnfsmon show` run in this process (so that the store's reads can be counted), at NOW_NS."""
-    monkeypatch.setattr(cli.time, "time_ns", lambda: NOW_NS)
+    monkeypatch.setattr(show_command.time, "time_ns", lambda: NOW_NS)
     assert cli.main(["--config", str(config), "show", *args]) == 0
     return capsys.readouterr().out
 
@@ -217,6 +218,29 @@ def test_a_store_of_the_old_format_is_shown_from_latest_json_then_from_the_index
     new = show(config, capsys, monkeypatch)
     assert new == full_read(config, str(directory), capsys, monkeypatch) and new != old
     assert tables_of(summary.latest_of(store)) == tables_of(summary.Latest.of_points(newest_per_series(appends)))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_link_planted_at_the_index_is_never_read(tmp_path, kind):
+    """A FIFO would hang a reader that opened it; a link could feed it another store's index."""
+    config = write_config(tmp_path)
+    directory = tmp_path / "store"
+    store = Store(str(directory), max_bytes=10**8)
+    for batch in appends_of(13, rounds=2):
+        store.append(batch)
+    index = directory / store_module.LATEST_SHOWN_FILE
+    other = tmp_path / "other"
+    os.rename(index, other)
+    if kind == "fifo":
+        os.mkfifo(index, 0o600)
+    else:
+        os.symlink(other, index)
+    assert store.latest_shown() is None
+    result = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(config), "show"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "Kernel NFS client RPC" in result.stdout
 
 
 APPENDER = """
