@@ -907,7 +907,7 @@ def _run_bounded(*args, timeout=30):
     return subprocess.run([*DNFSMON, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("name", ["cursor.json", "counts.json", "latest.lp"])
+@pytest.mark.parametrize("name", ["cursor.json", "counts.json", "latest.lp", "latest.shown.lp"])
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
 def test_r2_l1_a_fifo_or_link_planted_in_the_store_never_hangs_nor_feeds_a_run(tmp_path, fake, name, kind):
     server = fake("respond")

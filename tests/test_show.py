@@ -219,6 +219,29 @@ def test_a_store_of_the_old_format_is_shown_from_latest_json_then_from_the_index
     assert tables_of(summary.latest_of(store)) == tables_of(summary.Latest.of_points(newest_per_series(appends)))
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_link_planted_at_the_index_is_never_read(tmp_path, kind):
+    """A FIFO would hang a reader that opened it; a link could feed it another store's index."""
+    config = write_config(tmp_path)
+    directory = tmp_path / "store"
+    store = Store(str(directory), max_bytes=10**8)
+    for batch in appends_of(13, rounds=2):
+        store.append(batch)
+    index = directory / store_module.LATEST_SHOWN_FILE
+    other = tmp_path / "other"
+    os.rename(index, other)
+    if kind == "fifo":
+        os.mkfifo(index, 0o600)
+    else:
+        os.symlink(other, index)
+    assert store.latest_shown() is None
+    result = subprocess.run(
+        [sys.executable, "-m", "dnfsmon", "--config", str(config), "show"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "Kernel NFS client RPC" in result.stdout
+
+
 APPENDER = """
 import sys
 sys.path.insert(0, sys.argv[2])
