@@ -368,13 +368,14 @@ def _parsable(sql):
 @pytest.mark.parametrize(
     ("script", "view_files"),
     [
-        ("dnfs_iops.sql", {"GV$DNFS_STATS": "dnfs_iops_snapshot.sql"}),
+        ("dnfs_iops.sql", {"GV$DNFS_STATS": {"dnfs_iops_snapshot.sql"}}),
         (
             "dnfs_latency.sql",
             {
-                "GV$SYSTEM_EVENT": "dnfs_latency_snapshot.sql",
-                "GV$INSTANCE": "dnfs_latency_snapshot.sql",
-                "GV$EVENT_HISTOGRAM_MICRO": "dnfs_latency_hist_snapshot.sql",
+                "GV$SYSTEM_EVENT": {"dnfs_latency_snapshot.sql"},
+                # Each snapshot's STARTUP_TIME comes in its own statement, from the same moment.
+                "GV$INSTANCE": {"dnfs_latency_snapshot.sql", "dnfs_latency_hist_snapshot.sql"},
+                "GV$EVENT_HISTOGRAM_MICRO": {"dnfs_latency_hist_snapshot.sql"},
             },
         ),
     ],
@@ -386,10 +387,8 @@ def test_each_view_is_read_in_one_place_with_the_clock_and_printing_is_arithmeti
         for view in views_in(sql) - {"V$INSTANCE", "ALL_OBJECTS"}:
             readers.setdefault(view, set()).add((file, line))
             assert "systimestamp" in sql.lower(), f"{file}:{line} reads {view} without the clock"
-    assert {v: {f for f, _ in places} for v, places in readers.items() if v != "GV$PROCESS"} == {
-        v: {f} for v, f in view_files.items()
-    }
-    assert all(len(places) == 1 for places in readers.values())
+    assert {v: {f for f, _ in places} for v, places in readers.items() if v != "GV$PROCESS"} == view_files
+    assert all(len(places) == len(view_files.get(v, {v})) for v, places in readers.items())
     for file, _, sql in result.statements:
         if "-- core:" in sql or (file.endswith("_step.sql") and sql.lstrip().lower().startswith("with")):
             assert views_in(sql) == set(), f"{file} reads a view while printing"
@@ -1385,20 +1384,11 @@ def latency_rows(first_hit=True):
     raws, docs = documents(workload)
     tables = {"cur": (EVENT_NAMES, event_snapshot(docs[1])), "prev": (EVENT_NAMES, event_snapshot(docs[0]))}
     events = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, BINDS, INTERVAL_DEFINES)
-    hist = ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT"]
-
-    def only_sequential(doc):
-        rows = zip(rows_of(doc, "event_histogram", hist), rows_of(doc, "event_histogram", ["EVENT"]))
-        return [r for r, e in rows if e[0] == "db file sequential read"]
-
-    prev, cur = only_sequential(docs[0]), only_sequential(docs[1])
+    prev, cur = hist_snapshot(docs[0]), hist_snapshot(docs[1])
     # The view lists only buckets hit since startup: the previous snapshot
     # lacks one that has waits now (as if it were hit for the first time).
     new_bucket = next(c for p, c in zip(prev, cur) if c[2] > p[2]) if first_hit else [None, None, None]
-    tables = {
-        "cur": (["inst_id", "bound_us", "wait_count"], cur),
-        "prev": (["inst_id", "bound_us", "wait_count"], [p for p in prev if p[1] != new_bucket[1]]),
-    }
+    tables = {"cur": (HIST_NAMES, cur), "prev": (HIST_NAMES, [p for p in prev if p[1] != new_bucket[1]])}
     buckets = run_core(
         "dnfs_latency_hist_step.sql", "histogram of 'db file sequential read' in the interval", tables, HIST_BINDS
     )
@@ -1566,6 +1556,76 @@ def test_an_instance_restarted_during_the_run_is_left_out_of_its_lines_and_total
     assert {
         r["dnfs_inst_id"] for r in run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, INTERVAL_DEFINES)
     } == {1, 2, None}
+
+
+HIST_STEP = "histogram of 'db file sequential read' in the interval"
+HIST_RESTARTS = "instances restarted between the two histogram snapshots"
+HIST_NAMES = ["inst_id", "bound_us", "wait_count", "startup"]
+
+
+def hist_snapshot(document):
+    """The 'db file sequential read' buckets as dnfs_latency_hist_snapshot.sql stores them: each with its
+    instance's STARTUP_TIME from GV$INSTANCE."""
+    startup = dict(rows_of(document, "instances", ["INST_ID", "STARTUP_TIME"]))
+    rows = rows_of(document, "event_histogram", ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT", "EVENT"])
+    return [[i, u, c, startup[i]] for i, u, c, e in rows if e == "db file sequential read"]
+
+
+def test_an_instance_restarted_inside_a_histogram_interval_is_left_out_and_said():
+    """Review F2: the histogram told a restart only by a bucket's count going down, so after a restart a
+    bucket that grew past its count before the restart printed (count since restart - count before), and
+    % waits mixed such buckets with real ones. With each bucket's STARTUP_TIME (GV$INSTANCE) in the
+    snapshot, as the events snapshot has it, the restarted instance has no bucket line for the interval
+    and one line names it. Truth: the simulator's restart times; for instance 1 the agent's buckets."""
+    workload = simulator.Workload(instances=2, release="19c", restart_every_s=1000.0)
+    # One interval from 5 s to 560 s (instance 2 restarts at 500 s), and one from 5 s to 300 s without.
+    times = (workload.epoch + 5.0, workload.epoch + 300.0, workload.epoch + 560.0)
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in times]
+    docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
+    snapshots = [hist_snapshot(d) for d in docs]
+    model = simulator.Model(workload)
+    assert [i for i in (1, 2) if model.startup(i, times[0]) != model.startup(i, times[2])] == [2]
+    # The case the old guard missed: a bucket of instance 2 grew past its count before the restart.
+    before = {(r[0], r[1]): r[2] for r in snapshots[0]}
+    assert any(r[2] > before.get((r[0], r[1]), 0) for r in snapshots[2] if r[0] == 2)
+    tables = {"cur": (HIST_NAMES, snapshots[2]), "prev": (HIST_NAMES, snapshots[0])}
+    binds = {"dnfs_hist_prev_t": times[0], "dnfs_hist_cur_t": times[2], "dnfs_cur_clock": "22:22:40"}
+    buckets = run_core("dnfs_latency_hist_step.sql", HIST_STEP, tables, binds)
+    assert buckets and {r["dnfs_inst_id"] for r in buckets} == {1}
+    assert sum(r["pct"] for r in buckets) == pytest.approx(100.0)
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    points = compute({"oracle": raws[2]}, {}, "h", first.samples).points
+    agent = {
+        dict(p.tags)["le_us"]: p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram"
+        and dict(p.tags)["event"] == "db file sequential read"
+        and dict(p.tags)["instance"] == "simdb1"
+    }
+    for row in buckets:
+        assert row["bucket_waits_per_s"] == pytest.approx(agent[str(int(float(row["bucket"])))], rel=1e-9)
+    notes = run_core("dnfs_latency_hist_step.sql", HIST_RESTARTS, tables, binds)
+    startup_2 = dict(rows_of(docs[2], "instances", ["INST_ID", "STARTUP_TIME"]))[2]
+    assert [n["dnfs_restart_note"].replace("instance 2.0 ", "instance 2 ") for n in notes] == [
+        f"22:22:40 instance 2 restarted (STARTUP_TIME {startup_2}): left out of the histogram,"
+        " its counts started again from zero"
+    ]
+    # An interval with no restart: no note, both instances.
+    tables = {"cur": (HIST_NAMES, snapshots[1]), "prev": (HIST_NAMES, snapshots[0])}
+    binds = {"dnfs_hist_prev_t": times[0], "dnfs_hist_cur_t": times[1], "dnfs_cur_clock": "22:18:20"}
+    assert run_core("dnfs_latency_hist_step.sql", HIST_RESTARTS, tables, binds) == []
+    assert {r["dnfs_inst_id"] for r in run_core("dnfs_latency_hist_step.sql", HIST_STEP, tables, binds)} == {1, 2}
+
+
+def test_the_histogram_snapshot_reads_startup_time_with_the_buckets():
+    """Each histogram snapshot reads GV$INSTANCE.STARTUP_TIME in its one statement with the histogram
+    view (joined on INST_ID), as the events snapshot does, on every release the pack supports."""
+    for release in ("11.2.0.4", "19c", "23ai"):
+        result = run("dnfs_latency.sql", "5", "2", release=release)
+        assert result.findings == [], [str(f) for f in result.findings]
+        reads = [s for f, _, s in result.statements if f == "dnfs_latency_hist_snapshot.sql"]
+        assert reads and all("gv$instance i on h.inst_id = i.inst_id" in s and "startup_time" in s for s in reads)
 
 
 def test_the_events_snapshot_reads_startup_time_with_the_events():

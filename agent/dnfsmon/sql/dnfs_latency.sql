@@ -10,7 +10,8 @@
 -- Notes:       Reads GV$SYSTEM_EVENT (TIME_WAITED_MICRO: microsecond
 --              resolution, not the centisecond TIME_WAITED) and
 --              GV$EVENT_HISTOGRAM_MICRO from 12.1.0.2 (power-of-two buckets in
---              microseconds), GV$EVENT_HISTOGRAM (milliseconds) before.
+--              microseconds), GV$EVENT_HISTOGRAM (milliseconds) before,
+--              each with GV$INSTANCE (STARTUP_TIME, to tell a restart).
 --              Only 'db file sequential read' and 'control file sequential
 --              read' are close to per-I/O latency. With asynchronous I/O,
 --              'db file parallel write' and 'log file parallel write' time a
@@ -21,7 +22,8 @@
 --              the histogram is skipped with one line naming the grant.
 --              Read-only; two snapshots per view are kept in bind variables.
 --              An instance restarted during an interval (its STARTUP_TIME in
---              GV$INSTANCE changed) shows no line for it, and one line says so.
+--              GV$INSTANCE changed) shows no line for it, in the events and in
+--              the histogram, and one line says so.
 --              After the loop, the whole run: each event's waits/s and average
 --              per instance from the first snapshot to the last, and on RAC
 --              the instances together (a total line per event, also printed
