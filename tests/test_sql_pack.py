@@ -66,14 +66,14 @@ def name(path):
     return os.path.relpath(path, SQL)
 
 
-def run(script, *args, release="19c", granted=ALL_GRANTED, defines=None):
+def run(script, *args, release="19c", granted=ALL_GRANTED, defines=None, open_mode="READ WRITE"):
     """The checker's run of `@script args` on `release` with the SYS objects `granted` visible (read-only result)."""
-    return _run(script, args, release, tuple(granted), tuple(sorted((defines or {}).items())))
+    return _run(script, args, release, tuple(granted), tuple(sorted((defines or {}).items())), open_mode)
 
 
 @functools.cache
-def _run(script, args, release, granted, defines):
-    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=granted)
+def _run(script, args, release, granted, defines, open_mode):
+    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=granted, open_mode=open_mode)
     return sqlplus_rules.start(SQL, script, *args, database=database, defines=dict(defines))
 
 
@@ -384,7 +384,7 @@ def test_each_view_is_read_in_one_place_with_the_clock_and_printing_is_arithmeti
     result = run(script, "5", "3")
     readers = {}
     for file, line, sql in result.statements:
-        for view in views_in(sql) - {"V$INSTANCE", "ALL_OBJECTS"}:
+        for view in views_in(sql) - {"V$INSTANCE", "V$DATABASE", "ALL_OBJECTS"}:  # the probes
             readers.setdefault(view, set()).add((file, line))
             assert "systimestamp" in sql.lower(), f"{file}:{line} reads {view} without the clock"
     assert {v: {f for f, _ in places} for v, places in readers.items() if v != "GV$PROCESS"} == view_files
@@ -423,6 +423,29 @@ def test_a_missing_histogram_grant_leaves_the_events():
     assert any("GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO DNFSMON" in p for p in result.prompts)
     event_reads = [s for f, _, s in result.statements if f == "dnfs_latency_snapshot.sql"]
     assert len(event_reads) == 4 and all("gv$event_histogram" not in s for s in event_reads)
+
+
+FIXED_VIEW = re.compile(r"^(G?V\$\w+|DUAL)$")
+
+
+@pytest.mark.parametrize("script", USER_SCRIPTS)
+def test_on_a_mounted_database_no_script_reads_a_dictionary_view(script):
+    """Review F3: mounted, not open (a physical standby without Active Data Guard), only fixed tables
+    and views answer; a dictionary view fails with ORA-01219 (Database Error Messages, ORA-01219). The
+    probes read ALL_OBJECTS; now OPEN_MODE from V$DATABASE (a fixed view) replaces it by an empty
+    stand-in, and the looping scripts, which sleep with a stored package, refuse with one line."""
+    for release in ("11.2.0.4", "19c"):
+        result = run(script, release=release, open_mode="MOUNTED")
+        assert [str(f) for f in result.findings] == []
+        read = {(f, v) for f, _, sql in result.statements for v in views_in(sql) if not FIXED_VIEW.match(v)}
+        assert read == set(), read
+        if script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+            assert steps(result, script.replace(".sql", "_step.sql")) == 0
+            assert any("The database is mounted, not open" in p for p in result.prompts), result.prompts
+        # The stand-in lists no object: no grant is asked for that the user may well have.
+        assert not any("GRANT" in p for p in result.prompts), result.prompts
+    # Open, the probes read ALL_OBJECTS as before.
+    assert any("ALL_OBJECTS" in views_in(sql) for _, _, sql in run(script).statements)
 
 
 def test_the_event_list_is_defined_once_and_is_the_agents():
@@ -1332,6 +1355,33 @@ def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_inte
     assert steps(result) == (3 if runs else 0)
     notes = [s for f, _, s in result.statements if f == "dnfs_iops.sql" and "Average over the whole run" in s]
     assert len(notes) == 1 and "where :dnfs_run_s > 0" in notes[0]
+
+
+def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_totals():
+    """Review W2: _dnfs_shift_lob.sql freed the previous snapshot's (or the run's totals') temporary LOB
+    before it knew a new one existed, so a snapshot or an accumulation whose query failed (NULL) lost
+    the run's totals. Now, as SQL*Plus sends it in every shift of both loops: the copy is made first,
+    the previous LOB is freed only after it, all of it only when the new one is not NULL, and the time
+    moves with it. And the run's seconds grow only by an interval that gave rows."""
+    shifted = {
+        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_s"},
+        "dnfs_latency.sql": {"dnfs_ev_prev": "dnfs_prev_t", "dnfs_ev_first": "dnfs_first_t"},
+    }
+    for script, binds in shifted.items():
+        result = run(script, "5", "2")
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        shifts = [sql.lower() for f, _, sql in result.statements if f == "_dnfs_shift_lob.sql"]
+        for prev, taken_at in binds.items():
+            block = next(sql for sql in shifts if f"dbms_lob.freetemporary(:{prev})" in sql)
+            guard = block.index(" is not null then")
+            copied = block.index("dbms_lob.copy(taken")
+            freed = block.index(f"dbms_lob.freetemporary(:{prev})")
+            assert guard < copied < freed < block.index(f":{prev} := taken") < block.index(f":{taken_at} :=")
+            assert block.rindex("end if;") > block.index(f":{taken_at} :=")
+    accumulate = [s for f, _, s in run("dnfs_iops.sql", "5", "2").statements if f == "dnfs_iops_accumulate.sql"]
+    assert any(
+        re.search(r":dnfs_run_next_s := nvl\(:dnfs_run_s, 0\) \+ case when interval_rows > 0", s) for s in accumulate
+    )
 
 
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
