@@ -80,15 +80,14 @@ def test_a_refused_request_names_the_errno(monkeypatch):
     error = struct.pack("=i", -1) + netlink.NLMSGHDR.pack(16, 20, 0x301, 1, 0)
     reply = netlink.NLMSGHDR.pack(netlink.NLMSGHDR.size + len(error), netlink.NLMSG_ERROR, 0, 1, 0) + error
 
+    closed = []
+
     class Refusing:
         def __init__(self, *args):
             pass
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *args):
-            return False
+        def close(self):
+            closed.append(True)
 
         def settimeout(self, seconds):
             assert 0 < seconds <= 10  # every read is bounded
@@ -106,6 +105,7 @@ def test_a_refused_request_names_the_errno(monkeypatch):
     with pytest.raises(netlink.NetlinkError) as raised:
         netlink.addresses()
     assert raised.value.errno == 1 and "Operation not permitted" in str(raised.value)
+    assert closed == [True]  # the socket is closed on the error too
 
 
 class Loopback:

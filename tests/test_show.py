@@ -16,6 +16,7 @@ import pytest
 from configs import write_config
 from dnfsmon import cli, summary
 from dnfsmon import store as store_module
+from dnfsmon.commands import show as show_command
 from dnfsmon.points import Point, series_key, to_line
 from dnfsmon.store import Store
 
@@ -84,7 +85,7 @@ def tables_of(latest: summary.Latest) -> str:
 
 def show(config, capsys, monkeypatch, *args: str) -> str:
     """`dnfsmon show` run in this process (so that the store's reads can be counted), at NOW_NS."""
-    monkeypatch.setattr(cli.time, "time_ns", lambda: NOW_NS)
+    monkeypatch.setattr(show_command.time, "time_ns", lambda: NOW_NS)
     assert cli.main(["--config", str(config), "show", *args]) == 0
     return capsys.readouterr().out
 

@@ -580,22 +580,43 @@ def test_docs_oracle_md_lists_each_grant_of_the_setup_in_its_table():
     assert "SYS.DBMS_LOCK" in table and "CONTAINER_DATA = ALL FOR" in table
 
 
-def test_a_store_set_that_cannot_write_its_file_leaves_define_at_caret_and_the_readme_says_so():
+@pytest.mark.parametrize(("define", "left"), [("&", "&"), ("off", "^"), ("^", "^")])
+def test_a_store_set_that_cannot_write_its_file_leaves_the_dbas_ampersand_where_it_can_and_the_readme_says_so(
+    define, left
+):
     """STORE SET in a directory that is not writable saves nothing; the end's @ of its file then prints
-    SP2-0310 ("script-not-found") and the DEFINE character stays the ^ the end set to read the file's
-    name (the DBA's own DEFINE is unknowable then, and SQL*Plus has no "if the file exists"). The
-    README says so, with the recovery."""
-    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    SP2-0310 ("script-not-found"). The end used to set DEFINE to ^ to read the file's name in every
+    session, so a failed restore always left ^. Where the name was substituted at the start the DBA's
+    DEFINE was & (the default): the end now runs the file with & (_dnfs_end_amp.sql), and a failed
+    restore leaves that &. Where it was OFF or another character the DBA's own is unknowable
+    (SQL*Plus has no command that reads a SET value into a variable: STORE, SHOW), so ^ is left, as
+    the README says, with the recovery. A written file still puts every DEFINE back."""
     for writable in (True, False):
-        result = sqlplus_rules.start(SQL, "dnfs_servers.sql", database=database, writable=writable)
+        database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+        result = sqlplus_rules.SqlPlus(SQL, database, {"define": define}, writable).start("dnfs_servers.sql")
         missing = [f for f in result.findings if f.rule == "script-not-found"]
         if writable:
-            assert not missing and result.settings["define"] == "&"
+            assert not missing and result.settings["define"] == define
         else:
-            assert len(missing) == 1 and "dnfs_saved_settings" in missing[0].text, missing
-            assert result.settings["define"] == "^"
+            assert len(missing) == 1 and "settings" in missing[0].text, missing
+            assert result.settings["define"] == left
+        assert sqlplus_rules.leftovers(result) == []
     readme = " ".join(read(os.path.join(SQL, "README.md")).split())
     assert "not writable" in readme and "`set define on`" in readme and "SP2-0310" in readme
+    assert "your DEFINE stays `&`" in readme
+
+
+def test_the_login_settings_rule_flags_an_ampersand_the_script_wrote_not_one_a_value_brought(tmp_path):
+    """Under DEFINE ^ (or OFF) an `&name` the script wrote is sent as is: the rule catches it. An & that
+    a value substituted with ^ brings into a literal is data the script chose to send (the end's test
+    of whether the settings file's name was substituted): not flagged."""
+    (tmp_path / "x.sql").write_text(
+        "define v = \"&w\"\nset define '^'\nselect '^v' from dual;\nselect '&w' from dual;\n"
+    )
+    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    result = sqlplus_rules.SqlPlus(str(tmp_path), database, {"define": "off"}).start("x.sql")
+    flagged = [f for f in result.findings if f.rule == "login-settings"]
+    assert [f.line for f in flagged] == [4], [str(f) for f in result.findings]
 
 
 def test_the_readme_says_what_execute_on_dbms_lock_grants_besides_sleep():

@@ -113,11 +113,11 @@ import re
 import time
 import zlib
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple, NoReturn, Optional, Union
 
-from . import tables
+from . import records, tables
 from .errors import EnvironmentProblem
+from .errors import StoreLocked as StoreLocked
 from .files import (
     check_directory,
     flock_within,
@@ -174,18 +174,20 @@ class StoreWriteError(EnvironmentProblem):
     """An append could not be written (disk full, I/O error); its points are counted as unwritten."""
 
 
-class StoreLocked(RuntimeError):
-    """Another process holds the store's lock for longer than a store change takes."""
+class StoreCounts(records.Record):
+    """Totals since the store was created (counters: never reset, never decrease; a plain class: dnfsmon.records)."""
 
+    # The order of counts.json's keys.
+    FIELDS = ("dropped_points", "torn_records", "unwritten_points", "quarantined_points")
+    __slots__ = FIELDS
 
-@dataclass
-class StoreCounts:
-    """Totals since the store was created (counters: never reset, never decrease)."""
-
-    dropped_points: int = 0
-    torn_records: int = 0
-    unwritten_points: int = 0
-    quarantined_points: int = 0
+    def __init__(
+        self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0, quarantined_points: int = 0
+    ):
+        self.dropped_points = dropped_points
+        self.torn_records = torn_records
+        self.unwritten_points = unwritten_points
+        self.quarantined_points = quarantined_points
 
 
 class Drop(NamedTuple):
@@ -1098,12 +1100,16 @@ def _refuse_constant(name: str) -> None:
 
 
 def _sum_counts(one: StoreCounts, other: StoreCounts) -> StoreCounts:
-    return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.__dataclass_fields__})
+    return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.FIELDS})
 
 
 def _counts_slot(counts: StoreCounts, serial: int, drop: Optional[Drop] = None) -> bytes:
     """One slot of counts.json: the checksum of the text, a space, the text padded with spaces, a newline."""
-    document = {**counts.__dict__, "serial": serial, **({} if drop is None else {"drop": list(drop)})}
+    document = {
+        **{name: getattr(counts, name) for name in StoreCounts.FIELDS},
+        "serial": serial,
+        **({} if drop is None else {"drop": list(drop)}),
+    }
     text = json.dumps(document, separators=(",", ":")).encode()
     text = text.ljust(COUNTS_SLOT_BYTES - 10)
     if len(text) > COUNTS_SLOT_BYTES - 10:
@@ -1121,7 +1127,7 @@ def _counts_of(data: bytes, with_serial: bool = False) -> tuple[Optional[StoreCo
             data = data[9:-1]
         document = json.loads(data, parse_constant=_refuse_constant)
         serial = document.pop("serial", 0) if with_serial else 0
-        values = {name: document.get(name, 0) for name in StoreCounts.__dataclass_fields__}
+        values = {name: document.get(name, 0) for name in StoreCounts.FIELDS}
         drop = document.get("drop") if with_serial else None
         if drop is not None:
             drop = Drop(*drop)
