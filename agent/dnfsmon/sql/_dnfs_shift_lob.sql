@@ -7,8 +7,7 @@
 --              may need to manually free temporary LOBs with
 --              DBMS_LOB.FREETEMPORARY"). The binds are named by substitution
 --              variables, as _dnfs_free_lob.sql's is, so one block serves every
---              snapshot (three levels below the user's @ at the deepest: the
---              step's helper, this file and _dnfs_free_lob.sql).
+--              snapshot.
 -- Usage:       define _dnfs_lob_cur = dnfs_cur
 --              define _dnfs_lob_prev = dnfs_prev
 --              define _dnfs_lob_cur_t = dnfs_cur_t

@@ -45,9 +45,11 @@ delta as (
     -- a snapshot an older pack took.
     where
         c.wait_count >= nvl(p.wait_count, 0)
-        and not exists (
-            select 1 from prev r
-            where r.inst_id = c.inst_id and r.startup != c.startup
+        and c.inst_id not in (
+            select n.inst_id
+            from cur n
+            inner join prev r on n.inst_id = r.inst_id and n.bound_us = r.bound_us
+            where n.startup != r.startup
         )
 )
 select
