@@ -548,20 +548,34 @@ class OpLayout:
     names: tuple[str, ...]  # the counters' names, in the order of the operations' counters
     operations: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, its counters' names in OP_FIELDS order)
     idle_rows: tuple[tuple[Optional[int], ...], ...]  # each operation's deltas when it did nothing
+    places: Mapping[str, int]  # each name's place in `names` (a CounterVector's row)
+    # Each operation's slice of the row, and the Nones that fill it to len(OP_FIELDS).
+    spans: tuple[tuple[str, int, int, tuple[None, ...]], ...]
 
     @classmethod
     def of(cls, operations: Sequence[str], widths: Sequence[int]) -> OpLayout:
         names_of = [(op, tuple(f"{op}.{name}" for name in OP_FIELDS)) for op in operations]
+        names = tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths)))
+        starts = [sum(widths[:index]) for index in range(len(widths))]
         return cls(
-            tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths))),
+            names,
             tuple(names_of),
             tuple((0,) * width + (None,) * (len(OP_FIELDS) - width) for width in widths),
+            MappingProxyType({name: place for place, name in enumerate(names)}),
+            tuple(
+                (op, start, start + width, (None,) * (len(OP_FIELDS) - width))
+                for op, start, width in zip(operations, starts, widths)
+            ),
         )
+
+    def counters(self, rows: Sequence[Sequence[int]]) -> rates.CounterVector:
+        """The operations' counters (a row per operation, as `of` was given their widths) as one vector."""
+        return rates.CounterVector(self.names, self.places, tuple(chain.from_iterable(rows)))
 
 
 class MountOps(Sample):
-    """A mount's operations as one sample: their counters together (OpLayout), diffed in one
-    pass (rates.diff), published as a point per operation.
+    """A mount's operations as one sample: their counters together, one CounterVector in the
+    order of its OpLayout, diffed in one pass (rates.diff), published as a point per operation.
 
     An idle mount's counters are all equal to the last reading's, which rates.diff sees
     at once; with a sample per operation, each of some 30 per mount was a sample, an
@@ -668,10 +682,10 @@ class Remembered:
     counters: dict[str, int]  # the mount's sample's (shared read-only by the samples made from them)
     gauges: dict[str, rates.Gauge]  # the mount's gauges; age_s is the reading's own
     layout: OpLayout
-    op_counters: dict[str, int]  # the MountOps sample's (shared read-only)
+    op_counters: rates.CounterVector  # the MountOps sample's (shared read-only)
 
     @classmethod
-    def of(cls, mount: Mount, host: str, age_at: int, layout: OpLayout, op_counters: dict[str, int]) -> Remembered:
+    def of(cls, mount: Mount, host: str, age_at: int, layout: OpLayout, op_counters: rates.CounterVector) -> Remembered:
         key = mount_key(mount, host)
         tags = ",".join(map("=".join, key))
         return cls(
@@ -739,7 +753,7 @@ class MountstatsSource(HostSource):
     def read(self, inputs: HostInputs) -> Raw:
         return read(inputs)
 
-    def operations_of(self, mount: Mount) -> tuple[OpLayout, dict[str, int]]:
+    def operations_of(self, mount: Mount) -> tuple[OpLayout, rates.CounterVector]:
         """The layout and counters of the mount's MountOps sample: its operations the filter keeps."""
         names, rows = mount.op_names, mount.op_rows
         if self.operations is not None:
@@ -749,7 +763,7 @@ class MountstatsSource(HostSource):
         layout = self.layouts.get(shape)
         if layout is None:
             layout = self.layouts[shape] = OpLayout.of(*shape)
-        return layout, dict(zip(layout.names, chain.from_iterable(rows)))
+        return layout, layout.counters(rows)
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         identity = boot_identity(raw)
@@ -811,16 +825,20 @@ class MountstatsSource(HostSource):
                     points.append(Point(sample.measurement, sample.key, own, time_ns))
                 continue
             deltas = interval.deltas
-            if not interval.dropped and not any(deltas.values()):
+            layout = sample.layout
+            # rates.diff gives a vector for two vectors of one layout that moved forward (the
+            # common case), else the counters' deltas by name (after a state load, a counter dropped).
+            vector = deltas.row if isinstance(deltas, rates.CounterVector) and deltas.names == layout.names else None
+            if not interval.dropped and not any(deltas.values() if vector is None else vector):
                 # An idle mount (most of them, at any moment): each operation's figures are an idle one's.
-                for (op, _), row in zip(sample.layout.operations, sample.layout.idle_rows):
+                for (op, _), row in zip(layout.operations, layout.idle_rows):
                     if row not in idle:
                         idle[row] = MappingProxyType(op_figures(row, interval.dt))
                     if idle[row]:
                         points.append(Point(OP_MEASUREMENT, (*sample.key, ("op", op)), idle[row], time_ns))
                 continue
-            for op, names in sample.layout.operations:
-                row = tuple(map(deltas.get, names))
+            for (op, names), (_, start, stop, missing) in zip(layout.operations, layout.spans):
+                row = tuple(map(deltas.get, names)) if vector is None else vector[start:stop] + missing
                 # An operation that did nothing (most of them, at any moment) has the figures of
                 # every other idle one: made once, shared read-only by their points.
                 if row in IDLE_ROWS:
