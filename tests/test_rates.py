@@ -321,7 +321,7 @@ def test_a_counter_vector_is_a_read_only_mapping_equal_to_its_dict():
     counters = vector([1, 2, 3, 4])
     plain = {"a": 1, "b": 2, "c": 3, "d": 4}
     # Both ways round: the state compares a loaded sample's dict with a new sample's vector.
-    assert counters == plain and plain == counters  # noqa: SIM300
+    assert counters == plain and plain == counters
     assert counters != vector([1, 2, 3, 5]) and counters == vector([1, 2, 3, 4])
     assert list(counters) == list(VECTOR_NAMES) and counters["c"] == 3 and "d" in counters and "e" not in counters
     assert dict(counters) == dict(counters.items()) == {"a": 1, "b": 2, "c": 3, "d": 4}
