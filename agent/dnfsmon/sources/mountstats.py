@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from itertools import chain
+from itertools import accumulate, chain
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -193,10 +193,18 @@ class Mount:
     rpc_version: str = ""
     nfs_program_version: str = ""
     transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
-    # The per-op lines in the kernel's order: each operation's name and its counters in
-    # OP_FIELDS order (8 or 9 of them, as the kernel printed).
+    # The per-op lines in the kernel's order: each operation's name, how many of OP_FIELDS its
+    # line has (8 or 9, as the kernel printed), and all their counters in one tuple, each
+    # operation's in OP_FIELDS order after the last one's.
     op_names: list[str] = field(default_factory=list)
-    op_rows: list[list[int]] = field(default_factory=list)
+    op_widths: list[int] = field(default_factory=list)
+    op_counters: tuple[int, ...] = ()
+
+    @property
+    def op_rows(self) -> list[tuple[int, ...]]:
+        """Each operation's counters (made when asked)."""
+        ends = list(accumulate(self.op_widths))
+        return [self.op_counters[end - width : end] for end, width in zip(ends, self.op_widths)]
 
     @property
     def ops(self) -> dict[str, dict[str, int]]:
@@ -300,29 +308,53 @@ def _parse_block(
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
+    mount.op_names, mount.op_widths, mount.op_counters = _parse_ops(first + ops_from, lines[ops_from:], path)
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
 
 
-def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
+# A block's per-op lines: the operations' names, how many counters each has, all the counters in one tuple.
+OpLines = tuple[list[str], list[int], tuple[int, ...]]
+
+
+def _parse_ops(first: int, lines: list[str], path: str) -> OpLines:
     """The per-op lines of a block (rpc_print_iostats, net/sunrpc/stats.c): one line per
     NFS procedure, "NAME: n n n ..."; the names (without the colon) and each one's first
     len(OP_FIELDS) counters.
 
-    They are most of a block (34 of some 45 lines with NFSv3): the lines are split, then
-    checked once for the block (every line has a name ending with ":" and more than
-    OP_MIN_FIELDS counters, every counter is ASCII digits) and converted line by line.
-    Lines of different lengths need nothing else (the kernel of the procfs capture prints 8
-    counters for some procedures and 9 for others). A block failing a check is read again
-    by _parse_ops_line_by_line, which says which line is wrong.
+    They are most of a block (34 of some 45 lines with NFSv3), and are checked and converted
+    together: every line split, the names taken out (every so many words when the lines have one
+    length, as a kernel prints 8 counters, or 9 from RPC iostats 1.1, for every procedure; the
+    kernel of the procfs capture prints 8 for some and 9 for others), the counters checked as
+    ASCII digits at once and converted in one pass. Lines with more counters than dnfsmon reads
+    (a later kernel's), or an operation printed twice, are converted line by line. A block
+    failing a check is read again by _parse_ops_line_by_line, which says which line is wrong.
     """
     rows_words = [words for words in map(str.split, lines) if words]
-    if rows_words and min(map(len, rows_words)) > OP_MIN_FIELDS:
-        names = [words[0] for words in rows_words]
-        counters = chain.from_iterable(words[1:] for words in rows_words)
+    lengths = set(map(len, rows_words))
+    if lengths and min(lengths) > OP_MIN_FIELDS and max(lengths) <= 1 + len(OP_FIELDS):
+        if len(lengths) == 1:
+            (length,) = lengths
+            counters = list(chain.from_iterable(rows_words))
+            names = counters[::length]
+            del counters[::length]
+            widths = [length - 1] * len(names)
+        else:
+            names = [words[0] for words in rows_words]
+            counters = list(chain.from_iterable(words[1:] for words in rows_words))
+            widths = [len(words) - 1 for words in rows_words]
         if all(name.endswith(":") for name in names) and is_unsigned("".join(counters)):
+            names = [name[:-1] for name in names]
+            if len(set(names)) == len(names):
+                return names, widths, tuple(map(int, counters))
+            rows = [list(map(int, words[1:])) for words in rows_words]
+            return _last_of_each(names, rows)
+    elif lengths and min(lengths) > OP_MIN_FIELDS:
+        names = [words[0] for words in rows_words]
+        if all(name.endswith(":") for name in names) and is_unsigned(
+            "".join(chain.from_iterable(words[1:] for words in rows_words))
+        ):
             # Counters after the last of OP_FIELDS (a later kernel's) are not read.
             end = 1 + len(OP_FIELDS)
             rows = [list(map(int, words[1:end])) for words in rows_words]
@@ -330,16 +362,16 @@ def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list
     return _parse_ops_line_by_line(first, lines, path)
 
 
-def _last_of_each(names: list[str], rows: list[list[int]]) -> tuple[list[str], list[list[int]]]:
+def _last_of_each(names: list[str], rows: list[list[int]]) -> OpLines:
     """An operation printed twice (the Telegraf capture's LAYOUTRETURN) counts as its last line,
     in the place of its first."""
-    if len(set(names)) == len(names):
-        return names, rows
-    ops = dict(zip(names, rows))
-    return list(ops), list(ops.values())
+    if len(set(names)) != len(names):
+        ops = dict(zip(names, rows))
+        names, rows = list(ops), list(ops.values())
+    return names, list(map(len, rows)), tuple(chain.from_iterable(rows))
 
 
-def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
+def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> OpLines:
     """The per-op lines one at a time: for a block _parse_ops cannot take in one go."""
     names, rows = [], []
     for index, line in enumerate(lines):
@@ -568,9 +600,9 @@ class OpLayout:
             ),
         )
 
-    def counters(self, rows: Sequence[Sequence[int]]) -> rates.CounterVector:
-        """The operations' counters (a row per operation, as `of` was given their widths) as one vector."""
-        return rates.CounterVector(self.names, self.places, tuple(chain.from_iterable(rows)))
+    def counters(self, row: tuple[int, ...]) -> rates.CounterVector:
+        """The operations' counters (each one's after the last one's, as `of` was given their widths) as one vector."""
+        return rates.CounterVector(self.names, self.places, row)
 
 
 class MountOps(Sample):
@@ -755,15 +787,17 @@ class MountstatsSource(HostSource):
 
     def operations_of(self, mount: Mount) -> tuple[OpLayout, rates.CounterVector]:
         """The layout and counters of the mount's MountOps sample: its operations the filter keeps."""
-        names, rows = mount.op_names, mount.op_rows
+        names, widths, row = mount.op_names, mount.op_widths, mount.op_counters
         if self.operations is not None:
+            rows = mount.op_rows
             kept = [index for index, op in enumerate(names) if op in self.operations]
-            names, rows = [names[i] for i in kept], [rows[i] for i in kept]
-        shape = (tuple(names), tuple(map(len, rows)))
+            names, widths = [names[i] for i in kept], [widths[i] for i in kept]
+            row = tuple(chain.from_iterable(rows[i] for i in kept))
+        shape = (tuple(names), tuple(widths))
         layout = self.layouts.get(shape)
         if layout is None:
             layout = self.layouts[shape] = OpLayout.of(*shape)
-        return layout, layout.counters(rows)
+        return layout, layout.counters(row)
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         identity = boot_identity(raw)
