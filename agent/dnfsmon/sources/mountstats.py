@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -344,12 +344,13 @@ def _parse_ops(first: int, lines: list[str], path: str) -> OpLines:
             names = [words[0] for words in rows_words]
             counters = list(chain.from_iterable(words[1:] for words in rows_words))
             widths = [len(words) - 1 for words in rows_words]
-        if all(name.endswith(":") for name in names) and is_unsigned("".join(counters)):
+        if all(map(str.endswith, names, repeat(":"))) and is_unsigned("".join(counters)):
             names = [name[:-1] for name in names]
+            row = tuple(map(int, counters))
             if len(set(names)) == len(names):
-                return names, widths, tuple(map(int, counters))
-            rows = [list(map(int, words[1:])) for words in rows_words]
-            return _last_of_each(names, rows)
+                return names, widths, row
+            ends = accumulate(widths)
+            return _last_of_each(names, [row[end - width : end] for end, width in zip(ends, widths)])
     elif lengths and min(lengths) > OP_MIN_FIELDS:
         names = [words[0] for words in rows_words]
         if all(name.endswith(":") for name in names) and is_unsigned(
@@ -362,7 +363,7 @@ def _parse_ops(first: int, lines: list[str], path: str) -> OpLines:
     return _parse_ops_line_by_line(first, lines, path)
 
 
-def _last_of_each(names: list[str], rows: list[list[int]]) -> OpLines:
+def _last_of_each(names: list[str], rows: Sequence[Sequence[int]]) -> OpLines:
     """An operation printed twice (the Telegraf capture's LAYOUTRETURN) counts as its last line,
     in the place of its first."""
     if len(set(names)) != len(names):
