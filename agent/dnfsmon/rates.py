@@ -292,24 +292,22 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
 
     counters, before_counters = current.counters, previous.counters
     dropped: dict[str, str] = {}
-    if (
-        type(counters) is CounterVector
-        and type(before_counters) is CounterVector
-        and counters.names == before_counters.names
-        and not current.widths
-    ):
-        # Two vectors of one shape (a mount's operations), none declared to wrap: every delta in
-        # one pass over the tuples. When no value is implausible and none went backwards, these
-        # are the deltas the loop below would find (tests/test_rates.py checks it); otherwise
-        # the loop says which counter and why. Equal rows are all zeros, found without a subtraction.
-        row, row_before = counters.row, before_counters.row
+    row_before = _row_of(before_counters, counters) if type(counters) is CounterVector and not current.widths else None
+    if row_before is not None:
+        # A vector (a mount's operations), none declared to wrap, and the previous sample's
+        # counters of the same names in the same order (a vector, or the dict a state load
+        # gives back): every delta in one pass over the tuples. When no value is implausible and
+        # none went backwards, these are the deltas the loop below would find (tests/test_rates.py
+        # checks it); otherwise the loop says which counter and why. Equal rows are all zeros,
+        # found without a subtraction.
+        row = counters.row  # type: ignore[attr-defined]
+        names, places = counters.names, counters.places  # type: ignore[attr-defined]
         if not row or (min(row_before) >= 0 and max(row) < IMPLAUSIBLE_COUNTER):
             if row == row_before:
-                zeros = CounterVector(counters.names, counters.places, (0,) * len(row))
-                return Interval(previous, current, dt, zeros, dropped)
+                return Interval(previous, current, dt, CounterVector(names, places, (0,) * len(row)), dropped)
             moved = tuple(map(sub, row, row_before))
             if min(moved) >= 0:
-                return Interval(previous, current, dt, CounterVector(counters.names, counters.places, moved), dropped)
+                return Interval(previous, current, dt, CounterVector(names, places, moved), dropped)
     widths = current.widths
     if counters and not widths and counters.keys() == before_counters.keys():
         # The same counters in both, none declared to wrap (a busy Oracle process, an
@@ -346,6 +344,15 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             )
         deltas[name] = delta
     return Interval(previous, current, dt, deltas, dropped)
+
+
+def _row_of(counters: Mapping[str, int], like: CounterVector) -> Optional[tuple[int, ...]]:
+    """`counters`' values as a row of `like`'s shape: the same names in the same order; else None."""
+    if type(counters) is CounterVector:
+        return counters.row if counters.names == like.names else None
+    if type(counters) is dict and tuple(counters) == like.names:
+        return tuple(counters.values())
+    return None
 
 
 def deltas_counting_new_from_zero(interval: Interval) -> dict[str, int]:
