@@ -460,7 +460,7 @@ def run_whole(directory: str, pairs: int, comparisons: list[Comparison], quick: 
     )
 
     # (g) What the imports cost: `import dnfsmon.cli` (every command pays it), and each command's own
-    # imports on top (the modules its cmd_ function imports, read from cli.py: bench/whole.py).
+    # imports on top (its module under dnfsmon/commands/ and what that imports in its functions: bench/whole.py).
     def python_floor() -> float:
         return whole.process_cost([sys.executable, "-c", "pass"])[0]
 

@@ -226,33 +226,31 @@ def copy_tree(source: str, target: str) -> None:
 
 
 def command_imports() -> dict[str, list[str]]:
-    """The modules each command of dnfsmon.cli imports beyond `import dnfsmon.cli` (every command's
-    floor): the relative imports inside each cmd_* function (and ship_stored, which `dnfsmon ship`
-    and a shipping collect run), read from cli.py itself so the list cannot drift from the code."""
+    """The modules each command imports beyond `import dnfsmon.cli` (every command's floor): its
+    module under dnfsmon/commands/ (which cli.main imports only for that command) and the relative
+    imports inside that module's functions, read from the files so the list cannot drift from the code."""
     package = os.path.join(ROOT, "agent", "dnfsmon")
-    with open(os.path.join(package, "cli.py")) as f:
-        tree = ast.parse(f.read())
     commands: dict[str, list[str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef):
+    for name in sorted(os.listdir(os.path.join(package, "commands"))):
+        if not name.endswith(".py") or name.startswith("_") or name == "output.py":
             continue
-        if node.name == "ship_stored":
-            command = "ship"
-        elif node.name.startswith("cmd_"):
-            command = node.name[len("cmd_") :].replace("_", "-")
-        else:
-            continue
-        modules: set[str] = set()
-        for inner in ast.walk(node):
-            if not (isinstance(inner, ast.ImportFrom) and inner.level == 1):
+        module = name[: -len(".py")]
+        with open(os.path.join(package, "commands", name)) as f:
+            tree = ast.parse(f.read())
+        modules = {f"dnfsmon.commands.{module}"}
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
                 continue
-            parent = ["dnfsmon", *(inner.module.split(".") if inner.module else [])]
-            for alias in inner.names:  # a submodule (from .diagnosis import timeline), else a name of parent
-                submodule = os.path.join(package, *parent[1:], alias.name)
-                is_module = os.path.exists(submodule + ".py") or os.path.isdir(submodule)
-                modules.add(".".join([*parent, alias.name] if is_module else parent))
-        if modules:
-            commands[command] = sorted(modules)
+            for inner in ast.walk(node):
+                if not (isinstance(inner, ast.ImportFrom) and inner.level in (1, 2)):
+                    continue
+                parent = ["dnfsmon", *(["commands"] if inner.level == 1 else [])]
+                parent += inner.module.split(".") if inner.module else []
+                for alias in inner.names:  # a submodule (from ..diagnosis import timeline), else a name of parent
+                    submodule = os.path.join(package, *parent[1:], alias.name)
+                    is_module = os.path.exists(submodule + ".py") or os.path.isdir(submodule)
+                    modules.add(".".join([*parent, alias.name] if is_module else parent))
+        commands[module.replace("_", "-")] = sorted(modules)
     return commands
 
 

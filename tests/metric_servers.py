@@ -287,7 +287,7 @@ def assert_truth(url: str, config_path: str, points, prefix: str = "/api/v1") ->
     """PromQL answers over the run's last interval are the simulator's truth, in base units."""
     cfg = config.load(config_path)
     assert cfg.simulator is not None
-    workload = simulator.Workload(**dataclasses.asdict(cfg.simulator))
+    workload = simulator.Workload(**cfg.simulator._asdict())
     io_times = sorted({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"})
     t0, t1 = io_times[-2] / 1e9, io_times[-1] / 1e9
     truth = simulator.truth(workload, 1, t0, t1)

@@ -463,7 +463,7 @@ class SqlPlus:
                 end = self._until_slash(lines, i - 1)
                 block = "\n".join(lines[i - 1 : end])
                 self._comments_with_ampersand(path, number, block)
-                self._statement(path, number, self._substitute(path, number, block), block=True)
+                self._statement(path, number, self._substitute(path, number, block), block=True, written=block)
                 if end >= len(lines):
                     self._find(path, number, "unterminated", "PL/SQL block without / alone on a line")
                 i = end + 1
@@ -477,7 +477,7 @@ class SqlPlus:
                     return
                 text = "\n".join(lines[i - 1 : end + 1])
                 self._comments_with_ampersand(path, number, text)
-                self._statement(path, number, self._substitute(path, number, text), block=False)
+                self._statement(path, number, self._substitute(path, number, text), block=False, written=text)
                 previous_ended_with_semicolon = lines[end].strip() != "/"
                 i = end + 1
                 continue
@@ -604,12 +604,13 @@ class SqlPlus:
 
     # --- statements ---
 
-    def _statement(self, path: str, number: int, text: str, block: bool) -> None:
+    def _statement(self, path: str, number: int, text: str, block: bool, written: str) -> None:
+        """`text` as sent (substituted); `written` as the script has it."""
         state = self.run_state
         state.statements.append((os.path.relpath(path, self.directory), number, text))
         if state.settings["termout"] == "off":
             self._find(path, number, "termout-off", "statement run with TERMOUT OFF: its errors are not shown")
-        self._session_settings(path, number, text)
+        self._session_settings(path, number, text, written)
         code = _strip_literals(text)
         if self._release() < (12, 2):
             for identifier in re.findall(r'"[^"]*"|[A-Za-z][A-Za-z0-9_$#]*', code):
@@ -638,12 +639,15 @@ class SqlPlus:
         if not block and first in ("select", "with"):
             self._new_values(path, number, text)
 
-    def _session_settings(self, path: str, number: int, text: str) -> None:
-        """What a login.sql may have changed that alters how a statement is read, run or shown."""
+    def _session_settings(self, path: str, number: int, text: str, written: str) -> None:
+        """What a login.sql may have changed that alters how a statement is read, run or shown.
+
+        An `&name` the DEFINE setting leaves is one the script wrote (`written`): an & a
+        substituted value brings into the text is the value's, data the script chose to send."""
         state = self.run_state
         settings = state.settings
         problems = []
-        left = UNSUBSTITUTED.search(text)
+        left = UNSUBSTITUTED.search(written) if self._define_character() != "&" else None
         if left:
             problems.append(f"SET DEFINE {settings['define'].upper()}: {left.group(0)} is sent as is")
         # SQLCASE converts the whole text, but only literals and quoted identifiers keep their case in Oracle.

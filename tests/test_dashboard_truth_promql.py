@@ -351,7 +351,7 @@ def test_textfile_scraped_by_prometheus_shows_the_simulators_truth(tmp_path):
         points, _ = metric_servers.last_sample(str(tmp_path / "store"))
         io_times = sorted({p.time_ns for p in points if p.measurement == "dnfsmon_dnfs_io"})
         cfg = config.load(config_path)
-        workload = simulator.Workload(**dataclasses.asdict(cfg.simulator))
+        workload = simulator.Workload(**cfg.simulator._asdict())
         truth = simulator.truth(workload, 1, io_times[-2] / 1e9, io_times[-1] / 1e9)
         # The simulated instance's points carry the simulator's host name (the agent's own are "db1").
         (oracle_host,) = {dict(p.tags)["host"] for p in points if p.measurement == "dnfsmon_dnfs_io"}

@@ -355,6 +355,7 @@ def test_paths_join_dnfs_channels_tcp_and_kernel_mounts_to_their_interface():
 
 def test_doctor_help_top_and_docs_give_the_same_exit_codes():
     from dnfsmon import cli, top
+    from dnfsmon.commands.doctor import doctor_exit_code
 
     result = subprocess.run([*DNFSMON, "doctor", "--help"], capture_output=True, text=True, timeout=60)
     with open(DOCS, encoding="utf-8") as f:
@@ -367,7 +368,7 @@ def test_doctor_help_top_and_docs_give_the_same_exit_codes():
     host, raws, failures = capture.read(os.path.join(CASES, "nothing-to-judge", "new"))
     outcome = compute(raws, failures, host, compute(old_raws, old_failures, host, {}).samples)
     found = diagnosis.diagnose(outcome.points, host)
-    assert cli.doctor_exit_code(found, []) == 12 and cli.doctor_exit_code(found, ["nic"]) == 3
+    assert doctor_exit_code(found, []) == 12 and doctor_exit_code(found, ["nic"]) == 3
     line = top.verdict(found)
     assert line is not None and line[0].startswith("Verdict: nothing to judge: no database configured")
 

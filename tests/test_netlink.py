@@ -80,6 +80,8 @@ def test_a_refused_request_names_the_errno(monkeypatch):
     error = struct.pack("=i", -1) + netlink.NLMSGHDR.pack(16, 20, 0x301, 1, 0)
     reply = netlink.NLMSGHDR.pack(netlink.NLMSGHDR.size + len(error), netlink.NLMSG_ERROR, 0, 1, 0) + error
 
+    closed = []
+
     class Refusing:
         def __init__(self, *args):
             pass
@@ -88,6 +90,7 @@ def test_a_refused_request_names_the_errno(monkeypatch):
             return self
 
         def __exit__(self, *args):
+            closed.append(True)
             return False
 
         def settimeout(self, seconds):
@@ -106,6 +109,7 @@ def test_a_refused_request_names_the_errno(monkeypatch):
     with pytest.raises(netlink.NetlinkError) as raised:
         netlink.addresses()
     assert raised.value.errno == 1 and "Operation not permitted" in str(raised.value)
+    assert closed == [True]  # the socket is closed on the error too
 
 
 class Loopback:

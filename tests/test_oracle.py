@@ -157,7 +157,7 @@ class FakeConnection:
         self.failing = failing or {}
         self.call_timeout = 0
         self.executed = []
-        # What container_sql answers: (V$DATABASE.CDB, CON_NAME, MAX(V$DATAFILE.CON_ID)).
+        # What container_sql answers: (V$DATABASE.CDB, CON_NAME, a PDB file's V$DATAFILE.CON_ID or None).
         self.container = ("NO", "ORCL", 0)
         # What container_data_sql answers: the views (SYS names) the user sees the root's rows of,
         # or the error a user without SELECT on DBA_CONTAINER_DATA gets.
@@ -186,7 +186,7 @@ class FakeConnection:
         if sql == oracle_db.SESSION_SQL:
             return [], []  # ALTER SESSION returns no rows
         if sql in (oracle_db.container_sql("V$DATAFILE"), oracle_db.container_sql("GV$DATAFILE")):
-            return ["CDB", "CON_NAME", "MAX_CON_ID"], [self.container]
+            return ["CDB", "CON_NAME", "PDB_CON_ID"], [self.container]
         if self.mounted and ("dba_container_data" in sql or "all_tab_columns" in sql):
             return OracleError(
                 "ORA-01219", "database or pluggable database not open: queries allowed on fixed tables or views only"
@@ -1648,13 +1648,7 @@ def test_a_mounted_standby_is_read_through_sysdg_with_the_columns_of_its_release
     document["results"]["database"]["rows"] = [
         [*row[:3], "PHYSICAL STANDBY", "MOUNTED", *row[5:]] for row in document["results"]["database"]["rows"]
     ]
-    # The view's own rows, one per process and channel: what a mounted database is asked for.
-    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
-    modelled = simulator._rows(simulator.Model(simulator.Workload()), "dnfs_channels", T0, simulator.Memory(), [1])
-    document["results"]["dnfs_channels"] = {
-        "columns": [*view_columns, "DB_TIME", "CLOCK_INSTANCE"],
-        "rows": [[*(row[c] for c in view_columns), T0, 1] for row in modelled],
-    }
+    as_mounted_recording(document, simulator.Workload())
     connection = FakeConnection(document, facts_available("19c"))
     connection.mounted = True
     connection.container = ("YES", "CDB$ROOT", 3)
@@ -2180,3 +2174,182 @@ def test_a_recording_of_per_channel_rows_publishes_what_the_statement_s_rows_pub
     (io,) = [p.fields for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_io"][:1]
     channels = [p for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_channel"]
     assert channels and io["new_processes"] + io["processes_left_out"] >= 1
+
+
+# Constructs that may sort or aggregate in a workarea, which before the database is open may not
+# spill to a temporary segment (Database Error Messages, ORA-01220: "A query issued against a fixed
+# table or view required a temporary segment for sorting before the database was open. Only
+# in-memory sorts are supported before the database is open."). UNION ALL does not sort; UNION,
+# INTERSECT and MINUS remove duplicates (SQL Language Reference, "The UNION [ALL], INTERSECT, MINUS
+# Operators").
+SORTING = (exp.Distinct, exp.Group, exp.Order, exp.Window, exp.AggFunc, exp.Intersect, exp.Except)
+
+
+def sorting_constructs(sql):
+    """The constructs of `sql` that need a sort or an aggregation workarea, as sqlglot parses it (Oracle)."""
+    tree = sqlglot.parse_one(sql, read="oracle")
+    found = [type(node).__name__ for node in tree.find_all(*SORTING)]
+    found += ["Union (distinct)" for node in tree.find_all(exp.Union) if node.args.get("distinct")]
+    return found
+
+
+def test_the_checker_of_sorts_sees_each_construct():
+    for sql, construct in (
+        ("SELECT DISTINCT a FROM v$x", "Distinct"),
+        ("SELECT a, COUNT(*) FROM v$x GROUP BY a", "Group"),
+        ("SELECT a FROM v$x ORDER BY a", "Order"),
+        ("SELECT ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) FROM v$x", "Window"),
+        ("SELECT (SELECT MAX(f.con_id) FROM v$datafile f) FROM v$database d", "Max"),
+        ("SELECT a FROM v$x UNION SELECT a FROM v$y", "Union (distinct)"),
+    ):
+        assert construct in sorting_constructs(sql), sql
+    assert sorting_constructs("SELECT a FROM v$x UNION ALL SELECT a FROM v$y") == []
+
+
+@pytest.mark.parametrize("release", sorted(oracle_facts.VERSION_STRINGS))
+def test_nothing_the_agent_sends_a_mounted_database_sorts(release):
+    """Item: a mounted database (a physical standby without Active Data Guard, read AS SYSDG) answers
+    only in-memory sorts: a DISTINCT, GROUP BY, ORDER BY, analytic or aggregate whose workarea spills
+    fails with ORA-01220. Every statement the agent sends it, single and combined, in each scope and
+    release, holds none of them; the inventory's counts are made by the parser."""
+    available = facts_available(release)
+    for scope in oracle.SCOPES:
+        queries = oracle.build_queries(available, scope, mounted=True)
+        assert {q.name for q in queries} >= {"dnfs_stats", "dnfs_files", "system_event"}
+        statements = [q.sql for q in queries]
+        statements += [c.sql for c in oracle.read_groups(queries, inventory=True)]
+        for sql in statements:
+            assert sorting_constructs(sql) == [], sql
+    if release.startswith("11."):
+        return  # no SYSDG before 12.1: a mounted 11.2.0.4 standby is not read (config refuses it)
+    # As the live reader sends them, from logon to the inventory: the container check too.
+    sent = mounted_read(release)[1]
+    checked = [s for s in sent if s != oracle_db.SESSION_SQL]
+    assert any("v$database" in s.lower() for s in checked) and any("dnfs_files" in s.lower() for s in checked)
+    for sql in checked:
+        if "all_tab_columns" in sql.lower() or "dba_container_data" in sql.lower():
+            continue  # refused in MOUNT (ORA-01219) before any row source runs: the reader handles that
+        assert sorting_constructs(sql) == [], sql
+
+
+def as_mounted_recording(document, workload):
+    """`document`'s rows as a mounted database is asked for them: the views' own rows, one per process
+    and channel (V$DNFS_CHANNELS), one per process and open file (V$DNFS_FILES: each file held by two
+    processes) and one per file (V$IOSTAT_FILE), in place of the open database's sums."""
+    instances = list(range(1, workload.instances + 1))
+    view_columns = ("INST_ID", "PNUM", "SVRNAME", "PATH", "LOCAL", "SENDS", "RECVS", "PINGS", "SPRECO", "DPRECO")
+    modelled = simulator._rows(simulator.Model(workload), "dnfs_channels", T0, simulator.Memory(), instances)
+    document["results"]["dnfs_channels"] = {
+        "columns": [*view_columns, "DB_TIME", "CLOCK_INSTANCE"],
+        "rows": [[*(row[c] for c in view_columns), T0, 1] for row in modelled],
+    }
+    files = document["results"]["dnfs_files"]
+    plain = []
+    for row in files["rows"]:
+        r = dict(zip(files["columns"], row))
+        for n in range(r["FILES"]):
+            for pnum in (20, 21):
+                size = r["BYTES"] // r["FILES"]
+                plain.append([r["INST_ID"], r["SVR_ID"], f"/oradata/{r['SVR_ID']}/f{n}.dbf", size, pnum, T0, 1])
+    document["results"]["dnfs_files"] = {
+        "columns": ["INST_ID", "SVR_ID", "FILENAME", "FILESIZE", "PNUM", "DB_TIME", "CLOCK_INSTANCE"],
+        "rows": plain,
+    }
+    iostat = document["results"]["iostat_file"]
+    columns = [c for c in iostat["columns"] if c != "FILES"]
+    document["results"]["iostat_file"] = {
+        "columns": columns,
+        "rows": [
+            [value for c, value in zip(iostat["columns"], row) if c != "FILES"]
+            for row in iostat["rows"]
+            for _ in range(row[iostat["columns"].index("FILES")])
+        ],
+    }
+    return document
+
+
+def mounted_read(release="19c", document=None):
+    """A mounted 2-instance standby read through the live reader with [oracle] privilege = "sysdg":
+    (the samples, the statements sent)."""
+    workload = simulator.Workload(instances=2, release=release)
+    document = as_mounted_recording(document or simulated_document(T0, workload), workload)
+    document["results"]["database"]["rows"] = [
+        [*row[:3], "PHYSICAL STANDBY", "MOUNTED", *row[5:]] for row in document["results"]["database"]["rows"]
+    ]
+    connection = FakeConnection(document, facts_available(release))
+    connection.mounted = True
+    connection.container = ("YES", "CDB$ROOT", 3)
+    fake = types.SimpleNamespace(
+        connect=lambda **kwargs: connection, clientversion=lambda: (19, 0), AUTH_MODE_SYSDGD=32768
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "oracledb", fake)
+        patch.setenv("DNFSMON_TEST_PW", "x")
+        raw = oracle_db.read_once(oracle_db.Database(settings(privilege="sysdg", scope="cluster")), T0)
+    found, problems = oracle.samples(raw, "h")
+    assert not problems, problems
+    return found, connection.executed
+
+
+def test_a_mounted_database_s_inventory_counted_by_the_parser_publishes_what_the_open_statements_count():
+    """The mounted inventory reads V$DNFS_FILES (a row per process and open file) and V$IOSTAT_FILE
+    (a row per file) as plain rows; the parser counts them. Truth: the open database's own statements
+    (DISTINCT, COUNT, SUM, GROUP BY) run in SQLite over the same view rows must give the same filer
+    and coverage samples. Three processes hold each file, one file is on two filers' rows."""
+    workload = simulator.Workload(instances=2)
+    open_document = simulated_document(T0, workload)
+    files_rows = [
+        (inst, svr, f"/oradata/{svr}/f{n}.dbf", (n + 1) * 2**30, pnum)
+        for inst in (1, 2)
+        for svr in (1, 2)
+        for n in range(4 + svr)
+        for pnum in (10, 11, 12)
+    ]
+    iostat_rows = [
+        (inst, kind, method, 0)
+        for inst in (1, 2)
+        for kind, method, count in (
+            ("Data File", "DNFS_LIB", 7),
+            ("Data File", "OS_LIB", 2),
+            ("Temp File", "DNFS_LIB", 1),
+        )
+        for _ in range(count)
+    ]
+    import sqlite3
+
+    from dnfsmon.sources.oracle import queries as statements
+
+    database = sqlite3.connect(":memory:")
+    for view, columns, rows in (
+        ("gv$dnfs_files", ["inst_id", "svr_id", "filename", "filesize", "pnum"], files_rows),
+        ("gv$iostat_file", ["inst_id", "filetype_name", "access_method", "con_id"], iostat_rows),
+    ):
+        database.execute(f'CREATE TABLE "{view}" ({", ".join(columns)})')
+        database.executemany(f'INSERT INTO "{view}" VALUES ({", ".join("?" * len(columns))})', rows)
+    available = facts_available("19c")
+    opened = {q.name: q for q in oracle.build_queries(available, "cluster")}
+    mounted = {q.name: q for q in oracle.build_queries(available, "cluster", mounted=True)}
+    documents = []
+    for queries in (opened, mounted):
+        document = json.loads(json.dumps(open_document))
+        for name in ("dnfs_files", "iostat_file"):
+            query = queries[name]
+            sql = query.sql.replace(statements.DB_TIME, f"{T0} AS db_time, 1 AS clock_instance")
+            rows = [list(r) for r in database.execute(sqlglot.transpile(sql, read="oracle", write="sqlite")[0])]
+            document["results"][name] = {"columns": list(query.columns), "rows": rows}
+        document["results"].pop("filer_files", None)
+        documents.append(document)
+    published = []
+    for document in documents:
+        found, problems = oracle.samples(oracle_db.to_raw(document, T0), "h")
+        assert not problems
+        published.append(
+            sorted(
+                (s.measurement, s.key, sorted(s.gauges.items()))
+                for s in found
+                if s.measurement in ("dnfsmon_dnfs_server", "dnfsmon_dnfs_coverage")
+            )
+        )
+    assert published[0] and published[0] == published[1]
+    servers = [dict(g) for m, _, g in published[1] if m == "dnfsmon_dnfs_server"]
+    assert sorted(s["open_files"] for s in servers) == [5, 5, 6, 6]  # each file once, not once per process

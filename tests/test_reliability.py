@@ -621,7 +621,7 @@ def test_l3_a_full_disk_when_saving_state_or_the_cursor_is_an_environment_proble
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(dnfsmon.files.tempfile, "mkstemp", no_space)
+    monkeypatch.setattr(dnfsmon.files, "create_temp", no_space)
     with pytest.raises(EnvironmentProblem, match=r"cannot record what InfluxDB took \(No space left on device\)"):
         store.acknowledge(position)
     with pytest.raises(EnvironmentProblem, match=r"cannot save state file .* \(No space left on device\)"):
@@ -907,7 +907,7 @@ def _run_bounded(*args, timeout=30):
     return subprocess.run([*DNFSMON, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("name", ["cursor.json", "counts.json", "latest.lp"])
+@pytest.mark.parametrize("name", ["cursor.json", "counts.json", "latest.lp", "latest.shown.lp"])
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
 def test_r2_l1_a_fifo_or_link_planted_in_the_store_never_hangs_nor_feeds_a_run(tmp_path, fake, name, kind):
     server = fake("respond")
@@ -1272,14 +1272,14 @@ AGENT = os.path.join(os.path.dirname(__file__), "..", "agent", "dnfsmon")
 OPENS_ALLOWED = {
     ("capture.py", "write"): "writes a capture into the directory the user names on the command line",
     ("catalogue.py", "load"): "the package's own catalogue.csv",
-    ("cli.py", "script_field"): "the header of the package's own SQL scripts (dnfsmon sql --help)",
-    ("cli.py", "example_config"): "the package's own example.toml",
+    ("commands/sql.py", "script_field"): "the header of the package's own SQL scripts (dnfsmon sql --help)",
+    ("commands/init_config.py", "example_config"): "the package's own example.toml",
     ("cli.py", "load_config"): "the config file the admin names with -c (or the default path)",
     ("config.py", "load"): "the config file the admin names with -c (or the default path)",
     ("cli.py", "main"): "/dev/null in place of a closed stdout",
     ("top.py", "run_batch"): "/dev/null in place of a closed stdout",
     ("sources/base.py", "read"): "kernel files under /proc and /sys, where no user can plant a file",
-    ("cli.py", "process_age_s"): "/proc/self/stat, the kernel's own file for this process",
+    ("commands/collect.py", "process_age_s"): "/proc/self/stat, the kernel's own file for this process",
     ("wire/__init__.py", "transactions"): "packet captures the user names on the command line",
 }
 OPEN_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}

@@ -23,7 +23,7 @@ import pytest
 
 import systemd_units
 from configs import write_config
-from dnfsmon.cli import SCHEDULE_SLOT_S
+from dnfsmon.commands.collect import SCHEDULE_SLOT_S
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -130,7 +130,7 @@ def test_the_cron_and_timer_runs_end_inside_their_slot_with_a_hung_database_and_
 
 def test_the_units_limit_is_above_the_runs_bound_and_the_role_uses_the_same():
     """docs/reliability.md: a run ends SLOT_MARGIN_S before its minute is out; the unit's limit is a backstop above."""
-    from dnfsmon.cli import SLOT_MARGIN_S, run_slot_end
+    from dnfsmon.commands.collect import SLOT_MARGIN_S, run_slot_end
 
     assert run_slot_end(0.0, 6, 9.5) == SCHEDULE_SLOT_S - SLOT_MARGIN_S < SCHEDULE_SLOT_S
     assert run_slot_end(0.0, 7, 10.0) == 2 * SCHEDULE_SLOT_S - SLOT_MARGIN_S  # sampling spans a second minute
@@ -143,6 +143,6 @@ def test_the_units_limit_is_above_the_runs_bound_and_the_role_uses_the_same():
 
 def test_the_process_age_counts_the_imports():
     """The slot is counted from the process's start: a child that slept 1.5 s before asking is that old."""
-    code = "import time; time.sleep(1.5); from dnfsmon.cli import process_age_s; print(process_age_s())"
+    code = "import time; time.sleep(1.5); from dnfsmon.commands.collect import process_age_s; print(process_age_s())"
     age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert 1.5 <= age < 10

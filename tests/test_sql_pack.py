@@ -373,6 +373,7 @@ def _parsable(sql):
             "dnfs_latency.sql",
             {
                 "GV$SYSTEM_EVENT": "dnfs_latency_snapshot.sql",
+                "GV$INSTANCE": "dnfs_latency_snapshot.sql",
                 "GV$EVENT_HISTOGRAM_MICRO": "dnfs_latency_hist_snapshot.sql",
             },
         ),
@@ -401,13 +402,20 @@ def test_intervals_are_contiguous():
     for file, _, sql in result.statements:
         if file == "dnfs_iops_snapshot.sql":
             order.append("snapshot")
-        elif file == "dnfs_iops_step.sql" and sql.lstrip().startswith("with"):
-            order.append("print")
+        elif file == "dnfs_iops_accumulate.sql" and "xmlagg(" in sql:
+            order.append("diff")
+        elif file == "dnfs_iops_print.sql":
+            order.append("print" if ":dnfs_iv_s" in sql else "run")
         elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_prev," in sql:
             order.append("shift")
-    assert order == ["snapshot", "shift"] + ["snapshot", "print", "shift"] * 3
-    step = read(os.path.join(SQL, "dnfs_iops_step.sql"))
-    assert "(:dnfs_cur_t - :dnfs_prev_t)" in step and "sysdate" not in step and "systimestamp" not in step
+        elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_run," in sql:
+            order.append("totals")
+    assert order == ["snapshot", "shift"] + ["snapshot", "diff", "totals", "print", "shift"] * 3 + ["run"]
+    accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
+    assert ":dnfs_cur_t - :dnfs_prev_t as seconds" in accumulate
+    for script in ("dnfs_iops_step.sql", "dnfs_iops_accumulate.sql", "dnfs_iops_print.sql"):
+        text = read(os.path.join(SQL, script)).lower()
+        assert "sysdate" not in text and "systimestamp" not in text, script
 
 
 def test_a_missing_histogram_grant_leaves_the_events():
@@ -550,22 +558,43 @@ def test_docs_oracle_md_lists_each_grant_of_the_setup_in_its_table():
     assert "SYS.DBMS_LOCK" in table and "CONTAINER_DATA = ALL FOR" in table
 
 
-def test_a_store_set_that_cannot_write_its_file_leaves_define_at_caret_and_the_readme_says_so():
+@pytest.mark.parametrize(("define", "left"), [("&", "&"), ("off", "^"), ("^", "^")])
+def test_a_store_set_that_cannot_write_its_file_leaves_the_dbas_ampersand_where_it_can_and_the_readme_says_so(
+    define, left
+):
     """STORE SET in a directory that is not writable saves nothing; the end's @ of its file then prints
-    SP2-0310 ("script-not-found") and the DEFINE character stays the ^ the end set to read the file's
-    name (the DBA's own DEFINE is unknowable then, and SQL*Plus has no "if the file exists"). The
-    README says so, with the recovery."""
-    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    SP2-0310 ("script-not-found"). The end used to set DEFINE to ^ to read the file's name in every
+    session, so a failed restore always left ^. Where the name was substituted at the start the DBA's
+    DEFINE was & (the default): the end now runs the file with & (_dnfs_end_amp.sql), and a failed
+    restore leaves that &. Where it was OFF or another character the DBA's own is unknowable
+    (SQL*Plus has no command that reads a SET value into a variable: STORE, SHOW), so ^ is left, as
+    the README says, with the recovery. A written file still puts every DEFINE back."""
     for writable in (True, False):
-        result = sqlplus_rules.start(SQL, "dnfs_servers.sql", database=database, writable=writable)
+        database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+        result = sqlplus_rules.SqlPlus(SQL, database, {"define": define}, writable).start("dnfs_servers.sql")
         missing = [f for f in result.findings if f.rule == "script-not-found"]
         if writable:
-            assert not missing and result.settings["define"] == "&"
+            assert not missing and result.settings["define"] == define
         else:
-            assert len(missing) == 1 and "dnfs_saved_settings" in missing[0].text, missing
-            assert result.settings["define"] == "^"
+            assert len(missing) == 1 and "settings" in missing[0].text, missing
+            assert result.settings["define"] == left
+        assert sqlplus_rules.leftovers(result) == []
     readme = " ".join(read(os.path.join(SQL, "README.md")).split())
     assert "not writable" in readme and "`set define on`" in readme and "SP2-0310" in readme
+    assert "your DEFINE stays `&`" in readme
+
+
+def test_the_login_settings_rule_flags_an_ampersand_the_script_wrote_not_one_a_value_brought(tmp_path):
+    """Under DEFINE ^ (or OFF) an `&name` the script wrote is sent as is: the rule catches it. An & that
+    a value substituted with ^ brings into a literal is data the script chose to send (the end's test
+    of whether the settings file's name was substituted): not flagged."""
+    (tmp_path / "x.sql").write_text(
+        "define v = \"&w\"\nset define '^'\nselect '^v' from dual;\nselect '&w' from dual;\n"
+    )
+    database = sqlplus_rules.Database(version=VERSIONS["19c"], sys_objects=ALL_GRANTED)
+    result = sqlplus_rules.SqlPlus(str(tmp_path), database, {"define": "off"}).start("x.sql")
+    flagged = [f for f in result.findings if f.rule == "login-settings"]
+    assert [f.line for f in flagged] == [4], [str(f) for f in result.findings]
 
 
 def test_the_readme_says_what_execute_on_dbms_lock_grants_besides_sleep():
@@ -1118,13 +1147,46 @@ def iops_rows(workload=None, churn=True, unknown=False):
         for counter in ("NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES"):
             row[c.index(counter)] = successor[c.index(counter)] - 1
         raws[0] = oracle_db.to_raw(docs[0], T0)
+    totals = iops_accumulate(stats_snapshot(docs[1]), stats_snapshot(docs[0]), [], BINDS)
+    return workload, raws, iops_print(totals, T1 - T0, INTERVAL_IOPS_DEFINES)
+
+
+IOPS_ACCUMULATE = "per instance, the interval that just ended and the run so far"
+# dnfs_iops's columns and the agent's dnfsmon_dnfs_io fields they must equal.
+IOPS_FIELDS = (
+    ("read_iops", "read_iops"),
+    ("write_iops", "write_iops"),
+    ("total_iops", "total_iops"),
+    ("read_mbps", "read_mib_per_s"),
+    ("write_mbps", "write_mib_per_s"),
+)
+IOPS_PRINT = "NFS calls per instance and in total"
+IOPS_TOTALS = ["inst_id", "reads", "writes", "read_bytes", "write_bytes", "seconds"]
+# What dnfs_iops_step.sql defines before it runs dnfs_iops_print.sql (the interval), and what
+# dnfs_iops.sql defines after the loop (the whole run).
+INTERVAL_IOPS_DEFINES = {"_dnfs_kind": "'interval'", "_dnfs_from_s": "dnfs_iv_s", "_dnfs_label": ":dnfs_cur_clock"}
+RUN_IOPS_DEFINES = {"_dnfs_kind": "'run'", "_dnfs_from_s": "dnfs_run_s", "_dnfs_label": "'run'"}
+
+
+def stats_snapshot(document):
+    """A simulator document's GV$DNFS_STATS rows as dnfs_iops_snapshot.sql stores them (cur/prev columns)."""
     columns = ["INST_ID", "PNUM", "NFS_READ", "NFS_WRITE", "NFS_READBYTES", "NFS_WRITEBYTES", "SPID", "SERIAL#"]
+    return [as_snapshot(r) for r in rows_of(document, "dnfs_stats", columns)]
+
+
+def iops_accumulate(cur, prev, run_so_far, binds):
+    """dnfs_iops_accumulate.sql's query in SQLite: rows of kind 'interval' (the interval's totals per
+    instance) and 'run' (the run's so far), as :dnfs_run_next holds them."""
     names = ["inst_id", "pnum", "nfs_read", "nfs_write", "nfs_readbytes", "nfs_writebytes", "spid", "serial"]
-    tables = {
-        "cur": (names, [as_snapshot(r) for r in rows_of(docs[1], "dnfs_stats", columns)]),
-        "prev": (names, [as_snapshot(r) for r in rows_of(docs[0], "dnfs_stats", columns)]),
-    }
-    return workload, raws, run_core("dnfs_iops_step.sql", "the interval that just ended, per instance", tables, BINDS)
+    tables = {"cur": (names, cur), "prev": (names, prev), "run": (["kind", *IOPS_TOTALS], run_so_far)}
+    rows = run_core("dnfs_iops_accumulate.sql", IOPS_ACCUMULATE, tables, binds)
+    return [[row[c] for c in ["kind", *IOPS_TOTALS]] for row in rows]
+
+
+def iops_print(totals, seconds, defines, clock="12:00:10"):
+    """dnfs_iops_print.sql's query in SQLite over the accumulated rows, as the XML bind hands them over."""
+    binds = {defines["_dnfs_from_s"]: seconds, "dnfs_cur_clock": clock}
+    return run_core("dnfs_iops_print.sql", IOPS_PRINT, {"totals": (["kind", *IOPS_TOTALS], totals)}, binds, defines)
 
 
 def test_dnfs_iops_gives_the_agents_figures_with_churn_and_pnum_reuse():
@@ -1154,13 +1216,7 @@ def test_dnfs_iops_prints_a_rac_total_line_the_sum_of_the_agents_instances():
     assert [row["dnfs_inst_id"] for row in rows] == [1, 2, None]
     total = rows[-1]
     assert total["dnfs_sample_time"] == "total"
-    for pack_name, agent_name in (
-        ("read_iops", "read_iops"),
-        ("write_iops", "write_iops"),
-        ("total_iops", "total_iops"),
-        ("read_mbps", "read_mib_per_s"),
-        ("write_mbps", "write_mib_per_s"),
-    ):
+    for pack_name, agent_name in IOPS_FIELDS:
         assert total[pack_name] == pytest.approx(sum(f[agent_name] for f in agent), rel=1e-12), pack_name
     read_kib = sum(f["read_mib_per_s"] for f in agent) * 1024 / sum(f["read_iops"] for f in agent)
     assert total["avg_read_kb"] == pytest.approx(read_kib, rel=1e-12)
@@ -1187,6 +1243,119 @@ def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_
     assert {r["dnfs_inst_id"]: r["read_iops"] for r in known}[2] > pack[2]["read_iops"]  # left out, not invented
 
 
+def iops_run(workload, times, drop_first=None):
+    """@dnfs_iops over the simulator's snapshots at `times`, as SQL*Plus chains it, in SQLite.
+
+    Each interval: dnfs_iops_accumulate.sql (its run totals handed to the next interval, as the XML
+    bind would), then after the last one dnfs_iops_print.sql over the run's totals and the seconds
+    the step added up. `drop_first`: an instance left out of the first snapshot (it joined later).
+    Returns the simulator's raws, documents, the run lines and the run's seconds.
+    """
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in times]
+    docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
+    snapshots = [stats_snapshot(d) for d in docs]
+    if drop_first is not None:
+        snapshots[0] = [r for r in snapshots[0] if r[0] != drop_first]
+    run_so_far: list = []
+    run_s = 0.0
+    for prev, cur, t0, t1 in zip(snapshots, snapshots[1:], times, times[1:]):
+        binds = {"dnfs_prev_t": t0, "dnfs_cur_t": t1, "dnfs_cur_clock": "12:00:00"}
+        run_so_far = iops_accumulate(cur, prev, run_so_far, binds)
+        run_s = run_s + (t1 - t0)  # the block's :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + :dnfs_iv_s
+    return raws, docs, iops_print(run_so_far, run_s, RUN_IOPS_DEFINES), run_s
+
+
+def agent_intervals(raws):
+    """The agent's dnfsmon_dnfs_io fields per interval: [{instance: fields}, ...]."""
+    samples: dict = {}
+    intervals = []
+    for raw in raws:
+        computed = compute({"oracle": raw}, {}, "h", samples)
+        samples = computed.samples
+        intervals.append(
+            {dict(p.tags)["instance"]: p.fields for p in computed.points if p.measurement == "dnfsmon_dnfs_io"}
+        )
+    return intervals[1:]
+
+
+def test_dnfs_iops_ends_with_the_whole_runs_average_per_instance_and_a_rac_total():
+    """dba-review P7: like @dnfs_latency, @dnfs_iops ends with the whole run's average per instance and
+    on RAC their total. V$DNFS_STATS counts per process and processes exit during the run (lifetimes
+    around 12 s over a 45 s run here), so the last snapshot's sum minus the first's is wrong: the run is
+    the intervals' per-process diffs added up. Truth: the agent's per-interval rates times their
+    seconds, over the run's seconds, and the simulator's I/O the processes did and kept."""
+    workload = simulator.Workload(instances=2, processes=10, process_lifetime_s=12.0)
+    times = (T0, T0 + 10.0, T0 + 25.0, T0 + 45.0)
+    raws, docs, run_lines, run_s = iops_run(workload, times)
+    spans = [b - a for a, b in zip(times, times[1:])]
+    assert run_s == sum(spans)
+    intervals = agent_intervals(raws)
+    assert [r["dnfs_inst_id"] for r in run_lines] == [1, 2, None]
+    assert [r["dnfs_sample_time"] for r in run_lines] == ["run", "run", "total"]
+    totals: dict = {}
+    for row in run_lines[:2]:
+        instance = f"simdb{int(row['dnfs_inst_id'])}"
+        for pack_name, agent_name in IOPS_FIELDS:
+            done = sum(i[instance][agent_name] * s for i, s in zip(intervals, spans))
+            assert row[pack_name] == pytest.approx(done / run_s, rel=1e-9), (instance, pack_name)
+            totals[pack_name] = totals.get(pack_name, 0.0) + done / run_s
+        reads = sum(i[instance]["read_iops"] * s for i, s in zip(intervals, spans))
+        read_bytes = sum(i[instance]["read_mib_per_s"] * 1048576 * s for i, s in zip(intervals, spans))
+        assert row["avg_read_kb"] == pytest.approx(read_bytes / 1024 / reads, rel=1e-9)
+        observable = sum(
+            simulator.truth(workload, int(row["dnfs_inst_id"]), a, b).observable_read_iops * (b - a)
+            for a, b in zip(times, times[1:])
+        )
+        assert row["read_iops"] == pytest.approx(observable / run_s, rel=0.005)
+        # The shortcut the run must not take: processes that exited took their counts with them.
+        columns = ["INST_ID", "NFS_READ"]
+        first, last = (
+            sum(r[1] for r in rows_of(d, "dnfs_stats", columns) if r[0] == row["dnfs_inst_id"])
+            for d in (docs[0], docs[-1])
+        )
+        assert abs((last - first) / run_s - row["read_iops"]) > 0.05 * row["read_iops"]
+    for pack_name, total in totals.items():
+        assert run_lines[2][pack_name] == pytest.approx(total, rel=1e-9), pack_name
+    single = simulator.Workload(instances=1, processes=10, process_lifetime_s=12.0)
+    assert [r["dnfs_inst_id"] for r in iops_run(single, times)[2]] == [1]
+
+
+def test_an_instance_seen_in_part_of_the_run_shows_its_seconds_and_stays_out_of_the_run_total():
+    """An instance absent from the first snapshot (it joined the cluster, or started, during the run)
+    has no diff for the first interval: its run line is over the seconds it was measured, says them as
+    its Time, and the run's total leaves it out (a total over unequal seconds would mean nothing)."""
+    workload = simulator.Workload(instances=2, processes=10, process_lifetime_s=12.0)
+    times = (T0, T0 + 10.0, T0 + 25.0)
+    raws, _, run_lines, _ = iops_run(workload, times, drop_first=2)
+    intervals = agent_intervals(raws)
+    assert [r["dnfs_inst_id"] for r in run_lines] == [1, 2]  # no total: one instance over the whole run
+    assert run_lines[0]["dnfs_sample_time"] == "run"
+    assert run_lines[1]["dnfs_sample_time"].startswith("15")  # TO_CHAR(ROUND(15)) || ' s' in Oracle
+    assert run_lines[1]["dnfs_sample_time"].endswith(" s")
+    assert run_lines[1]["read_iops"] == pytest.approx(intervals[1]["simdb2"]["read_iops"], rel=1e-9)
+
+
+@pytest.mark.parametrize(("count", "runs"), [(("5", "3"), 1), (("0",), 0)])
+def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_intervals(count, runs):
+    """As SQL*Plus runs it: each step diffs and adds to the run's totals (dnfs_iops_accumulate.sql,
+    freed and shifted like a snapshot), then after the last step dnfs_iops_print.sql once more, fed
+    :dnfs_run's rows of kind 'run' over :dnfs_run_s and labelled 'run'; a refused run prints no run
+    line (no seconds)."""
+    result = run("dnfs_iops.sql", *count)
+    assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+    sent = [(f, s) for f, _, s in result.statements if f == "dnfs_iops_print.sql"]
+    whole = [s for _, s in sent if "kind = 'run'" in s]
+    assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_s" in whole[0]
+    assert len(sent) == steps(result) + 1
+    last_step = max((i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_iops_accumulate.sql"), default=-1)
+    printed = (i for i, (f, _, s) in enumerate(result.statements) if f == "dnfs_iops_print.sql" and "'run'" in s)
+    assert next(printed) > last_step
+    assert steps(result) == (3 if runs else 0)
+    notes = [s for f, _, s in result.statements if f == "dnfs_iops.sql" and "Average over the whole run" in s]
+    assert len(notes) == 1 and "where :dnfs_run_s > 0" in notes[0]
+
+
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
     """dba-review P1: "a new process counts from zero, as its counters started at zero with it" was stated as fact.
 
@@ -1205,11 +1374,12 @@ def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_
     channels = readme[readme.index('- **GV$DNFS_CHANNELS counts are "since the last select by anyone".**') :]
     channels = channels[: channels.index("## Run control")]
     assert "leaves such a process out as doubtful" in channels
-    for script in ("dnfs_iops.sql", "dnfs_iops_step.sql"):
+    for script in ("dnfs_iops.sql", "dnfs_iops_accumulate.sql"):
         text = " ".join(line.lstrip("- ").strip() for line in read(os.path.join(SQL, script)).splitlines())
         assert "not check" in text and "counts from zero" in text, script
     # The pack's step still reads no view: the check the agent makes is not made here.
-    assert "dnfs_channels" not in read(os.path.join(SQL, "dnfs_iops_step.sql")).lower()
+    for script in ("dnfs_iops_step.sql", "dnfs_iops_accumulate.sql"):
+        assert "dnfs_channels" not in read(os.path.join(SQL, script)).lower()
 
 
 LATENCY_PRINT = "events between two snapshots, per instance and in total"
@@ -1219,18 +1389,22 @@ INTERVAL_DEFINES = {"_dnfs_from": "dnfs_ev_prev", "_dnfs_from_t": "dnfs_prev_t",
 RUN_DEFINES = {"_dnfs_from": "dnfs_ev_first", "_dnfs_from_t": "dnfs_first_t", "_dnfs_label": "'run'"}
 
 
+EVENT_COLUMNS = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
+EVENT_NAMES = [*(c.lower() for c in EVENT_COLUMNS), "startup"]
+
+
+def event_snapshot(document):
+    """The agent's events in GV$SYSTEM_EVENT as dnfs_latency_snapshot.sql stores them: each row with
+    its instance's STARTUP_TIME from GV$INSTANCE (the cur/prev columns of the print query)."""
+    startup = dict(rows_of(document, "instances", ["INST_ID", "STARTUP_TIME"]))
+    rows = rows_of(document, "system_event", EVENT_COLUMNS)
+    return [[*r, startup[r[0]]] for r in rows if r[1] in oracle_facts.AGENT_EVENTS]
+
+
 def latency_rows(first_hit=True):
     workload = simulator.Workload(instances=1, release="19c")
     raws, docs = documents(workload)
-    columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
-    names = [c.lower() for c in columns]
-    tables = {
-        "cur": (names, rows_of(docs[1], "system_event", columns)),
-        "prev": (names, rows_of(docs[0], "system_event", columns)),
-    }
-    tables = {
-        name: (names, [r for r in rows if r[1] in oracle_facts.AGENT_EVENTS]) for name, (names, rows) in tables.items()
-    }
+    tables = {"cur": (EVENT_NAMES, event_snapshot(docs[1])), "prev": (EVENT_NAMES, event_snapshot(docs[0]))}
     events = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, BINDS, INTERVAL_DEFINES)
     hist = ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT"]
 
@@ -1291,12 +1465,7 @@ def test_dnfs_latency_ends_with_the_whole_runs_average_per_instance_and_a_rac_to
     memory = simulator.Memory()
     raws = [simulator.read(workload, t, memory) for t in times]
     docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
-    columns = ["INST_ID", "EVENT", "TOTAL_WAITS", "TIME_WAITED_MICRO", "TOTAL_WAITS_FG", "TIME_WAITED_MICRO_FG"]
-    names = [c.lower() for c in columns]
-
-    def events(doc):
-        return [r for r in rows_of(doc, "system_event", columns) if r[1] in oracle_facts.AGENT_EVENTS]
-
+    names, events = EVENT_NAMES, event_snapshot
     tables = {"cur": (names, events(docs[2])), "prev": (names, events(docs[0]))}
     binds = {"dnfs_first_t": times[0], "dnfs_cur_t": times[2]}
     run = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, RUN_DEFINES)
@@ -1352,6 +1521,84 @@ def test_dnfs_latency_ends_with_the_whole_runs_average_per_instance_and_a_rac_to
     assert {r["dnfs_sample_time"] for r in single} == {"12:00:25"}
 
 
+LATENCY_RESTARTS = "instances restarted between the two snapshots"
+
+
+def test_an_instance_restarted_during_the_run_is_left_out_of_its_lines_and_totals_and_said():
+    """Item: STARTUP_TIME in @dnfs_latency's snapshots. An instance restarted counts again from zero; the
+    pack told a restart only by TOTAL_WAITS going down, so an instance that waited more after its restart
+    than before it (instance 2 here: 5 s of waits at the first snapshot, restarted at 500 s, 60 s of
+    waits at the last) got a whole-run line of the difference of two unrelated counts, and was added to
+    the RAC total. With each row's STARTUP_TIME (GV$INSTANCE) in the snapshot, such an instance has no
+    line for that interval or the run, is out of the total, and one line names it and its STARTUP_TIME.
+    Truth: the simulator's restart times, and for instance 1 the agent's intervals added up."""
+    workload = simulator.Workload(instances=2, release="19c", restart_every_s=1000.0)
+    times = (workload.epoch + 5.0, workload.epoch + 300.0, workload.epoch + 560.0)
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in times]
+    docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
+    snapshots = [event_snapshot(d) for d in docs]
+    restarted = {
+        i
+        for i in (1, 2)
+        if simulator.Model(workload).startup(i, times[0]) != simulator.Model(workload).startup(i, times[2])
+    }
+    assert restarted == {2}
+    # The case the old guard missed: instance 2's counts went up across its restart.
+    waits = {(r[0], r[1]): r[2] for r in snapshots[0]}
+    assert all(r[2] > waits[(r[0], r[1])] for r in snapshots[2] if r[0] == 2 and r[2])
+    tables = {"cur": (EVENT_NAMES, snapshots[2]), "prev": (EVENT_NAMES, snapshots[0])}
+    binds = {"dnfs_first_t": times[0], "dnfs_cur_t": times[2]}
+    run_lines = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, RUN_DEFINES)
+    assert {r["dnfs_inst_id"] for r in run_lines} == {1}  # no instance 2, and no total of one instance
+    notes = run_core("dnfs_latency_print.sql", LATENCY_RESTARTS, tables, binds, RUN_DEFINES)
+    startup_2 = dict(rows_of(docs[2], "instances", ["INST_ID", "STARTUP_TIME"]))[2]
+    # SQLite holds the instance number as a REAL (run_core), Oracle as NUMBER 2, which concatenates as '2'.
+    assert [n["dnfs_restart_note"].replace("instance 2.0 ", "instance 2 ") for n in notes] == [
+        f"run instance 2 restarted (STARTUP_TIME {startup_2}): left out, its counts started again from zero"
+    ]
+    spans = (times[1] - times[0], times[2] - times[1])
+    samples: dict = {}
+    agent = []
+    for raw in raws:
+        computed = compute({"oracle": raw}, {}, "h", samples)
+        samples = computed.samples
+        agent.append(
+            {
+                dict(p.tags)["event"]: p.fields["waits_per_s"]
+                for p in computed.points
+                if p.measurement == "dnfsmon_oracle_event" and dict(p.tags)["instance"] == "simdb1"
+            }
+        )
+    for row in run_lines:
+        done = sum(a[row["dnfs_event"]] * s for a, s in zip(agent[1:], spans))
+        assert row["waits_per_s"] == pytest.approx(done / sum(spans), rel=1e-9), row["dnfs_event"]
+    # The interval with the restart: instance 1's lines only, and the same note with the interval's time.
+    tables = {"cur": (EVENT_NAMES, snapshots[2]), "prev": (EVENT_NAMES, snapshots[1])}
+    binds = {"dnfs_prev_t": times[1], "dnfs_cur_t": times[2], "dnfs_cur_clock": "22:22:40"}
+    interval = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, INTERVAL_DEFINES)
+    assert {r["dnfs_inst_id"] for r in interval} == {1}
+    notes = run_core("dnfs_latency_print.sql", LATENCY_RESTARTS, tables, binds, INTERVAL_DEFINES)
+    assert [n["dnfs_restart_note"].split(" instance ")[0] for n in notes] == ["22:22:40"]
+    # An interval with no restart has no note, and both instances.
+    tables = {"cur": (EVENT_NAMES, snapshots[1]), "prev": (EVENT_NAMES, snapshots[0])}
+    binds = {"dnfs_prev_t": times[0], "dnfs_cur_t": times[1], "dnfs_cur_clock": "22:18:20"}
+    assert run_core("dnfs_latency_print.sql", LATENCY_RESTARTS, tables, binds, INTERVAL_DEFINES) == []
+    assert {
+        r["dnfs_inst_id"] for r in run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, INTERVAL_DEFINES)
+    } == {1, 2, None}
+
+
+def test_the_events_snapshot_reads_startup_time_with_the_events():
+    """Each events snapshot reads GV$INSTANCE.STARTUP_TIME in its one statement with GV$SYSTEM_EVENT
+    (joined on INST_ID), so both come from the same moment, on every release the pack supports."""
+    for release in ("11.2.0.4", "19c", "23ai"):
+        result = run("dnfs_latency.sql", "5", "2", release=release)
+        assert result.findings == [], [str(f) for f in result.findings]
+        reads = [s for f, _, s in result.statements if f == "dnfs_latency_snapshot.sql"]
+        assert reads and all("gv$instance i on e.inst_id = i.inst_id" in s and "startup_time" in s for s in reads)
+
+
 @pytest.mark.parametrize(("count", "runs"), [(("5", "3"), 1), (("0",), 0)])
 def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snapshot(count, runs):
     """As SQL*Plus runs it: after the last step, dnfs_latency_print.sql once more, fed :dnfs_ev_first
@@ -1360,10 +1607,12 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
     result = run("dnfs_latency.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_latency_print.sql"]
-    whole = [s for _, s in sent if "xmltype(:dnfs_ev_first)" in s]
+    whole = [s for _, s in sent if "xmltype(:dnfs_ev_first)" in s and "as label" in s]
     assert len(whole) == 1 and "'run' as label" in whole[0]
     assert ":dnfs_cur_t > :dnfs_first_t" in whole[0]
-    assert len(sent) == steps(result, "dnfs_latency_step.sql") + 1
+    # Each print is the lines and the restart note: once per interval and once for the run.
+    assert len(sent) == 2 * (steps(result, "dnfs_latency_step.sql") + 1)
+    assert len([s for _, s in sent if "as dnfs_restart_note" in s]) == len(sent) // 2
     last_snapshot = max(i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_latency_snapshot.sql")
     assert next(i for i, (_, _, s) in enumerate(result.statements) if "xmltype(:dnfs_ev_first)" in s) > last_snapshot
     assert steps(result, "dnfs_latency_step.sql") == (3 if runs else 0)
@@ -1840,10 +2089,12 @@ def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
         ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
     }
     first = ("dnfs_ev_cur", "dnfs_ev_first", "dnfs_cur_t", "dnfs_first_t")  # dnfs_latency's whole run (P7)
-    assert set(shifted) == pairs | {first}
+    run_totals = ("dnfs_run_next", "dnfs_run", "dnfs_run_next_s", "dnfs_run_s")  # dnfs_iops's whole run (P7)
+    assert set(shifted) == pairs | {first, run_totals}
     # A snapshot and its shift per interval, and one at the start: 3 for each bind pair; the first
-    # events snapshot is copied once more, for the whole run's lines.
-    assert sorted(shifted) == sorted([*list(pairs) * 3, first])
+    # events snapshot is copied once more, for the whole run's lines; dnfs_iops's run totals once
+    # per interval.
+    assert sorted(shifted) == sorted([*list(pairs) * 3, first, run_totals, run_totals])
 
 
 def test_the_readme_names_the_deepest_chain_of_nested_scripts():

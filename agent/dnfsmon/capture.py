@@ -36,15 +36,12 @@ from collections.abc import Mapping
 from typing import Optional
 
 from .config import _host as host_problem
+from .errors import CaptureError as CaptureError
 from .sources import ALL_SOURCES, source_of
 from .sources.base import Raw
 
 FORMAT_VERSION = 1
 MANIFEST = "capture.json"
-
-
-class CaptureError(ValueError):
-    pass
 
 
 def entry_directory(directory: str, name: str) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
 from importlib import resources
+from typing import NamedTuple
 
 from .points import Point
 
@@ -19,8 +19,9 @@ KINDS = ("tag", "field")
 TYPES = ("string", "integer", "float", "boolean")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
+    """One row of catalogue.csv (a NamedTuple, not a dataclass: see dnfsmon.records)."""
+
     measurement: str
     name: str
     kind: str  # "tag" or "field"

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
-from . import capture, diagnosis, rates
+from . import diagnosis, rates
 from .config import Config
 from .errors import EnvironmentProblem
 from .files import remove_stale_temps
 from .points import FieldValue, Point, epoch_ns
 from .rates import Sample
+from .records import Record
 from .sources import build_all
 from .sources.base import ParseError, Raw, Source
 from .state import StateFile
@@ -31,18 +31,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Outcome:
-    points: list[Point] = field(default_factory=list)
-    # Previous samples updated with this run's: the next run's `previous`.
-    samples: dict[str, Sample] = field(default_factory=dict)
-    # Source name -> why it produced nothing this time.
-    failures: dict[str, str] = field(default_factory=dict)
-    problems: list[ParseError] = field(default_factory=list)
-    skips: list[rates.Skip] = field(default_factory=list)
-    sources_ok: int = 0
-    # Source name -> seconds its parse, diff and publish took (dnfsmon_source.compute_seconds).
-    seconds: dict[str, float] = field(default_factory=dict)
+class Outcome(Record):
+    """What compute made of one reading, filled in source by source (a plain class: see dnfsmon.records)."""
+
+    __slots__ = ("failures", "points", "problems", "samples", "seconds", "skips", "sources_ok")
+
+    def __init__(
+        self,
+        samples: Optional[dict[str, Sample]] = None,
+        failures: Optional[dict[str, str]] = None,
+        skips: Optional[list[rates.Skip]] = None,
+    ):
+        self.points: list[Point] = []
+        # Previous samples updated with this run's: the next run's `previous`.
+        self.samples: dict[str, Sample] = {} if samples is None else samples
+        # Source name -> why it produced nothing this time.
+        self.failures: dict[str, str] = {} if failures is None else failures
+        self.problems: list[ParseError] = []
+        self.skips: list[rates.Skip] = [] if skips is None else skips
+        self.sources_ok = 0
+        # Source name -> seconds its parse, diff and publish took (dnfsmon_source.compute_seconds).
+        self.seconds: dict[str, float] = {}
 
 
 def compute(
@@ -137,6 +146,8 @@ def diff_captures(old_dir: str, new_dir: str, config: Optional[Config] = None) -
 
     The sources are configured by `config` (its filters), the built-in defaults when None.
     """
+    from . import capture  # here: collect itself never reads a capture
+
     _, old_raws, old_failures = capture.read(old_dir)
     host, new_raws, new_failures = capture.read(new_dir)
     sources = build_all(sorted({*old_raws, *new_raws}), config)

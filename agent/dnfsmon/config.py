@@ -8,15 +8,11 @@ file's directory, so a cron job's working directory does not matter.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
-import socket
 import sys
-import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -139,6 +135,8 @@ def _non_negative_int(value: Any) -> Optional[str]:
 def _url(value: Any) -> Optional[str]:
     if not isinstance(value, str):
         return "must be an http:// or https:// URL"
+    import urllib.parse  # here: only a config with [influxdb] has a URL to check (ipaddress comes with it)
+
     parts = urllib.parse.urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return "must be an http:// or https:// URL"
@@ -277,8 +275,13 @@ SOURCE_SECTIONS = ("mountstats", "nic", "filer_tcp")
 MAY_HOLD_A_PASSWORD = {("influxdb", "url"), ("oracle", "dsn")}
 
 
-@dataclass(frozen=True)
-class InfluxSettings:
+# The settings are NamedTuples, not dataclasses: `import dataclasses` loads inspect (with ast,
+# dis and tokenize) and each decorated class compiles generated methods at import, a cost
+# every cron run paid (bench/RESULTS.md). A NamedTuple is as read-only, typed and compared
+# by value; replace() is its _replace().
+
+
+class InfluxSettings(NamedTuple):
     """Where and how to ship (see example.toml [influxdb]); the token is read at ship time."""
 
     url: str
@@ -300,8 +303,7 @@ class InfluxSettings:
     naming: str
 
 
-@dataclass(frozen=True)
-class OracleSettings:
+class OracleSettings(NamedTuple):
     """How to reach the database (see example.toml [oracle]); the password is read at connect time."""
 
     target: str
@@ -327,8 +329,7 @@ class OracleSettings:
     privilege: str
 
 
-@dataclass(frozen=True)
-class SimulatorSettings:
+class SimulatorSettings(NamedTuple):
     """The simulated database's workload (see example.toml [simulator] and dnfsmon.simulator)."""
 
     release: str
@@ -347,8 +348,7 @@ class SimulatorSettings:
     fallback_datafiles: int
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     path: Optional[str]
     host: str
     state_dir: str
@@ -369,12 +369,12 @@ class Config:
     simulator: Optional[SimulatorSettings]
     # Every enabled database: one [oracle] table, or several [[oracle]] tables (one
     # target each, with its own state, status, time budget and failures); oracle is the first.
-    databases: list[OracleSettings] = field(default_factory=list)
+    databases: list[OracleSettings] = []  # noqa: RUF012 (read-only, as every field)
     # [doctor] dnfs_expected: True ("yes"), False ("no"), None ("auto": judged from the database).
     dnfs_expected: Optional[bool] = None
     # Options of the sources' own sections ([mountstats], [nic]), defaults included, by section:
     # each source is built from its section (dnfsmon.sources.build).
-    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, dict[str, Any]] = {}  # noqa: RUF012 (read-only, as every field)
 
 
 def _unchanged(value: Any) -> Any:
@@ -400,7 +400,7 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
         databases = _databases(data["oracle"], path, where)
         if databases and config.simulator:
             raise ConfigError(f"{where}: [oracle] and [simulator] are both enabled; enable one database source")
-        return dataclasses.replace(config, oracle=databases[0] if databases else None, databases=databases)
+        return config._replace(oracle=databases[0] if databases else None, databases=databases)
     base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     values: dict[tuple[str, str], Any] = {}
     for section, table in data.items():
@@ -468,7 +468,8 @@ def parse(data: dict[str, Any], path: Optional[str]) -> Config:
 
     return Config(
         path=path,
-        host=get("agent", "host") or socket.gethostname(),
+        # The kernel's node name, which socket.gethostname() returns too (gethostname(2)), without socket.
+        host=get("agent", "host") or os.uname().nodename,
         state_dir=get("agent", "state_dir"),
         log_level=get("agent", "log_level"),
         store_dir=get("store", "dir"),

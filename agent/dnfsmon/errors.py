@@ -28,3 +28,17 @@ def reason(error: BaseException) -> str:
     if isinstance(error, EnvironmentProblem):
         return str(error)
     return f"{error.__class__.__name__}: {error}"
+
+
+# Defined here, not in the modules that raise them, so that cli.main can map them to their
+# exit codes without importing capture, state and store for commands that use none of them.
+class CaptureError(ValueError):
+    """A capture directory that cannot be read (dnfsmon.capture)."""
+
+
+class LockHeld(RuntimeError):
+    """Another dnfsmon run holds the lock (dnfsmon.state.RunLock)."""
+
+
+class StoreLocked(RuntimeError):
+    """Another process holds the store's lock for longer than a store change takes (dnfsmon.store)."""

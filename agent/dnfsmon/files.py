@@ -22,7 +22,6 @@ import fcntl
 import os
 import pwd
 import stat
-import tempfile
 import time
 from typing import BinaryIO
 
@@ -277,6 +276,21 @@ def remove_stale_temps(directory: str) -> None:
                 pass
 
 
+def create_temp(directory: str, prefix: str) -> tuple[int, str]:
+    """A new file in `directory` named `prefix` and 16 random hex digits, mode 0600: its descriptor and path.
+
+    What tempfile.mkstemp does (O_EXCL and O_NOFOLLOW, another name on a clash), without importing
+    tempfile, which brings shutil, random, bz2 and lzma into every run for this one call."""
+    for _ in range(100):
+        temp = os.path.join(directory, prefix + os.urandom(8).hex())
+        try:
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue  # 2**64 names: only a file planted under this very name
+        return fd, temp
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", os.path.join(directory, prefix))
+
+
 def write_atomically(
     path: str, data: bytes, mode: int = 0o640, prefix: str = TEMP_PREFIX, durable: bool = True
 ) -> None:
@@ -286,11 +300,11 @@ def write_atomically(
     system), fsync the file, rename over the target, fsync the directory.
     Not `durable`: no fsync (two disk flushes saved); the new file survives
     the process being killed, not a power loss.
-    mkstemp creates with O_EXCL (never through a symlink) and rename replaces a
+    The temp file is created with O_EXCL (never through a symlink) and rename replaces a
     planted symlink itself, never its target.
     """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    fd, temp = create_temp(directory, prefix)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:

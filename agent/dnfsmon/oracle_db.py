@@ -178,10 +178,13 @@ def error_code(error: Exception) -> str:
 # V$DATAFILE.CON_ID), so a root session that sees all containers sees a CON_ID of 2 or more.
 # The file list is read from the view of the agent's scope (V$DATAFILE in scope "instance").
 def container_sql(datafile_view: str) -> str:
-    """V$DATABASE.CDB, the container's name and the highest CON_ID of the file list."""
+    """V$DATABASE.CDB, the container's name and the CON_ID of one file of a PDB in the file list
+    (NULL when the user sees none). ROWNUM = 1 rather than MAX: no aggregation, as a mounted
+    database (read AS SYSDG) is sent no sort (queries.build_queries, ORA-01220)."""
     return (
         "SELECT d.cdb, SYS_CONTEXT('USERENV', 'CON_NAME') AS con_name, "
-        f"(SELECT MAX(f.con_id) FROM {datafile_view.lower()} f) AS max_con_id FROM v$database d"
+        f"(SELECT f.con_id FROM {datafile_view.lower()} f WHERE f.con_id >= 2 AND ROWNUM = 1) AS pdb_con_id "
+        "FROM v$database d"
     )
 
 
@@ -210,7 +213,7 @@ def container_data_sql(views: Sequence[str]) -> str:
     )
 
 
-def container_problem(cdb: object, con_name: object, max_con_id: object, user: str) -> str:
+def container_problem(cdb: object, con_name: object, pdb_con_id: object, user: str) -> str:
     """Why the session does not see the whole CDB, with the fix; "" when it does (or no CDB)."""
     if cdb != "YES":
         return ""
@@ -219,7 +222,7 @@ def container_problem(cdb: object, con_name: object, max_con_id: object, user: s
             f"connected to the container {con_name}, not the CDB root: dnfsmon reads the whole CDB from the "
             "root; point [oracle] dsn at the CDB's own service and use the common user (C##DNFSMON)"
         )
-    if max_con_id is None or float(str(max_con_id)) < 2:
+    if pdb_con_id is None or float(str(pdb_con_id)) < 2:
         return (
             f"{user} sees only the root's rows (CONTAINER_DATA is not ALL): run @setup/create_monitor_user "
             f"of a copy of the SQL pack ({PACK_COPY}) in the root, or ALTER USER {user} SET CONTAINER_DATA = ALL CONTAINER = CURRENT"
@@ -472,8 +475,8 @@ class Database:
         rows = within(self.deadline_s(), "container", lambda: self._rows(container_sql(datafile)))
         if not rows:
             return
-        cdb, con_name, max_con_id = rows[0]
-        self.container = container_problem(cdb, con_name, max_con_id, user)
+        cdb, con_name, pdb_con_id = rows[0]
+        self.container = container_problem(cdb, con_name, pdb_con_id, user)
         if self.container or cdb != "YES":
             return
         views = sorted({v for q in self.queries() for v in q.views})

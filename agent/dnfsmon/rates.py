@@ -25,12 +25,12 @@ Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case fo
 from __future__ import annotations
 
 from collections.abc import Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from operator import itemgetter, sub
 from types import MappingProxyType
-from typing import Callable, Optional, TypeVar, Union
+from typing import Callable, NamedTuple, Optional, TypeVar, Union
 
 from .points import FieldValue, Point, epoch_ns
+from .records import Record
 
 # Counters at or above 2^63 cannot come from a real workload: a 64-bit
 # counter of bytes would need 292 years at 1 GB/s to get there. procfs's
@@ -49,12 +49,11 @@ Key = tuple[tuple[str, str], ...]
 _NOTHING: Mapping = MappingProxyType({})
 
 
-@dataclass(frozen=True, init=False)
-class Sample:
+class Sample(Record):
     """One reading of one natural key of one source.
 
-    Frozen: a sample is what was read, never changed afterwards. Its
-    __init__ is written out, its fields are slots, and absent counters, gauges
+    Frozen: a sample is what was read, never changed afterwards. A plain class
+    (dnfsmon.records): its __init__ is written out, its fields are slots, and absent counters, gauges
     and widths share one empty read-only mapping: a collection at 1000 NFS
     mounts holds some 70 000 samples (two readings), and a generated frozen
     __init__ with default factories and a __dict__ per sample cost about twice
@@ -123,6 +122,11 @@ class Sample:
         set_field(self, "widths", _NOTHING if widths is None else widths)
         if state_key is not None:
             set_field(self, "_state_key", state_key)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Sample is read-only: cannot set {name}")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
 
     @property
     def state_key(self) -> str:
@@ -222,11 +226,8 @@ class _VectorItems(ItemsView[str, int]):
         return zip(self._mapping.names, self._mapping.row)
 
 
-@dataclass(frozen=True)
-class Interval:
-    """What happened to one key between two samples."""
-
-    __slots__ = ("current", "deltas", "dropped", "dt", "previous")
+class Interval(NamedTuple):
+    """What happened to one key between two samples (read-only: dnfsmon.records)."""
 
     previous: Sample
     current: Sample
@@ -244,9 +245,8 @@ class Interval:
         return per_second(self.deltas[counter], self.dt)
 
 
-@dataclass(frozen=True)
-class Skip:
-    """A key that has no interval this time, and why (for the log)."""
+class Skip(NamedTuple):
+    """A key that has no interval this time, and why (for the log; read-only: dnfsmon.records)."""
 
     current: Sample
     reason: str
@@ -388,8 +388,7 @@ def interval_from_zero(current: Sample, since: float) -> Optional[Interval]:
     return Interval(zero, current, dt, deltas, dropped)
 
 
-@dataclass
-class DiffResult:
+class DiffResult(NamedTuple):
     intervals: list[Interval]
     skips: list[Skip]
 
@@ -406,9 +405,8 @@ def diff_all(previous: Mapping[str, Sample], current: Iterable[Sample]) -> DiffR
     return result
 
 
-@dataclass
-class Aggregate:
-    """Intervals of several keys summed into one published series."""
+class Aggregate(NamedTuple):
+    """Intervals of several keys summed into one published series (read-only: dnfsmon.records)."""
 
     # The common interval length of the members.
     dt: float

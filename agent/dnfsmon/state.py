@@ -50,13 +50,13 @@ import json
 import logging
 import os
 import re
-import secrets
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from .errors import EnvironmentProblem
+from .errors import LockHeld as LockHeld
 from .files import (
     check_directory,
     flock_within,
@@ -491,7 +491,7 @@ class StateFile:
         self._journal_records += 1
 
     def _save_snapshot(self, new: dict[str, Sample]) -> None:
-        generation = secrets.token_hex(8)
+        generation = os.urandom(8).hex()  # secrets.token_hex(8) is this, without importing secrets and hmac
         ordered = {key: new[key] for key in sorted(new)}
         data = {
             "schema": SCHEMA_VERSION,
@@ -546,10 +546,6 @@ class StateFile:
                 f"cannot save state file {self.path} ({error.strerror}): free space on its file system "
                 "or make the directory writable by the agent's user"
             ) from None
-
-
-class LockHeld(RuntimeError):
-    """Another dnfsmon run holds the lock."""
 
 
 class RunLock:

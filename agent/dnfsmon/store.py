@@ -85,6 +85,21 @@ lost: the old segments go as they are shipped or bounded away.
   points it prints. A store written before it has latest.json (one JSON
   point per series): the first append merges it into latest.lp and removes
   it; until then `dnfsmon show` reads it.
+- latest.shown.lp: what `dnfsmon show` draws of latest.lp (the lines of the
+  series its tables show, tables.py, and the number of series of every
+  measurement), rewritten just after latest.lp, so that `show` reads a
+  twelfth of it at 1000 mounts:
+
+      <crc32 of the rest, 8 hex digits> <JSON header>\n<entries as in latest.lp>
+
+  It is removed before latest.lp is rewritten, and its header names the
+  latest.lp it was taken from (inode, size, modification time: each rewrite
+  is a new file), the tables that chose the lines and the series per
+  measurement. When it is absent (a run killed between the two writes),
+  names another latest.lp (an older version's append, a restored store, a
+  power loss), was chosen by other tables, or fails its checksum, `show`
+  reads latest.lp instead. Not fsync()ed: a power loss that loses or tears
+  it leaves one of those.
 """
 
 from __future__ import annotations
@@ -98,10 +113,11 @@ import re
 import time
 import zlib
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple, NoReturn, Optional, Union
 
+from . import records, tables
 from .errors import EnvironmentProblem
+from .errors import StoreLocked as StoreLocked
 from .files import (
     check_directory,
     flock_within,
@@ -133,6 +149,8 @@ CURSOR_FILE = "cursor.json"
 SENT_FILE = "sent.json"
 QUARANTINE_FILE = "quarantine.jsonl"
 LATEST_FILE = "latest.lp"
+# What `dnfsmon show` draws of latest.lp (see the module docstring).
+LATEST_SHOWN_FILE = "latest.shown.lp"
 # The index of stores written before latest.lp: one JSON point per series.
 OLD_LATEST_FILE = "latest.json"
 STORE_LOCK = "store.lock"
@@ -156,18 +174,20 @@ class StoreWriteError(EnvironmentProblem):
     """An append could not be written (disk full, I/O error); its points are counted as unwritten."""
 
 
-class StoreLocked(RuntimeError):
-    """Another process holds the store's lock for longer than a store change takes."""
+class StoreCounts(records.Record):
+    """Totals since the store was created (counters: never reset, never decrease; a plain class: dnfsmon.records)."""
 
+    # The order of counts.json's keys.
+    FIELDS = ("dropped_points", "torn_records", "unwritten_points", "quarantined_points")
+    __slots__ = FIELDS
 
-@dataclass
-class StoreCounts:
-    """Totals since the store was created (counters: never reset, never decrease)."""
-
-    dropped_points: int = 0
-    torn_records: int = 0
-    unwritten_points: int = 0
-    quarantined_points: int = 0
+    def __init__(
+        self, dropped_points: int = 0, torn_records: int = 0, unwritten_points: int = 0, quarantined_points: int = 0
+    ):
+        self.dropped_points = dropped_points
+        self.torn_records = torn_records
+        self.unwritten_points = unwritten_points
+        self.quarantined_points = quarantined_points
 
 
 class Drop(NamedTuple):
@@ -180,6 +200,15 @@ class Drop(NamedTuple):
     through: int
     kept_to: int
     points: int
+
+
+class LatestShown(NamedTuple):
+    """latest.shown.lp: what `dnfsmon show` draws of latest.lp."""
+
+    # The newest line of each series the tables may show (tables.tabled), by measurement.
+    lines: list[str]
+    # The number of series of each measurement in latest.lp, every series counted.
+    series: dict[str, int]
 
 
 class Position(NamedTuple):
@@ -256,6 +285,17 @@ def _latest_entry(line: str) -> str:
     string field value), J and the line as a JSON string; a line is written atomically
     with the whole file, so no checksum."""
     return f"J{json.dumps(line)}\n" if "\n" in line else f" {line}\n"
+
+
+def _file_identity(status: os.stat_result) -> list[int]:
+    """A file as latest.shown.lp names it: a file replaced by rename is a new inode; its size and
+    modification time tell a file changed in place."""
+    return [status.st_ino, status.st_size, status.st_mtime_ns]
+
+
+def _latest_entries(data: bytes) -> list[str]:
+    """The lines of latest.lp's entries (_latest_entry); ValueError or IndexError when they are not."""
+    return [line[1:] if line[0] == " " else _json_string(line[1:]) for line in data.decode().split("\n")[:-1]]
 
 
 def _json_string(text: str) -> str:
@@ -556,8 +596,13 @@ class Store:
             known = latest.get(key)
             if known is None or _stamp(line) >= _stamp(known) or _stamp(known) > now_ns:
                 latest[key] = line
-        document = "".join([_latest_entry(line) for _, line in sorted(latest.items())])
+        ordered = [line for _, line in sorted(latest.items())]
+        document = "".join([_latest_entry(line) for line in ordered])
         try:
+            # The index of the latest.lp about to be replaced goes first: a run killed before it
+            # writes the new one leaves none (it would name a file gone, whose inode may be reused).
+            with contextlib.suppress(OSError):
+                os.unlink(self._path(LATEST_SHOWN_FILE))
             write_atomically(self._path(LATEST_FILE), document.encode())
             if os.path.lexists(self._path(OLD_LATEST_FILE)):
                 os.unlink(self._path(OLD_LATEST_FILE))  # merged into latest.lp above
@@ -567,6 +612,36 @@ class Store:
                 self.directory,
                 LATEST_FILE,
                 error.strerror,
+            )
+            return
+        self._write_latest_shown(ordered)
+
+    def _write_latest_shown(self, ordered: list[str]) -> None:
+        """Write latest.shown.lp from the lines of the latest.lp just written; best effort.
+
+        The store's lock is held, so the latest.lp it names is the one written from `ordered`."""
+        path = self._path(LATEST_SHOWN_FILE)
+        try:
+            groups = tables.by_measurement(ordered)
+            header = {
+                "latest": _file_identity(os.lstat(self._path(LATEST_FILE))),
+                "tables": tables.SELECTION,
+                "series": {measurement: len(lines) for measurement, lines in groups.items()},
+            }
+            text = "".join(
+                [json.dumps(header, separators=(",", ":")), "\n", *map(_latest_entry, tables.tabled(groups))]
+            )
+            data = text.encode()
+            # Not durable: see the module docstring; a latest.shown.lp that does not name the
+            # latest.lp there, or fails its checksum, is never read.
+            write_atomically(path, b"%08x %s" % (zlib.crc32(data), data), durable=False)
+        except OSError as error:
+            log.warning(
+                "store %s: could not update %s (%s); `dnfsmon show` reads %s",
+                self.directory,
+                LATEST_SHOWN_FILE,
+                error.strerror,
+                LATEST_FILE,
             )
 
     def _latest_by_series(self) -> dict[str, str]:
@@ -588,11 +663,34 @@ class Store:
         """latest.lp: the newest point of every series as a line of line protocol; None when missing or unusable
         (a link, FIFO or device planted there is never read; the next append replaces it)."""
         try:
-            text = read_in_directory(self._path(LATEST_FILE), self._latest_limit(), self.read_only).decode()
-            # See _latest_entry: a space, or J and a JSON string.
-            return [line[1:] if line[0] == " " else _json_string(line[1:]) for line in text.split("\n")[:-1]]
+            return _latest_entries(read_in_directory(self._path(LATEST_FILE), self._latest_limit(), self.read_only))
         except (OSError, EnvironmentProblem, ValueError, IndexError, RecursionError):
             return None
+
+    def latest_shown(self) -> Optional[LatestShown]:
+        """latest.shown.lp, when it was taken from latest.lp as it is now by the tables of this
+        version and is whole; None otherwise (`dnfsmon show` then reads latest.lp)."""
+        try:
+            # Read before latest.lp's identity is taken: an append that rewrites both meanwhile
+            # leaves latest.lp another file than the one this names.
+            data = read_in_directory(self._path(LATEST_SHOWN_FILE), self._latest_limit(), self.read_only)
+            current = _file_identity(os.lstat(self._path(LATEST_FILE)))
+        except (OSError, EnvironmentProblem):
+            return None
+        if data[8:9] != b" " or b"%08x" % zlib.crc32(data[9:]) != data[:8]:
+            return None
+        header, _, entries = data[9:].partition(b"\n")
+        try:
+            document = json.loads(header, parse_constant=_refuse_constant)
+            if document["latest"] != current or document["tables"] != tables.SELECTION:
+                return None
+            series = document["series"]
+            lines = _latest_entries(entries)
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+            return None
+        if not isinstance(series, dict) or not all(type(count) is int and count > 0 for count in series.values()):
+            return None
+        return LatestShown(lines, series)
 
     def old_latest_index(self) -> Optional[dict[str, Point]]:
         """latest.json of a store written before latest.lp, as series key -> point; None when missing or unusable."""
@@ -1002,12 +1100,16 @@ def _refuse_constant(name: str) -> None:
 
 
 def _sum_counts(one: StoreCounts, other: StoreCounts) -> StoreCounts:
-    return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.__dataclass_fields__})
+    return StoreCounts(**{name: getattr(one, name) + getattr(other, name) for name in StoreCounts.FIELDS})
 
 
 def _counts_slot(counts: StoreCounts, serial: int, drop: Optional[Drop] = None) -> bytes:
     """One slot of counts.json: the checksum of the text, a space, the text padded with spaces, a newline."""
-    document = {**counts.__dict__, "serial": serial, **({} if drop is None else {"drop": list(drop)})}
+    document = {
+        **{name: getattr(counts, name) for name in StoreCounts.FIELDS},
+        "serial": serial,
+        **({} if drop is None else {"drop": list(drop)}),
+    }
     text = json.dumps(document, separators=(",", ":")).encode()
     text = text.ljust(COUNTS_SLOT_BYTES - 10)
     if len(text) > COUNTS_SLOT_BYTES - 10:
@@ -1025,7 +1127,7 @@ def _counts_of(data: bytes, with_serial: bool = False) -> tuple[Optional[StoreCo
             data = data[9:-1]
         document = json.loads(data, parse_constant=_refuse_constant)
         serial = document.pop("serial", 0) if with_serial else 0
-        values = {name: document.get(name, 0) for name in StoreCounts.__dataclass_fields__}
+        values = {name: document.get(name, 0) for name in StoreCounts.FIELDS}
         drop = document.get("drop") if with_serial else None
         if drop is not None:
             drop = Drop(*drop)

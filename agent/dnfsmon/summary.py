@@ -1,77 +1,19 @@
 """`dnfsmon show`: the latest point of each series as tables a person can read.
 
-Which fields each table shows is listed here; units come from the
+Which fields each table shows is listed in tables.py; units come from the
 catalogue. `dnfsmon show --all` prints every field of every series instead.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional, Union
 
-from . import catalogue
-from .points import Point, from_line, measurement_head, measurement_of, name_text
+from . import catalogue, tables
+from .points import Point, from_line
 from .store import Store
-
-# (title, measurement, tag columns, field columns)
-TABLES: Sequence[tuple[str, str, Sequence[str], Sequence[str]]] = (
-    (
-        "Database status",
-        "dnfsmon_oracle_status",
-        ("database",),
-        ("up", "instances", "failed_queries", "version", "error"),
-    ),
-    (
-        "dNFS I/O per instance",
-        "dnfsmon_dnfs_io",
-        ("database", "instance"),
-        ("read_iops", "write_iops", "read_mib_per_s", "write_mib_per_s", "avg_read_kib", "avg_write_kib", "processes"),
-    ),
-    (
-        "I/O wait events",
-        "dnfsmon_oracle_event",
-        ("instance", "event"),
-        ("waits_per_s", "avg_latency_us", "fg_avg_latency_us"),
-    ),
-    (
-        "dNFS paths",
-        "dnfsmon_dnfs_channel",
-        ("instance", "server", "path", "local"),
-        ("sends_per_s", "share_pct", "reconnects"),
-    ),
-    ("dNFS coverage", "dnfsmon_dnfs_coverage", ("instance", "file_type"), ("files", "dnfs_files", "dnfs_pct")),
-    (
-        "Network interfaces (nicstat)",
-        "dnfsmon_nic",
-        ("interface",),
-        ("rx_kib_per_s", "tx_kib_per_s", "rx_packets_per_s", "tx_packets_per_s", "util_pct", "saturation_per_s"),
-    ),
-    ("Host TCP", "dnfsmon_tcp", (), ("out_segs_per_s", "retrans_segs_per_s", "retrans_pct", "established")),
-    (
-        "TCP to the filers",
-        "dnfsmon_filer_tcp",
-        ("server", "local_address", "interface"),
-        ("connections", "tx_kib_per_s", "rx_kib_per_s", "srtt_avg_ms", "retrans_segs_per_s", "unacked_segments"),
-    ),
-    (
-        "Kernel NFS client, READ and WRITE",
-        "dnfsmon_nfs_op",
-        ("mountpoint", "op"),
-        ("ops_per_s", "kib_per_s", "avg_rtt_ms", "avg_exe_ms", "avg_queue_ms", "retrans_per_s"),
-    ),
-    ("Kernel NFS client RPC", "dnfsmon_rpc", (), ("calls_per_s", "retrans_pct", "tcp_slot_table_entries")),
-    (
-        "Agent",
-        "dnfsmon_agent",
-        (),
-        ("sources_ok", "sources_failed", "intervals", "sample_seconds", "store_dropped_points"),
-    ),
-)
-# Rows of the per-op table: the operations that carry data.
-NFS_OPS_SHOWN = ("READ", "WRITE")
-# Tables showing some series of their measurement only: measurement -> (tag, values shown).
-ROWS_SHOWN = {"dnfsmon_nfs_op": ("op", NFS_OPS_SHOWN)}
+from .tables import ROWS_SHOWN, TABLES
 
 
 class Latest:
@@ -80,25 +22,26 @@ class Latest:
     From the store's latest.lp each series is a line of line protocol: at
     1000 mounts that is 33 400 lines, of which the tables show some 2000
     (READ and WRITE of dnfsmon_nfs_op), so the rest are counted, never decoded.
+    From its latest.shown.lp (of_tabled) it holds only the lines the tables
+    may show, and the number of series of every measurement.
     """
 
-    def __init__(self, by_measurement: dict[str, list[Union[str, Point]]]):
+    def __init__(
+        self, by_measurement: Mapping[str, Sequence[Union[str, Point]]], series: Optional[dict[str, int]] = None
+    ):
         self.by_measurement = by_measurement
+        # Series per measurement; with `series` given, by_measurement holds the tabled ones only.
+        self.complete = series is None
+        self.series = {m: len(e) for m, e in by_measurement.items() if e} if series is None else series
 
     @classmethod
     def of_lines(cls, lines: Iterable[str]) -> Latest:
-        groups: dict[str, list[Union[str, Point]]] = {}
-        # latest.lp is sorted by series key, so a measurement's lines mostly follow each other:
-        # a line starting with the previous line's measurement and a comma or space has the same one.
-        same: tuple[str, ...] = ()
-        entries: list[Union[str, Point]] = []
-        for line in lines:
-            if not line.startswith(same):
-                head = measurement_head(line)
-                same = (head + ",", head + " ")
-                entries = groups.setdefault(measurement_of(line), [])
-            entries.append(line)
-        return cls(groups)
+        return cls(tables.by_measurement(lines))
+
+    @classmethod
+    def of_tabled(cls, lines: Iterable[str], series: dict[str, int]) -> Latest:
+        """The lines the tables may show (tables.tabled) and every measurement's number of series."""
+        return cls(tables.by_measurement(lines), series)
 
     @classmethod
     def of_points(cls, points: Iterable[Point]) -> Latest:
@@ -108,20 +51,18 @@ class Latest:
         return cls(groups)
 
     def count(self) -> int:
-        return sum(len(entries) for entries in self.by_measurement.values())
+        return sum(self.series.values())
 
     def only(self, measurement: str) -> Latest:
+        assert self.complete, "holds the tabled series only"
         return Latest({m: e for m, e in self.by_measurement.items() if m == measurement})
 
     def points(self, measurement: str, where: Optional[tuple[str, Sequence[str]]] = None) -> list[Point]:
         """The measurement's points sorted by tags; with `where` (tag, values), those with one of the values."""
         entries = self.by_measurement.get(measurement, [])
         if where is not None:
-            tag, values = where
-            # A line can hold the tag only if it holds ",tag=value" followed by a comma or a
-            # space, as to_line writes it: one search first, so the other lines are never decoded.
-            written = "|".join(re.escape(name_text(value)) for value in values)
-            candidate = re.compile(f",{re.escape(name_text(tag))}=(?:{written})[, ]")
+            # One search first, so the other lines are never decoded.
+            candidate = tables.rows_pattern(*where)
             entries = [e for e in entries if isinstance(e, Point) or candidate.search(e)]
         points = [e if isinstance(e, Point) else from_line(e) for e in entries]
         if where is not None:
@@ -130,6 +71,7 @@ class Latest:
 
     def all_points(self) -> list[Point]:
         """Every point, by measurement and tags."""
+        assert self.complete, "holds the tabled series only"
         return [p for m in sorted(self.by_measurement) for p in self.points(m)]
 
 
@@ -239,7 +181,7 @@ def render(latest: Latest, now_ns: int, wide: bool = False) -> str:
             out.append(heading if n == 0 else f"{title} (continued)")
             out += _table([[h[i] for i in part] for h in header_rows], [[r[i] for i in part] for r in rows])
             out.append("")
-    others = {m: len(entries) for m, entries in latest.by_measurement.items() if m not in shown and entries}
+    others = {m: n for m, n in latest.series.items() if m not in shown}
     if others:
         words = ["Also stored (dnfsmon show --all, or --measurement NAME):"]
         words += [f"{m} ({n} series)," for m, n in sorted(others.items())]
@@ -260,10 +202,17 @@ def latest_per_series(points: Iterable[Point]) -> tuple[dict[tuple, Point], int]
     return latest, total
 
 
-def latest_of(store: Store) -> Latest:
+def latest_of(store: Store, tabled_only: bool = False) -> Latest:
     """The newest point of every series: from the store's latest.lp index when it is usable
     (no segment read, only the points shown decoded: fast on a full store), else from
-    latest.json of a store written before it, else by reading every segment."""
+    latest.json of a store written before it, else by reading every segment.
+
+    tabled_only (what `render` draws): from latest.shown.lp when it is usable, the lines of
+    the series the tables show and a count of the others, a seventh of latest.lp at 1000 mounts."""
+    if tabled_only:
+        shown = store.latest_shown()
+        if shown is not None:
+            return Latest.of_tabled(shown.lines, shown.series)
     lines = store.latest_lines()
     if lines is not None:
         return Latest.of_lines(lines)

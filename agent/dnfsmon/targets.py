@@ -32,16 +32,15 @@ and a line in targets_from(config) that creates it from its config section.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, cast
 
 from .config import Config, OracleSettings, SimulatorSettings
 from .errors import EnvironmentProblem, reason
 from .rates import Sample
+from .records import Record
 from .sources import build_all
 from .sources.base import HostInputs, HostSource, Raw, Source
 from .state import StateFile
@@ -56,16 +55,23 @@ log = logging.getLogger(__name__)
 SIMULATED_INVENTORY_INTERVAL_S = 600.0
 
 
-@dataclass
-class Reading:
+class Reading(Record):
     """One reading of a target's sources."""
 
-    # Source name -> what it read.
-    raws: dict[str, Raw] = field(default_factory=dict)
-    # Source name -> why it could not be read this time.
-    failures: dict[str, str] = field(default_factory=dict)
-    # Source name -> seconds its reading took (a target that reads its sources at once gives each the whole).
-    seconds: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("failures", "raws", "seconds")
+
+    def __init__(
+        self,
+        raws: Optional[dict[str, Raw]] = None,
+        failures: Optional[dict[str, str]] = None,
+        seconds: Optional[dict[str, float]] = None,
+    ):
+        # Source name -> what it read.
+        self.raws: dict[str, Raw] = {} if raws is None else raws
+        # Source name -> why it could not be read this time.
+        self.failures: dict[str, str] = {} if failures is None else failures
+        # Source name -> seconds its reading took (a target that reads its sources at once gives each the whole).
+        self.seconds: dict[str, float] = {} if seconds is None else seconds
 
 
 class Target:
@@ -196,7 +202,7 @@ class SimulatedTarget(Target):
         self.id = f"simulator:{settings.db_name}"
         self.sources = {oracle.NAME: oracle.OracleSource()}
         # SimulatorSettings holds exactly the Workload fields a config may set.
-        self.workload = simulator.Workload(**dataclasses.asdict(settings))
+        self.workload = simulator.Workload(**settings._asdict())
         self.memory_file = None if state_dir is None else StateFile(state_dir, f"{self.id}:memory")
         remembered = {} if self.memory_file is None else self.memory_file.load_json()
         self.memory = simulator.Memory({int(k): float(v) for k, v in remembered.items()})

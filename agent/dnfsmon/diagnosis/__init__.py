@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Optional
 
 from ..points import FieldValue, Point
 from ..rates import Sample
+from ..records import Record
 from . import causes, join, ladder, rules
 from .rules import CRITICAL as CRITICAL
 from .rules import Context, Finding
@@ -34,19 +34,32 @@ HEALTHY = "healthy"
 NOTHING_TO_JUDGE = "nothing to judge"
 
 
-@dataclass
-class Diagnosis:
-    host: str
-    paths: list[join.Path]
-    ladder: dict[str, Optional[float]]
-    # Likely causes first, then by severity (causes.ordered).
-    findings: list[Finding]
-    simulated_database: bool
-    # Seconds between the inventory's read and the interval's end, when the
-    # interval did not read it and the last read was carried (None: read now, or never).
-    inventory_age_s: Optional[float] = None
-    # Why nothing could be judged, when nothing was measured (see verdict).
-    nothing_measured: str = ""
+class Diagnosis(Record):
+    """The doctor's verdict on one interval (a plain class: see dnfsmon.records; collect makes one a sample)."""
+
+    __slots__ = ("findings", "host", "inventory_age_s", "ladder", "nothing_measured", "paths", "simulated_database")
+
+    def __init__(
+        self,
+        host: str,
+        paths: list[join.Path],
+        ladder: dict[str, Optional[float]],
+        findings: list[Finding],
+        simulated_database: bool,
+        inventory_age_s: Optional[float] = None,
+        nothing_measured: str = "",
+    ):
+        self.host = host
+        self.paths = paths
+        self.ladder = ladder
+        # Likely causes first, then by severity (causes.ordered).
+        self.findings = findings
+        self.simulated_database = simulated_database
+        # Seconds between the inventory's read and the interval's end, when the
+        # interval did not read it and the last read was carried (None: read now, or never).
+        self.inventory_age_s = inventory_age_s
+        # Why nothing could be judged, when nothing was measured (see verdict).
+        self.nothing_measured = nothing_measured
 
     @property
     def verdict(self) -> str:

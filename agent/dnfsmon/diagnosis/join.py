@@ -17,11 +17,11 @@ lists both users.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import rates
 from ..points import Point
+from ..records import Record
 
 
 def tag(point: Point, name: str) -> str:
@@ -40,15 +40,28 @@ def number(point: Optional[Point], name: str) -> Optional[float]:
     return None if isinstance(value, (str, bool)) or value is None else float(value)
 
 
-@dataclass
-class Path:
-    server: str
-    local_address: str
-    interface: str = ""
-    users: list[str] = field(default_factory=list)
-    channels: list[Point] = field(default_factory=list)
-    tcp: Optional[Point] = None
-    nic: Optional[Point] = None
+class Path(Record):
+    """One path from a local address to a filer, and what uses it (a plain class: see dnfsmon.records)."""
+
+    __slots__ = ("channels", "interface", "local_address", "nic", "server", "tcp", "users")
+
+    def __init__(
+        self,
+        server: str,
+        local_address: str,
+        interface: str = "",
+        users: Optional[list[str]] = None,
+        channels: Optional[list[Point]] = None,
+        tcp: Optional[Point] = None,
+        nic: Optional[Point] = None,
+    ):
+        self.server = server
+        self.local_address = local_address
+        self.interface = interface
+        self.users: list[str] = [] if users is None else users
+        self.channels: list[Point] = [] if channels is None else channels
+        self.tcp = tcp
+        self.nic = nic
 
     @property
     def dnfs(self) -> bool:

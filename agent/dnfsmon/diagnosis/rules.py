@@ -14,10 +14,10 @@ each rule says which it reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Optional
 
 from ..points import Point
+from ..records import Record
 from . import ladder
 from .join import Path, number, of, path_name, tag
 
@@ -94,23 +94,50 @@ PSI_MEMORY_SOME_PCT = 10.0
 HOST_OVER_RTT = 3.0
 
 
-@dataclass
-class Finding:
-    id: str
-    layer: str
-    severity: str
-    summary: str
-    evidence: dict[str, float]
-    remedy: str
-    # True when the evidence comes from the simulated database.
-    simulated: bool = False
-    # What the finding is about, for linking causes and effects (diagnosis.causes):
-    # "path", "interface", "mountpoint", "instance", "server" as they apply.
-    scope: dict[str, str] = field(default_factory=dict)
-    # Filled by diagnosis.causes: the ids of findings this one explains, each with the
-    # evidence that links them, and the finding that explains this one.
-    explains: list[tuple[str, str]] = field(default_factory=list)
-    explained_by: str = ""
+class Finding(Record):
+    """One rule's finding (a plain class: see dnfsmon.records)."""
+
+    __slots__ = (
+        "evidence",
+        "explained_by",
+        "explains",
+        "id",
+        "layer",
+        "remedy",
+        "scope",
+        "severity",
+        "simulated",
+        "summary",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        layer: str,
+        severity: str,
+        summary: str,
+        evidence: dict[str, float],
+        remedy: str,
+        simulated: bool = False,
+        scope: Optional[dict[str, str]] = None,
+        explains: Optional[list[tuple[str, str]]] = None,
+        explained_by: str = "",
+    ):
+        self.id = id
+        self.layer = layer
+        self.severity = severity
+        self.summary = summary
+        self.evidence = evidence
+        self.remedy = remedy
+        # True when the evidence comes from the simulated database.
+        self.simulated = simulated
+        # What the finding is about, for linking causes and effects (diagnosis.causes):
+        # "path", "interface", "mountpoint", "instance", "server" as they apply.
+        self.scope: dict[str, str] = {} if scope is None else scope
+        # Filled by diagnosis.causes: the ids of findings this one explains, each with the
+        # evidence that links them, and the finding that explains this one.
+        self.explains: list[tuple[str, str]] = [] if explains is None else explains
+        self.explained_by = explained_by
 
     def to_json(self) -> dict:
         return {
@@ -127,17 +154,30 @@ class Finding:
         }
 
 
-@dataclass
-class Context:
-    points: list[Point]
-    paths: list[Path]
-    ladder: dict[str, Optional[float]]
-    simulated_database: bool = False
-    findings: list[Finding] = field(default_factory=list)
-    # [oracle] dnfs_expected: True or False when the config says, None to judge from the database.
-    dnfs_expected: Optional[bool] = None
-    # Seconds since the inventory (filers, coverage) in the points was read; None when read this interval.
-    inventory_age_s: Optional[float] = None
+class Context(Record):
+    """What the rules read, and the findings they add (a plain class: see dnfsmon.records)."""
+
+    __slots__ = ("dnfs_expected", "findings", "inventory_age_s", "ladder", "paths", "points", "simulated_database")
+
+    def __init__(
+        self,
+        points: list[Point],
+        paths: list[Path],
+        ladder: dict[str, Optional[float]],
+        simulated_database: bool = False,
+        findings: Optional[list[Finding]] = None,
+        dnfs_expected: Optional[bool] = None,
+        inventory_age_s: Optional[float] = None,
+    ):
+        self.points = points
+        self.paths = paths
+        self.ladder = ladder
+        self.simulated_database = simulated_database
+        self.findings: list[Finding] = [] if findings is None else findings
+        # [oracle] dnfs_expected: True or False when the config says, None to judge from the database.
+        self.dnfs_expected = dnfs_expected
+        # Seconds since the inventory (filers, coverage) in the points was read; None when read this interval.
+        self.inventory_age_s = inventory_age_s
 
     def of(self, measurement: str) -> list[Point]:
         return of(self.points, measurement)

@@ -47,12 +47,12 @@ import json
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from .. import rates
 from ..points import Point
 from ..rates import DiffResult, Sample
+from ..records import Record
 
 # Path (relative to the capture root) holding the kernel's boot id. Host
 # sources put it in every sample's identity: a reboot resets all counters,
@@ -82,24 +82,32 @@ def is_unsigned(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-@dataclass
-class Raw:
-    """The raw inputs of one source at one moment."""
+class Raw(Record):
+    """The raw inputs of one source at one moment (a plain class: see dnfsmon.records)."""
 
-    # Relative path ("proc/net/dev") -> file text; None when the file could
-    # not be read (e.g. /sys/class/net/lo/speed answers EINVAL).
-    files: dict[str, Optional[str]]
-    # Seconds on the source's clock (CLOCK_BOOTTIME for host sources).
-    time: float
-    # Seconds since the Unix epoch when the files were read.
-    wall_time: float
-    # Relative path -> a JSON document a reader built in memory (the Oracle
-    # results document): the source takes the value as it is, and its text,
-    # json.dumps(value), is made only when something asks for it (a capture
-    # writes it). Encoding and decoding the document again cost several times
-    # the Oracle source's own work (bench/README.md). The reader hands the value
-    # over and keeps no reference to it: it is never changed afterwards.
-    documents: dict[str, object] = field(default_factory=dict)
+    __slots__ = ("documents", "files", "time", "wall_time")
+
+    def __init__(
+        self,
+        files: dict[str, Optional[str]],
+        time: float,
+        wall_time: float,
+        documents: Optional[dict[str, object]] = None,
+    ):
+        # Relative path ("proc/net/dev") -> file text; None when the file could
+        # not be read (e.g. /sys/class/net/lo/speed answers EINVAL).
+        self.files = files
+        # Seconds on the source's clock (CLOCK_BOOTTIME for host sources).
+        self.time = time
+        # Seconds since the Unix epoch when the files were read.
+        self.wall_time = wall_time
+        # Relative path -> a JSON document a reader built in memory (the Oracle
+        # results document): the source takes the value as it is, and its text,
+        # json.dumps(value), is made only when something asks for it (a capture
+        # writes it). Encoding and decoding the document again cost several times
+        # the Oracle source's own work (bench/README.md). The reader hands the value
+        # over and keeps no reference to it: it is never changed afterwards.
+        self.documents: dict[str, object] = {} if documents is None else documents
 
     def paths(self) -> list[str]:
         """Every file of this reading, held as text or as a document, in sorted order."""
@@ -131,8 +139,7 @@ class Raw:
             raise ParseError(path, f"not JSON: {error}") from None
 
 
-@dataclass(frozen=True)
-class HostInputs:
+class HostInputs(NamedTuple):
     """What host sources read: where /proc and /sys are (configurable so tests
     use fixture trees) and which server ports are NFS filers."""
 
@@ -179,13 +186,12 @@ def boot_identity(raw: Raw) -> tuple:
     return ((raw.files.get(BOOT_ID_PATH) or "").strip(),)
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(NamedTuple):
     """What a source made of one reading."""
 
     samples: list[Sample]
     # Malformed parts that were skipped; the rest of the reading was used.
-    problems: list[ParseError] = field(default_factory=list)
+    problems: list[ParseError] = []  # noqa: RUF012 (read-only, as every field of a NamedTuple)
     # Why part of the source could not be read this time (e.g. the database
     # is down, or a view needs a grant); None when everything was read.
     failure: Optional[str] = None

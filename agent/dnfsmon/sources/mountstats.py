@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import accumulate, chain, repeat
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from .. import rates
 from ..points import Point, epoch_ns
 from ..rates import DiffResult, Sample
+from ..records import Record
 from .base import (
     HostInputs,
     HostSource,
@@ -175,30 +175,50 @@ def unescape(path: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
 
 
-@dataclass
-class Mount:
-    """One NFS mount's block of /proc/self/mountstats."""
+class Mount(Record):
+    """One NFS mount's block of /proc/self/mountstats, filled in as its lines are parsed
+    (a plain class: see dnfsmon.records)."""
 
-    device: str  # "server:/export", unescaped
-    mountpoint: str
-    fstype: str
-    statvers: str
-    line_no: int
-    options: dict[str, str] = field(default_factory=dict)  # flag options map to ""
-    # False when the block had no opts: line: the options are then unknown, not the defaults.
-    options_read: bool = False
-    age: Optional[int] = None  # seconds since mount
-    events: dict[str, int] = field(default_factory=dict)
-    bytes: dict[str, int] = field(default_factory=dict)
-    rpc_version: str = ""
-    nfs_program_version: str = ""
-    transports: list[tuple[str, dict[str, int]]] = field(default_factory=list)
-    # The per-op lines in the kernel's order: each operation's name, how many of OP_FIELDS its
-    # line has (8 or 9, as the kernel printed), and all their counters in one tuple, each
-    # operation's in OP_FIELDS order after the last one's.
-    op_names: list[str] = field(default_factory=list)
-    op_widths: list[int] = field(default_factory=list)
-    op_counters: tuple[int, ...] = ()
+    __slots__ = (
+        "age",
+        "bytes",
+        "device",
+        "events",
+        "fstype",
+        "line_no",
+        "mountpoint",
+        "nfs_program_version",
+        "op_counters",
+        "op_names",
+        "op_widths",
+        "options",
+        "options_read",
+        "rpc_version",
+        "statvers",
+        "transports",
+    )
+
+    def __init__(self, device: str, mountpoint: str, fstype: str, statvers: str, line_no: int):
+        self.device = device  # "server:/export", unescaped
+        self.mountpoint = mountpoint
+        self.fstype = fstype
+        self.statvers = statvers
+        self.line_no = line_no
+        self.options: dict[str, str] = {}  # flag options map to ""
+        # False when the block had no opts: line: the options are then unknown, not the defaults.
+        self.options_read = False
+        self.age: Optional[int] = None  # seconds since mount
+        self.events: dict[str, int] = {}
+        self.bytes: dict[str, int] = {}
+        self.rpc_version = ""
+        self.nfs_program_version = ""
+        self.transports: list[tuple[str, dict[str, int]]] = []
+        # The per-op lines in the kernel's order: each operation's name, how many of OP_FIELDS its
+        # line has (8 or 9, as the kernel printed), and all their counters in one tuple, each
+        # operation's in OP_FIELDS order after the last one's.
+        self.op_names: list[str] = []
+        self.op_widths: list[int] = []
+        self.op_counters: tuple[int, ...] = ()
 
     @property
     def op_rows(self) -> list[tuple[int, ...]]:
@@ -568,8 +588,7 @@ def samples(raw: Raw, host: str, operations: Optional[frozenset[str]] = None) ->
     return result, problems
 
 
-@dataclass(frozen=True)
-class OpLayout:
+class OpLayout(NamedTuple):
     """Which counters of a mount's operations sample (MountOps) are which operation's.
 
     The counters are named "OP.FIELD" (READ.ops, READ.trans, ...), in the order the
@@ -702,8 +721,7 @@ def fields(interval: rates.Interval) -> dict[str, rates.Gauge]:
 AGE_LINE_RE = re.compile(r"^[ \t]*age:[ \t]+([0-9]+)[ \t]*$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Remembered:
+class Remembered(NamedTuple):
     """What a mount's block parsed to, but for its age: enough to make the mount's two samples
     again, at another reading, from the block's text with another age and nothing else changed."""
 

@@ -28,12 +28,22 @@ undefine _dnfs_message _dnfs_io_events _dnfs_other_events _dnfs_title _dnfs_titl
 undefine _dnfs_lob_cur _dnfs_lob_prev _dnfs_lob_cur_t _dnfs_lob_prev_t
 column dnfs_settings clear
 -- The file _dnfs_start.sql's STORE SET wrote (its name: see there), then its
--- two variables, on a line with nothing to substitute (the DEFINE put back may be OFF).
+-- variables, on a line with nothing to substitute (the DEFINE put back may be OFF).
 -- Where the DBA's & did not substitute, the name is "&_dnfs_settings" as written:
 -- the guide does not say whether a value holding the DEFINE character is
 -- substituted again, so the name is read with DEFINE set to ^, which no file
 -- name of the pack holds (SQL*Plus User's Guide and Reference, SET DEFINE; the
 -- checker's substitution-rescan rule). The file run puts the DBA's DEFINE back.
+-- Where the name was substituted, the DBA's DEFINE was & (the default), and the
+-- file is run with & (_dnfs_end_amp.sql): if STORE SET could not write it (SP2-0310
+-- here), DEFINE is still the DBA's &, not ^. SQL*Plus has no command that reads a
+-- SET value into a variable (STORE SET is the one that records them: STORE;
+-- SHOW only displays), so only that case can be told from the name.
 set define '^'
-@^_dnfs_settings_used
-undefine _dnfs_settings _dnfs_settings_used
+column dnfs_restore new_value _dnfs_restore noprint
+define _dnfs_restore = _dnfs_end_caret
+select case when instr('^_dnfs_settings_used', chr(38)) > 0 then '_dnfs_end_caret' else '_dnfs_end_amp' end as dnfs_restore
+from dual;
+column dnfs_restore clear
+@@^_dnfs_restore..sql
+undefine _dnfs_settings _dnfs_settings_used _dnfs_restore

@@ -2,7 +2,10 @@
 -- Purpose:     Direct NFS reads and writes per second (NFS READ and WRITE
 --              calls, not database I/O requests), MiB/s and KiB per NFS call
 --              per instance, one line per instance as each interval ends (on RAC
---              then a "total" line: the instances summed over that interval).
+--              then a "total" line: the instances summed over that interval),
+--              and after the last one the whole run's average per instance
+--              (and its RAC total): the intervals' per-process diffs added up
+--              over their seconds, since processes exit during a run.
 -- Usage:       @dnfs_iops [interval_s] [count]
 -- Examples:    @dnfs_iops            5 seconds, 12 times
 --              @dnfs_iops 10 30      10 seconds, 30 times
@@ -45,6 +48,11 @@ variable dnfs_cur clob
 variable dnfs_cur_t number
 variable dnfs_cur_n number
 variable dnfs_cur_clock varchar2(8)
+variable dnfs_iv_s number
+variable dnfs_run clob
+variable dnfs_run_s number
+variable dnfs_run_next clob
+variable dnfs_run_next_s number
 -- Bind variables belong to the SQL*Plus session and keep their values from
 -- one script to the next (declaring one again is not documented to clear
 -- it): start clean, or this run would diff against the previous run's last
@@ -59,6 +67,9 @@ begin
     :dnfs_cur_t := null;
     :dnfs_cur_n := null;
     :dnfs_cur_clock := null;
+    :dnfs_iv_s := null;
+    :dnfs_run_s := null;
+    :dnfs_run_next_s := null;
 end;
 /
 @@dnfs_iops_snapshot.sql
@@ -78,6 +89,21 @@ column note heading 'Note' format a100
 prompt &_dnfs_header
 
 @@_dnfs_loop.sql
+
+-- The whole run, as a DBA reads after a run: each instance's intervals added
+-- up (Time 'run'; an instance seen in only some of them shows its seconds) and
+-- on RAC the instances together (Time 'total'); nothing when no interval ran
+-- (a refused run, or one stopped before its first snapshot).
+column dnfs_run_note heading 'Whole run' format a80
+select 'Average over the whole run: ' || round(:dnfs_run_s, 1) || ' s' as dnfs_run_note
+from dual
+where :dnfs_run_s > 0;
+column dnfs_run_note clear
+define _dnfs_kind = "'run'"
+define _dnfs_from_s = dnfs_run_s
+define _dnfs_label = "'run'"
+@@dnfs_iops_print.sql
+undefine _dnfs_kind _dnfs_from_s _dnfs_label
 column dnfs_sample_time clear
 column dnfs_inst_id clear
 column read_iops clear

@@ -12,3 +12,7 @@ define _dnfs_lob = dnfs_prev
 @@_dnfs_free_lob.sql
 define _dnfs_lob = dnfs_cur
 @@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_run
+@@_dnfs_free_lob.sql
+define _dnfs_lob = dnfs_run_next
+@@_dnfs_free_lob.sql

@@ -20,7 +20,8 @@
 --              Without the histogram view's grant the events still print and
 --              the histogram is skipped with one line naming the grant.
 --              Read-only; two snapshots per view are kept in bind variables.
---              An instance restarted during an interval shows no line for it.
+--              An instance restarted during an interval (its STARTUP_TIME in
+--              GV$INSTANCE changed) shows no line for it, and one line says so.
 --              After the loop, the whole run: each event's waits/s and average
 --              per instance from the first snapshot to the last, and on RAC
 --              the instances together (a total line per event, also printed
@@ -105,6 +106,7 @@ column fg_avg_ms heading 'FG ms/wait' format 99990.999
 column bucket heading 'Bucket (< us)' format a14
 column bucket_waits_per_s heading 'Waits/s' format 9999990.9
 column pct heading '% waits' format 990.9
+column dnfs_restart_note heading 'Note' format a110
 
 prompt &_dnfs_header
 
@@ -133,6 +135,7 @@ column fg_avg_ms clear
 column bucket clear
 column bucket_waits_per_s clear
 column pct clear
+column dnfs_restart_note clear
 column hist_step clear
 column hist_snapshot clear
 column hist_shift clear

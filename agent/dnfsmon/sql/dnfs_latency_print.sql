@@ -10,6 +10,9 @@
 --              are the sum of its intervals' waits, and its seconds too).
 --              Arithmetic only: no view is read here. One query for both, so
 --              the interval lines and the run lines cannot differ in formula.
+--              An instance whose STARTUP_TIME differs between the two
+--              snapshots restarted in between: it has no line and is not in
+--              the total, and one line says so.
 -- Called as:   define _dnfs_from = dnfs_ev_prev      (or dnfs_ev_first)
 --              define _dnfs_from_t = dnfs_prev_t     (or dnfs_first_t)
 --              define _dnfs_label = ":dnfs_cur_clock" (or "'run'")
@@ -27,7 +30,8 @@ cur as (
         total_waits number path '@w',
         time_waited_micro number path '@t',
         total_waits_fg number path '@wf',
-        time_waited_micro_fg number path '@tf'
+        time_waited_micro_fg number path '@tf',
+        startup varchar2(19) path '@u'
     )
 ),
 prev as (
@@ -39,11 +43,14 @@ prev as (
         total_waits number path '@w',
         time_waited_micro number path '@t',
         total_waits_fg number path '@wf',
-        time_waited_micro_fg number path '@tf'
+        time_waited_micro_fg number path '@tf',
+        startup varchar2(19) path '@u'
     )
 ),
 delta as (
-    -- An instance whose counts went down restarted in between: no line for it.
+    -- An instance restarted in between (another STARTUP_TIME; V$INSTANCE)
+    -- counts again from zero: no line for it (the note below names it). Counts
+    -- that went down mean the same, for a snapshot an older pack took.
     select
         c.inst_id,
         c.event,
@@ -52,7 +59,7 @@ delta as (
         c.total_waits_fg - p.total_waits_fg as waits_fg,
         c.time_waited_micro_fg - p.time_waited_micro_fg as waited_fg_us
     from cur c
-    inner join prev p on c.inst_id = p.inst_id and c.event = p.event
+    inner join prev p on c.inst_id = p.inst_id and c.event = p.event and c.startup = p.startup
     where c.total_waits >= p.total_waits
 ),
 printed as (
@@ -90,4 +97,30 @@ select
 from printed d
 where :dnfs_cur_t > :&_dnfs_from_t
 order by d.inst_id nulls last, d.event;
+-- core: end
+
+-- core: instances restarted between the two snapshots
+with
+cur as (
+    select * from xmltable( -- noqa: PRS
+        '/s/e' passing xmltype(:dnfs_ev_cur)
+        columns
+        inst_id number path '@i',
+        startup varchar2(19) path '@u'
+    )
+),
+prev as (
+    select * from xmltable( -- noqa: PRS
+        '/s/e' passing xmltype(:&_dnfs_from)
+        columns
+        inst_id number path '@i',
+        startup varchar2(19) path '@u'
+    )
+)
+select distinct
+    &_dnfs_label || ' instance ' || c.inst_id || ' restarted (STARTUP_TIME ' || c.startup
+    || '): left out, its counts started again from zero' as dnfs_restart_note
+from cur c
+inner join prev p on c.inst_id = p.inst_id
+where c.startup != p.startup;
 -- core: end

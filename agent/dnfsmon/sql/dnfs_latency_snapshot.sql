@@ -1,6 +1,9 @@
 -- File name:   dnfs_latency_snapshot.sql (called by dnfs_latency.sql and its step)
 -- Purpose:     The one place GV$SYSTEM_EVENT is read: the I/O events' totals,
---              with the database clock in the same statement, into
+--              each with its instance's STARTUP_TIME (GV$INSTANCE: an instance
+--              restarted in between counts again from zero, and comparing the
+--              totals alone misses a restart after which it waited more than
+--              before), with the database clock in the same statement, into
 --              :dnfs_ev_cur, :dnfs_cur_t and :dnfs_cur_clock, after freeing the
 --              temporary LOB :dnfs_ev_cur held (dnfs_latency_shift.sql keeps a
 --              copy of its own). A block of its own, so a failure of the
@@ -9,6 +12,19 @@
 define _dnfs_lob = dnfs_ev_cur
 @@_dnfs_free_lob.sql
 begin
+    with events as (
+        select
+            e.inst_id,
+            e.event,
+            e.total_waits,
+            e.time_waited_micro,
+            e.total_waits_fg,
+            e.time_waited_micro_fg,
+            to_char(i.startup_time, 'YYYY-MM-DD HH24:MI:SS') as startup
+        from gv$system_event e
+        inner join gv$instance i on e.inst_id = i.inst_id
+        where e.event in (&_dnfs_io_events, &_dnfs_other_events)
+    )
     select
         xmlserialize(
             content xmlelement(
@@ -22,7 +38,8 @@ begin
                             total_waits as "w",
                             time_waited_micro as "t",
                             total_waits_fg as "wf",
-                            time_waited_micro_fg as "tf"
+                            time_waited_micro_fg as "tf",
+                            startup as "u"
                         )
                     )
                 )
@@ -32,7 +49,6 @@ begin
         + mod(extract(second from systimestamp), 1) as taken_at,
         to_char(systimestamp, 'HH24:MI:SS') as clock
     into :dnfs_ev_cur, :dnfs_cur_t, :dnfs_cur_clock
-    from gv$system_event
-    where event in (&_dnfs_io_events, &_dnfs_other_events);
+    from events;
 end;
 /

@@ -43,6 +43,7 @@ from .rows import (
     _sum_of_every_counter,
     _values,
     group_channels,
+    group_files,
     host_tag,
     load,
     reason_of,
@@ -233,9 +234,15 @@ def _channels(context: Context) -> list[Sample]:
 
 def _servers(context: Context) -> list[Sample]:
     """Filers and exports the instances use, with their open files (inventory)."""
-    files = {}
+    files: dict[tuple, Mapping[str, object]] = {}
     if "dnfs_files" in context.results:
-        files = {(r["INST_ID"], r["SVR_ID"]): r for r in context.results["dnfs_files"].dicts()}
+        rows = context.results["dnfs_files"].dicts()
+        # A mounted database's plain rows (one per process and file: queries.build_queries) are
+        # counted here as the open database's statement counts them.
+        if rows and "FILES" not in rows[0]:
+            files.update(group_files(rows))
+        else:
+            files.update(((r["INST_ID"], r["SVR_ID"]), r) for r in rows)
     found = []
     for t, row, tags, identity, started in context.located("dnfs_servers"):
         gauges: dict[str, Optional[rates.Gauge]] = {
@@ -349,7 +356,8 @@ def _coverage(context: Context) -> list[Sample]:
     for t, row, tags, identity, started in context.located("iostat_file"):
         key = (*tags, *_pdb_tags(row), ("file_type", str(row["FILETYPE_NAME"])))
         counts = per_type.setdefault(key, {"files": 0, "dnfs_files": 0})
-        number = _number(row.get("FILES")) or 0
+        # A mounted database's rows are one per file, with no FILES count (queries.build_queries).
+        number = (_number(row.get("FILES")) or 0) if "FILES" in row else 1
         counts["files"] += number
         if row.get("ACCESS_METHOD") == "DNFS_LIB":
             counts["dnfs_files"] += number

@@ -72,9 +72,12 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
     `mounted`: the database is mounted, not open (a standby read AS SYSDG). The channels are then
     read as the view's plain rows, one per process and channel, with no sort: before the database
     is open only in-memory sorts are supported, and a sort that spills fails with ORA-01220
-    (Database Error Messages, ORA-01220), so the analytic functions of the open database's
-    statement could fail on a large instance. The parser sums those rows as the statement would
-    (rows.group_channels).
+    (Database Error Messages, ORA-01220: "A query issued against a fixed table or view required a
+    temporary segment for sorting before the database was open"), so the analytic functions of
+    the open database's statement could fail on a large instance. The parser sums those rows as
+    the statement would (rows.group_channels). The same holds for the inventory's DISTINCT and
+    GROUP BY: V$DNFS_FILES and V$IOSTAT_FILE are read as plain rows and counted by the parser
+    (rows.group_files, rows.group_iostat_files), and the per-filer file latency is not read.
     """
     local = scope == "instance"
     queries = []
@@ -163,7 +166,13 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
         version = _pick(has("GV$DNFS_SERVERS"), ["NFSVERSION"])
         columns = ["INST_ID", "ID", "SVRNAME", "DIRNAME", "NFSPORT", *version, "WTMAX", "RTMAX"]
         queries.append(simple("dnfs_servers", "GV$DNFS_SERVERS", columns, inventory=True))
-    if has("GV$DNFS_FILES"):
+    if has("GV$DNFS_FILES") and mounted:
+        # Mounted: the view's plain rows, one per process and file; the parser counts each file once
+        # per filer (rows.group_files), as the open database's DISTINCT and GROUP BY do, whose sort
+        # may not spill to disk before the database is open (ORA-01220).
+        columns = ["INST_ID", "SVR_ID", "FILENAME", "FILESIZE"]
+        queries.append(simple("dnfs_files", "GV$DNFS_FILES", columns, inventory=True))
+    elif has("GV$DNFS_FILES"):
         # One row per process and file in the view: count each file once.
         files = source("GV$DNFS_FILES", ["SVR_ID", "FILENAME", "FILESIZE"])
         sql = (
@@ -182,7 +191,11 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
     elif has("GV$EVENT_HISTOGRAM"):
         columns = ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"]
         queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events(HISTOGRAM_EVENTS)))
-    if "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
+    if "ACCESS_METHOD" in has("GV$IOSTAT_FILE") and mounted:
+        # Mounted: a row per file, counted by the parser (rows.group_iostat_files): no GROUP BY sort.
+        columns = ["INST_ID", "FILETYPE_NAME", "ACCESS_METHOD", *_pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
+        queries.append(simple("iostat_file", "GV$IOSTAT_FILE", columns, inventory=True))
+    elif "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):
         # Per container in a CDB (V$IOSTAT_FILE.CON_ID: the file's container).
         container = [c.lower() for c in _pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
         group = ", ".join(["inst_id", "filetype_name", "access_method", *container])
@@ -198,7 +211,10 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
         )
         queries.append(Query("iostat_file", sql, columns, views("GV$IOSTAT_FILE"), local, inventory=True))
     filer_views = ("GV$IOSTAT_FILE", "GV$DATAFILE", "GV$TEMPFILE", "GV$DNFS_FILES", "GV$DNFS_SERVERS")
-    if all(has(view) for view in filer_views):
+    # Mounted: not read. It names each file's filer through a DISTINCT over V$DNFS_FILES and three
+    # joins, a sort and workareas that may not spill to disk before the database is open (ORA-01220);
+    # the per-filer latency is left out there (docs/oracle.md, "Standbys").
+    if all(has(view) for view in filer_views) and not mounted:
         # Latency per filer (review C8): V$IOSTAT_FILE has each file's counts
         # and times but no name; V$DATAFILE/V$TEMPFILE name the file, and
         # V$DNFS_FILES (a row per process and open file) names the filer

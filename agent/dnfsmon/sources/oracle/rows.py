@@ -323,3 +323,18 @@ def group_channels(columns: Sequence[str], rows: Iterable[Sequence]) -> tuple[li
         sums = [_sum_of_counters([member[index[c]] for member in members]) for c in counts]
         found.append([inst_id, None, None, None, *place, *sums, len(members), *(members[0][index[c]] for c in clock)])
     return grouped, found
+
+
+def group_files(rows: Iterable[Mapping]) -> dict[tuple, dict[str, int]]:
+    """V$DNFS_FILES rows, one per process and open file (INST_ID, SVR_ID, FILENAME, FILESIZE), as the
+    open database's dnfs_files statement counts them (queries.build_queries: SELECT DISTINCT inst_id,
+    svr_id, filename, filesize, then COUNT(*) and SUM(filesize) per instance and filer): each file
+    once per filer, whichever processes hold it. A FILESIZE that is not a number adds nothing (the
+    statement's SUM ignores NULLs)."""
+    distinct = {(r["INST_ID"], r["SVR_ID"], r["FILENAME"], r["FILESIZE"]) for r in rows}
+    found: dict[tuple, dict[str, int]] = {}
+    for inst_id, svr_id, _, size in distinct:
+        counts = found.setdefault((inst_id, svr_id), {"FILES": 0, "BYTES": 0})
+        counts["FILES"] += 1
+        counts["BYTES"] += _number(size) or 0
+    return found

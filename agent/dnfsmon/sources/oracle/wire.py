@@ -36,6 +36,7 @@ TEXT_COLUMNS = frozenset(
         "EVENT",
         "FILETYPE_NAME",
         "ACCESS_METHOD",
+        "FILENAME",  # read in MOUNT only (queries.build_queries: the files counted by the parser)
         "FUNCTION_NAME",
     }
 )
