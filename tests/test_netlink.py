@@ -86,8 +86,12 @@ def test_a_refused_request_names_the_errno(monkeypatch):
         def __init__(self, *args):
             pass
 
-        def close(self):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
             closed.append(True)
+            return False
 
         def settimeout(self, seconds):
             assert 0 < seconds <= 10  # every read is bounded

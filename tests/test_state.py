@@ -328,13 +328,3 @@ def test_a_record_with_a_valid_checksum_and_ten_billion_starts_is_refused_unexpa
     open(state.journal_path, "wb").write(b"".join(lines))
     assert StateFile(str(tmp_path), "host:h").load() == history[0]
     assert caplog.text.count("the state from before it is used") == 1 and "more starts for" in caplog.text
-
-
-def test_the_state_file_name_holds_the_sha256_that_hashlib_gives():
-    """state.py takes SHA-256 from CPython's own module, not hashlib (which loads OpenSSL for one
-    digest): the names must stay those every earlier version wrote, or each host would re-baseline."""
-    import hashlib
-
-    for target_id in ("host:db1", "oracle:prod/ORCL", "é" * 100):
-        digest = hashlib.sha256(target_id.encode()).hexdigest()[:12]
-        assert digest in dnfsmon.state.state_file_name(target_id)

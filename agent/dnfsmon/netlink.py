@@ -24,12 +24,8 @@ replies test them; the I/O is `request()`.
 
 from __future__ import annotations
 
-# _socket is the C module under `socket`, and all a netlink dump needs: a raw socket's
-# send, recv and close, inet_ntop, if_nameindex and the constants. The socket module's
-# Python layer (enums made of every AF_ and SOCK_ constant, selectors) cost some 5 ms of
-# CPU in every cron run that reads the filers' sockets (bench/RESULTS.md).
-import _socket as socket
 import os
+import socket
 import struct
 from typing import Callable, Optional
 
@@ -171,8 +167,7 @@ def request(protocol: int, kind: int, body: bytes, wanted: int, decode: Callable
     for _attempt in range(DUMP_ATTEMPTS):
         interrupted = False
         found = []
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, protocol)
-        try:  # not `with`: _socket.socket is no context manager
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, protocol) as sock:
             sock.settimeout(TIMEOUT_S)
             sock.bind((0, 0))
             header = NLMSGHDR.pack(NLMSGHDR.size + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
@@ -195,15 +190,9 @@ def request(protocol: int, kind: int, body: bytes, wanted: int, decode: Callable
                         continue
                     if message_type == wanted:
                         found.append(decode(payload))
-        finally:
-            sock.close()
         if not interrupted:
             return found
     raise NetlinkError(f"netlink dump {kind} kept changing while read ({DUMP_ATTEMPTS} attempts)")
-
-
-# For filer_tcp, which needs no more of `socket` than these (see the import above).
-AF_INET, AF_INET6 = socket.AF_INET, socket.AF_INET6
 
 
 def tcp_sockets(family: int, states: int, remote_port: int) -> list[dict]:

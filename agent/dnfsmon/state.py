@@ -45,6 +45,7 @@ symlinks (files.open_in_directory).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -53,17 +54,6 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Optional
-
-# The state file's name holds a SHA-256 of the target's id. CPython's own SHA-256, not
-# hashlib's: hashlib loads OpenSSL's libcrypto first, some 4 ms of CPU in every cron run
-# for this one digest of a short name. The digest is the same (tests/test_state.py).
-try:
-    from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]  # CPython 3.12 and later
-except ImportError:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found, unused-ignore]  # CPython up to 3.11
-    except ImportError:  # a build without CPython's own hashes
-        from hashlib import sha256
 
 from .errors import EnvironmentProblem
 from .errors import LockHeld as LockHeld
@@ -97,7 +87,7 @@ STATE_MAX_BYTES = 512 * 1024 * 1024
 
 def state_file_name(target_id: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target_id)[:60]
-    digest = sha256(target_id.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(target_id.encode()).hexdigest()[:12]
     return f"{slug}-{digest}.state.json"
 
 

@@ -26,6 +26,7 @@ then summed per filer address, port, local address and interface.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Callable, Optional
@@ -71,7 +72,7 @@ def read_sockets(nfs_ports: tuple[int, ...]) -> dict:
     """The live sockets to the filers and the local addresses' interfaces (netlink)."""
     found = [
         {**entry, "tcp_info": {k: v for k, v in entry["tcp_info"].items() if k in COUNTERS + GAUGES}}
-        for family in (netlink.AF_INET, netlink.AF_INET6)
+        for family in (socket.AF_INET, socket.AF_INET6)
         for port in nfs_ports
         for entry in netlink.tcp_sockets(family, TCP_ESTABLISHED_STATES, port)
     ]
