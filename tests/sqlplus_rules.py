@@ -5,7 +5,7 @@ check. `run()` reads a script line by line like SQL*Plus does (statement
 entry, PL/SQL blocks, client commands, substitution variables, nested @@
 scripts) and reports every place where SQL*Plus would not do what the script
 means. Queries that set substitution variables (COLUMN ... NEW_VALUE) and
-read only DUAL, V$INSTANCE or ALL_OBJECTS are executed in SQLite (transpiled
+read only DUAL, V$INSTANCE, V$DATABASE or ALL_OBJECTS are executed in SQLite (transpiled
 by sqlglot) against a one-row V$INSTANCE for the release, so the release
 switches and the loop counter are computed by the scripts' own SQL, not by a
 copy of it. The rule table with its sources is in sql/README.md; RULES below
@@ -207,7 +207,7 @@ VARIABLE_TYPES = re.compile(
 UNSUBSTITUTED = re.compile(r"&&?[A-Za-z_][A-Za-z0-9_#$]*")
 LOB_TYPES = ("clob", "nclob")
 # Tables a NEW_VALUE query may read for the checker to run it (SQLite).
-EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "ALL_OBJECTS", "DBA_USERS"}
+EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "V$DATABASE", "ALL_OBJECTS", "DBA_USERS"}
 
 
 def _handler_spans(code: str) -> list[tuple[int, int]]:
@@ -248,6 +248,8 @@ class Database:
 
     version: str = "19.0.0.0.0"
     sys_objects: tuple[str, ...] = ("DBMS_LOCK", "DBMS_SESSION", "GV_$EVENT_HISTOGRAM_MICRO")
+    # V$DATABASE.OPEN_MODE: MOUNTED (a physical standby not open) or an open mode (Reference, V$DATABASE).
+    open_mode: str = "READ WRITE"
     user: str = "DNFSMON"
     users: tuple[str, ...] = ("DNFSMON", "C##DNFSMON", "C##MONITOR")
     # SYS_CONTEXT('USERENV', ...) of the session (Oracle Database SQL Language Reference, SYS_CONTEXT).
@@ -267,6 +269,8 @@ class Database:
         db.execute("insert into dual values ('X')")
         db.execute('create table "v$instance" (version text, instance_name text)')
         db.execute('insert into "v$instance" values (?, ?)', (self.version, "orcl"))
+        db.execute('create table "v$database" (open_mode text)')
+        db.execute('insert into "v$database" values (?)', (self.open_mode,))
         db.execute("create table all_objects (owner text, object_name text)")
         db.executemany("insert into all_objects values ('SYS', ?)", [(o,) for o in self.sys_objects])
         db.execute("create table dba_users (username text, account_status text)")

@@ -685,3 +685,46 @@ def test_a_remembered_block_gives_what_parsing_it_gives(seed):
         ours, fresh = same_parse(source, raw)
         assert ours == fresh
     assert source.remembered
+
+
+def test_an_idle_mounts_operations_are_diffed_as_one_vector_with_no_mapping_per_counter():
+    """A mount's operations' counters are one CounterVector: its interval's deltas are one tuple
+    under the layout's names (no dict of some 300 deltas per mount), all zeros for an idle mount,
+    and the mount's operations publish an idle operation's figures."""
+    idle = V3.replace("age:\t100", "age:\t110")
+    source = ms.MountstatsSource(["*"], [], ["all"])
+    old = source.parse(Raw({ms.MOUNTSTATS: V3}, 1000.0, 1.0), "h").samples
+    new = source.parse(Raw({ms.MOUNTSTATS: idle}, 1010.0, 11.0), "h").samples
+    result = rates.diff_all({s.state_key: s for s in old}, new)
+    (interval,) = [i for i in result.intervals if isinstance(i.current, ms.MountOps)]
+    assert type(interval.deltas) is rates.CounterVector
+    assert interval.deltas.names is interval.current.layout.names
+    assert set(interval.deltas.row) == {0} and len(interval.deltas.row) == len(interval.current.counters)
+    ops = [p for p in source.publish(result, new) if p.measurement == ms.OP_MEASUREMENT]
+    assert ops and all(p.fields["ops_per_s"] == 0.0 and "avg_rtt_ms" not in p.fields for p in ops)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operations_diffed_as_vectors_publish_what_the_same_counters_in_dicts_publish(seed):
+    """The state gives the last reading's samples back with their counters in dicts; rates.diff
+    then diffs by name and publish reads the deltas by name: the same points as the two vectors of
+    one process (the test of the source against a sample per operation covers the vectors)."""
+    import random
+
+    rng = random.Random(seed)
+    old_text = fixture(TELEGRAF) + SECOND + fixture(PROCFS)
+    new_text = moved(old_text, rng)
+
+    def published(reload_previous: bool):
+        source = ms.MountstatsSource(["*"], [], ["all"])
+        old = source.parse(Raw({ms.MOUNTSTATS: old_text}, 1000.0, 1.0), "h").samples
+        if reload_previous:
+            old = [rates.Sample.from_json(s.to_json()) for s in old]
+            assert not any(type(s.counters) is rates.CounterVector for s in old)
+        new = source.parse(Raw({ms.MOUNTSTATS: new_text}, 1010.0, 11.0), "h").samples
+        points = source.publish(rates.diff_all({s.state_key: s for s in old}, new), new)
+        return [(p.measurement, p.tags, dict(p.fields), p.time_ns) for p in points]
+
+    vectors = published(reload_previous=False)
+    assert any(p[0] == ms.OP_MEASUREMENT and p[2]["ops_per_s"] > 0 for p in vectors)
+    assert vectors == published(reload_previous=True)

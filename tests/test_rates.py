@@ -276,3 +276,55 @@ def test_diff_shortcuts_agree_with_the_rules_counter_by_counter(before, after, s
     else:
         assert isinstance(got, Interval)
         assert (got.dt, got.deltas, set(got.dropped)) == expected
+
+
+# --- A CounterVector (a mount's operations' counters as one tuple) is diffed in one pass over the
+# tuples when both samples have one of the same names: the same result as the rules above, and as
+# the same counters in dicts (which a state load gives back).
+
+VECTOR_NAMES = ("a", "b", "c", "d")
+VECTOR_PLACES = {name: place for place, name in enumerate(VECTOR_NAMES)}
+
+
+def vector(values):
+    return rates.CounterVector(VECTOR_NAMES, VECTOR_PLACES, tuple(values))
+
+
+@given(
+    before=st.lists(COUNTER_VALUES, min_size=4, max_size=4),
+    after=st.lists(COUNTER_VALUES, min_size=4, max_size=4),
+    same=st.booleans(),
+    previous_as=st.sampled_from(["vector", "dict"]),
+    current_as=st.sampled_from(["vector", "dict"]),
+)
+def test_counter_vectors_diff_as_the_rules_and_as_dicts_do(before, after, same, previous_as, current_as):
+    values_now = list(before) if same else after
+
+    def make(t, values, kind):
+        counters = vector(values) if kind == "vector" else dict(zip(VECTOR_NAMES, values))
+        return Sample("m", (("k", "1"),), t, t, counters, None, ("boot",))
+
+    got = rates.diff(make(100.0, before, previous_as), make(110.0, values_now, current_as))
+    as_dicts = rates.diff(make(100.0, before, "dict"), make(110.0, values_now, "dict"))
+    expected = reference_diff(make(100.0, before, "dict"), make(110.0, values_now, "dict"))
+    if expected == "reset":
+        assert isinstance(got, Skip) and got.event == rates.COUNTER_RESET
+        assert isinstance(as_dicts, Skip) and as_dicts.reason == got.reason
+    else:
+        assert isinstance(got, Interval)
+        assert (got.dt, dict(got.deltas.items()), set(got.dropped)) == expected
+        assert list(got.deltas.items()) == list(as_dicts.deltas.items())
+        assert got.dropped == as_dicts.dropped
+
+
+def test_a_counter_vector_is_a_read_only_mapping_equal_to_its_dict():
+    counters = vector([1, 2, 3, 4])
+    plain = {"a": 1, "b": 2, "c": 3, "d": 4}
+    # Both ways round: the state compares a loaded sample's dict with a new sample's vector.
+    assert counters == plain and plain == counters
+    assert counters != vector([1, 2, 3, 5]) and counters == vector([1, 2, 3, 4])
+    assert list(counters) == list(VECTOR_NAMES) and counters["c"] == 3 and "d" in counters and "e" not in counters
+    assert dict(counters) == dict(counters.items()) == {"a": 1, "b": 2, "c": 3, "d": 4}
+    assert counters.keys() == {"a": 0, "b": 0, "c": 0, "d": 0}.keys()
+    loaded = Sample.from_json(Sample("m", (("k", "1"),), 1.0, 1.0, counters).to_json())
+    assert type(loaded.counters) is dict and loaded.counters == counters

@@ -66,14 +66,14 @@ def name(path):
     return os.path.relpath(path, SQL)
 
 
-def run(script, *args, release="19c", granted=ALL_GRANTED, defines=None):
+def run(script, *args, release="19c", granted=ALL_GRANTED, defines=None, open_mode="READ WRITE"):
     """The checker's run of `@script args` on `release` with the SYS objects `granted` visible (read-only result)."""
-    return _run(script, args, release, tuple(granted), tuple(sorted((defines or {}).items())))
+    return _run(script, args, release, tuple(granted), tuple(sorted((defines or {}).items())), open_mode)
 
 
 @functools.cache
-def _run(script, args, release, granted, defines):
-    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=granted)
+def _run(script, args, release, granted, defines, open_mode):
+    database = sqlplus_rules.Database(version=VERSIONS[release], sys_objects=granted, open_mode=open_mode)
     return sqlplus_rules.start(SQL, script, *args, database=database, defines=dict(defines))
 
 
@@ -368,13 +368,14 @@ def _parsable(sql):
 @pytest.mark.parametrize(
     ("script", "view_files"),
     [
-        ("dnfs_iops.sql", {"GV$DNFS_STATS": "dnfs_iops_snapshot.sql"}),
+        ("dnfs_iops.sql", {"GV$DNFS_STATS": {"dnfs_iops_snapshot.sql"}}),
         (
             "dnfs_latency.sql",
             {
-                "GV$SYSTEM_EVENT": "dnfs_latency_snapshot.sql",
-                "GV$INSTANCE": "dnfs_latency_snapshot.sql",
-                "GV$EVENT_HISTOGRAM_MICRO": "dnfs_latency_hist_snapshot.sql",
+                "GV$SYSTEM_EVENT": {"dnfs_latency_snapshot.sql"},
+                # Each snapshot's STARTUP_TIME comes in its own statement, from the same moment.
+                "GV$INSTANCE": {"dnfs_latency_snapshot.sql", "dnfs_latency_hist_snapshot.sql"},
+                "GV$EVENT_HISTOGRAM_MICRO": {"dnfs_latency_hist_snapshot.sql"},
             },
         ),
     ],
@@ -383,13 +384,11 @@ def test_each_view_is_read_in_one_place_with_the_clock_and_printing_is_arithmeti
     result = run(script, "5", "3")
     readers = {}
     for file, line, sql in result.statements:
-        for view in views_in(sql) - {"V$INSTANCE", "ALL_OBJECTS"}:
+        for view in views_in(sql) - {"V$INSTANCE", "V$DATABASE", "ALL_OBJECTS"}:  # the probes
             readers.setdefault(view, set()).add((file, line))
             assert "systimestamp" in sql.lower(), f"{file}:{line} reads {view} without the clock"
-    assert {v: {f for f, _ in places} for v, places in readers.items() if v != "GV$PROCESS"} == {
-        v: {f} for v, f in view_files.items()
-    }
-    assert all(len(places) == 1 for places in readers.values())
+    assert {v: {f for f, _ in places} for v, places in readers.items() if v != "GV$PROCESS"} == view_files
+    assert all(len(places) == len(view_files.get(v, {v})) for v, places in readers.items())
     for file, _, sql in result.statements:
         if "-- core:" in sql or (file.endswith("_step.sql") and sql.lstrip().lower().startswith("with")):
             assert views_in(sql) == set(), f"{file} reads a view while printing"
@@ -406,9 +405,9 @@ def test_intervals_are_contiguous():
             order.append("diff")
         elif file == "dnfs_iops_print.sql":
             order.append("print" if ":dnfs_iv_s" in sql else "run")
-        elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_prev," in sql:
+        elif file == "_dnfs_shift_lob.sql" and ":dnfs_prev := taken" in sql:
             order.append("shift")
-        elif file == "_dnfs_shift_lob.sql" and "dbms_lob.copy(:dnfs_run," in sql:
+        elif file == "_dnfs_shift_lob.sql" and ":dnfs_run := taken" in sql:
             order.append("totals")
     assert order == ["snapshot", "shift"] + ["snapshot", "diff", "totals", "print", "shift"] * 3 + ["run"]
     accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
@@ -424,6 +423,29 @@ def test_a_missing_histogram_grant_leaves_the_events():
     assert any("GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO DNFSMON" in p for p in result.prompts)
     event_reads = [s for f, _, s in result.statements if f == "dnfs_latency_snapshot.sql"]
     assert len(event_reads) == 4 and all("gv$event_histogram" not in s for s in event_reads)
+
+
+FIXED_VIEW = re.compile(r"^(G?V\$\w+|DUAL)$")
+
+
+@pytest.mark.parametrize("script", USER_SCRIPTS)
+def test_on_a_mounted_database_no_script_reads_a_dictionary_view(script):
+    """Review F3: mounted, not open (a physical standby without Active Data Guard), only fixed tables
+    and views answer; a dictionary view fails with ORA-01219 (Database Error Messages, ORA-01219). The
+    probes read ALL_OBJECTS; now OPEN_MODE from V$DATABASE (a fixed view) replaces it by an empty
+    stand-in, and the looping scripts, which sleep with a stored package, refuse with one line."""
+    for release in ("11.2.0.4", "19c"):
+        result = run(script, release=release, open_mode="MOUNTED")
+        assert [str(f) for f in result.findings] == []
+        read = {(f, v) for f, _, sql in result.statements for v in views_in(sql) if not FIXED_VIEW.match(v)}
+        assert read == set(), read
+        if script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+            assert steps(result, script.replace(".sql", "_step.sql")) == 0
+            assert any("The database is mounted, not open" in p for p in result.prompts), result.prompts
+        # The stand-in lists no object: no grant is asked for that the user may well have.
+        assert not any("GRANT" in p for p in result.prompts), result.prompts
+    # Open, the probes read ALL_OBJECTS as before.
+    assert any("ALL_OBJECTS" in views_in(sql) for _, _, sql in run(script).statements)
 
 
 def test_the_event_list_is_defined_once_and_is_the_agents():
@@ -1356,6 +1378,33 @@ def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_inte
     assert len(notes) == 1 and "where :dnfs_run_s > 0" in notes[0]
 
 
+def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_totals():
+    """Review W2: _dnfs_shift_lob.sql freed the previous snapshot's (or the run's totals') temporary LOB
+    before it knew a new one existed, so a snapshot or an accumulation whose query failed (NULL) lost
+    the run's totals. Now, as SQL*Plus sends it in every shift of both loops: the copy is made first,
+    the previous LOB is freed only after it, all of it only when the new one is not NULL, and the time
+    moves with it. And the run's seconds grow only by an interval that gave rows."""
+    shifted = {
+        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_s"},
+        "dnfs_latency.sql": {"dnfs_ev_prev": "dnfs_prev_t", "dnfs_ev_first": "dnfs_first_t"},
+    }
+    for script, binds in shifted.items():
+        result = run(script, "5", "2")
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        shifts = [sql.lower() for f, _, sql in result.statements if f == "_dnfs_shift_lob.sql"]
+        for prev, taken_at in binds.items():
+            block = next(sql for sql in shifts if f"dbms_lob.freetemporary(:{prev})" in sql)
+            guard = block.index(" is not null then")
+            copied = block.index("dbms_lob.copy(taken")
+            freed = block.index(f"dbms_lob.freetemporary(:{prev})")
+            assert guard < copied < freed < block.index(f":{prev} := taken") < block.index(f":{taken_at} :=")
+            assert block.rindex("end if;") > block.index(f":{taken_at} :=")
+    accumulate = [s for f, _, s in run("dnfs_iops.sql", "5", "2").statements if f == "dnfs_iops_accumulate.sql"]
+    assert any(
+        re.search(r":dnfs_run_next_s := nvl\(:dnfs_run_s, 0\) \+ case when interval_rows > 0", s) for s in accumulate
+    )
+
+
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
     """dba-review P1: "a new process counts from zero, as its counters started at zero with it" was stated as fact.
 
@@ -1406,20 +1455,11 @@ def latency_rows(first_hit=True):
     raws, docs = documents(workload)
     tables = {"cur": (EVENT_NAMES, event_snapshot(docs[1])), "prev": (EVENT_NAMES, event_snapshot(docs[0]))}
     events = run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, BINDS, INTERVAL_DEFINES)
-    hist = ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT"]
-
-    def only_sequential(doc):
-        rows = zip(rows_of(doc, "event_histogram", hist), rows_of(doc, "event_histogram", ["EVENT"]))
-        return [r for r, e in rows if e[0] == "db file sequential read"]
-
-    prev, cur = only_sequential(docs[0]), only_sequential(docs[1])
+    prev, cur = hist_snapshot(docs[0]), hist_snapshot(docs[1])
     # The view lists only buckets hit since startup: the previous snapshot
     # lacks one that has waits now (as if it were hit for the first time).
     new_bucket = next(c for p, c in zip(prev, cur) if c[2] > p[2]) if first_hit else [None, None, None]
-    tables = {
-        "cur": (["inst_id", "bound_us", "wait_count"], cur),
-        "prev": (["inst_id", "bound_us", "wait_count"], [p for p in prev if p[1] != new_bucket[1]]),
-    }
+    tables = {"cur": (HIST_NAMES, cur), "prev": (HIST_NAMES, [p for p in prev if p[1] != new_bucket[1]])}
     buckets = run_core(
         "dnfs_latency_hist_step.sql", "histogram of 'db file sequential read' in the interval", tables, HIST_BINDS
     )
@@ -1587,6 +1627,76 @@ def test_an_instance_restarted_during_the_run_is_left_out_of_its_lines_and_total
     assert {
         r["dnfs_inst_id"] for r in run_core("dnfs_latency_print.sql", LATENCY_PRINT, tables, binds, INTERVAL_DEFINES)
     } == {1, 2, None}
+
+
+HIST_STEP = "histogram of 'db file sequential read' in the interval"
+HIST_RESTARTS = "instances restarted between the two histogram snapshots"
+HIST_NAMES = ["inst_id", "bound_us", "wait_count", "startup"]
+
+
+def hist_snapshot(document):
+    """The 'db file sequential read' buckets as dnfs_latency_hist_snapshot.sql stores them: each with its
+    instance's STARTUP_TIME from GV$INSTANCE."""
+    startup = dict(rows_of(document, "instances", ["INST_ID", "STARTUP_TIME"]))
+    rows = rows_of(document, "event_histogram", ["INST_ID", "WAIT_TIME_MICRO", "WAIT_COUNT", "EVENT"])
+    return [[i, u, c, startup[i]] for i, u, c, e in rows if e == "db file sequential read"]
+
+
+def test_an_instance_restarted_inside_a_histogram_interval_is_left_out_and_said():
+    """Review F2: the histogram told a restart only by a bucket's count going down, so after a restart a
+    bucket that grew past its count before the restart printed (count since restart - count before), and
+    % waits mixed such buckets with real ones. With each bucket's STARTUP_TIME (GV$INSTANCE) in the
+    snapshot, as the events snapshot has it, the restarted instance has no bucket line for the interval
+    and one line names it. Truth: the simulator's restart times; for instance 1 the agent's buckets."""
+    workload = simulator.Workload(instances=2, release="19c", restart_every_s=1000.0)
+    # One interval from 5 s to 560 s (instance 2 restarts at 500 s), and one from 5 s to 300 s without.
+    times = (workload.epoch + 5.0, workload.epoch + 300.0, workload.epoch + 560.0)
+    memory = simulator.Memory()
+    raws = [simulator.read(workload, t, memory) for t in times]
+    docs = [json.loads(r.text(oracle.RESULTS)) for r in raws]
+    snapshots = [hist_snapshot(d) for d in docs]
+    model = simulator.Model(workload)
+    assert [i for i in (1, 2) if model.startup(i, times[0]) != model.startup(i, times[2])] == [2]
+    # The case the old guard missed: a bucket of instance 2 grew past its count before the restart.
+    before = {(r[0], r[1]): r[2] for r in snapshots[0]}
+    assert any(r[2] > before.get((r[0], r[1]), 0) for r in snapshots[2] if r[0] == 2)
+    tables = {"cur": (HIST_NAMES, snapshots[2]), "prev": (HIST_NAMES, snapshots[0])}
+    binds = {"dnfs_hist_prev_t": times[0], "dnfs_hist_cur_t": times[2], "dnfs_cur_clock": "22:22:40"}
+    buckets = run_core("dnfs_latency_hist_step.sql", HIST_STEP, tables, binds)
+    assert buckets and {r["dnfs_inst_id"] for r in buckets} == {1}
+    assert sum(r["pct"] for r in buckets) == pytest.approx(100.0)
+    first = compute({"oracle": raws[0]}, {}, "h", {})
+    points = compute({"oracle": raws[2]}, {}, "h", first.samples).points
+    agent = {
+        dict(p.tags)["le_us"]: p.fields["waits_per_s"]
+        for p in points
+        if p.measurement == "dnfsmon_oracle_latency_histogram"
+        and dict(p.tags)["event"] == "db file sequential read"
+        and dict(p.tags)["instance"] == "simdb1"
+    }
+    for row in buckets:
+        assert row["bucket_waits_per_s"] == pytest.approx(agent[str(int(float(row["bucket"])))], rel=1e-9)
+    notes = run_core("dnfs_latency_hist_step.sql", HIST_RESTARTS, tables, binds)
+    startup_2 = dict(rows_of(docs[2], "instances", ["INST_ID", "STARTUP_TIME"]))[2]
+    assert [n["dnfs_restart_note"].replace("instance 2.0 ", "instance 2 ") for n in notes] == [
+        f"22:22:40 instance 2 restarted (STARTUP_TIME {startup_2}): left out of the histogram,"
+        " its counts started again from zero"
+    ]
+    # An interval with no restart: no note, both instances.
+    tables = {"cur": (HIST_NAMES, snapshots[1]), "prev": (HIST_NAMES, snapshots[0])}
+    binds = {"dnfs_hist_prev_t": times[0], "dnfs_hist_cur_t": times[1], "dnfs_cur_clock": "22:18:20"}
+    assert run_core("dnfs_latency_hist_step.sql", HIST_RESTARTS, tables, binds) == []
+    assert {r["dnfs_inst_id"] for r in run_core("dnfs_latency_hist_step.sql", HIST_STEP, tables, binds)} == {1, 2}
+
+
+def test_the_histogram_snapshot_reads_startup_time_with_the_buckets():
+    """Each histogram snapshot reads GV$INSTANCE.STARTUP_TIME in its one statement with the histogram
+    view (joined on INST_ID), as the events snapshot does, on every release the pack supports."""
+    for release in ("11.2.0.4", "19c", "23ai"):
+        result = run("dnfs_latency.sql", "5", "2", release=release)
+        assert result.findings == [], [str(f) for f in result.findings]
+        reads = [s for f, _, s in result.statements if f == "dnfs_latency_hist_snapshot.sql"]
+        assert reads and all("gv$instance i on h.inst_id = i.inst_id" in s and "startup_time" in s for s in reads)
 
 
 def test_the_events_snapshot_reads_startup_time_with_the_events():
@@ -2061,9 +2171,12 @@ def test_the_looping_scripts_free_every_clob_bind(release):
     # Every CLOB the pack declares is freed with DBMS_LOB.FREETEMPORARY, in a block that does nothing
     # else that can fail (a failed block may leave its binds as they were: a freed locator kept).
     declared = {b for b, kind in result.binds.items() if kind.lower() == "clob"}
-    frees = [s for _, _, s in result.statements if "dbms_lob.freetemporary(" in s]
+    frees = [s for _, _, s in result.statements if "dbms_lob.freetemporary(:" in s]
     assert declared == {re.search(r"freetemporary\(:(\w+)\)", s).group(1) for s in frees}
-    assert all("select" not in s and "dbms_lob.copy" not in s for s in frees)
+    # Nothing after the free can fail but the assignment that replaces the LOB (the shift copies first:
+    # a copy that fails leaves the previous LOB as it was).
+    after = [s[s.index("dbms_lob.freetemporary(:") :] for s in frees]
+    assert all("select" not in s and "dbms_lob.copy" not in s for s in after)
 
 
 def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
@@ -2080,9 +2193,10 @@ def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
         assert result.findings == [], [str(f) for f in result.findings]
         for file, _, sql in result.statements:
             if file == "_dnfs_shift_lob.sql":
-                copy = re.search(r"dbms_lob\.copy\(:(\w+), :(\w+),", sql)
+                copied = re.search(r"dbms_lob\.copy\(taken, :(\w+),", sql).group(1)
+                into = re.search(r":(\w+) := taken;", sql).group(1)
                 times = re.search(r":(\w+) := :(\w+);", sql)
-                shifted.append((copy.group(2), copy.group(1), times.group(2), times.group(1)))
+                shifted.append((copied, into, times.group(2), times.group(1)))
     pairs = {
         ("dnfs_cur", "dnfs_prev", "dnfs_cur_t", "dnfs_prev_t"),
         ("dnfs_ev_cur", "dnfs_ev_prev", "dnfs_cur_t", "dnfs_prev_t"),

@@ -24,8 +24,8 @@ Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case fo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from operator import itemgetter
+from collections.abc import Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter, sub
 from types import MappingProxyType
 from typing import Callable, NamedTuple, Optional, TypeVar, Union
 
@@ -176,6 +176,56 @@ class Sample(Record):
         )
 
 
+class CounterVector(Mapping[str, int]):
+    """A sample's counters as one tuple of values under one tuple of names, which every sample of
+    one shape shares (a mount's operations: some 300 counters, most of them still at each reading).
+
+    A read-only mapping like any sample's counters (the state saves it as one); `diff` takes two
+    of one shape in one pass over the tuples, without a dict per sample or per interval.
+    """
+
+    __slots__ = ("names", "places", "row")
+
+    def __init__(self, names: tuple[str, ...], places: Mapping[str, int], row: tuple[int, ...]):
+        self.names = names  # the counters' names, in the row's order
+        self.places = places  # name -> its place in the row (shared with `names`)
+        self.row = row
+
+    def __getitem__(self, name: str) -> int:
+        return self.row[self.places[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.places
+
+    def items(self) -> ItemsView[str, int]:
+        return _VectorItems(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CounterVector) and other.names == self.names:
+            return other.row == self.row
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: equal to a dict of the same counters
+
+    def __repr__(self) -> str:
+        return f"CounterVector({dict(self.items())!r})"
+
+
+class _VectorItems(ItemsView[str, int]):
+    """The (name, value) pairs of a CounterVector, paired in C (dict(), state's changed_values)."""
+
+    _mapping: CounterVector
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return zip(self._mapping.names, self._mapping.row)
+
+
 class Interval(NamedTuple):
     """What happened to one key between two samples (read-only: dnfsmon.records)."""
 
@@ -184,7 +234,7 @@ class Interval(NamedTuple):
     # Measured length of the interval in seconds (> 0).
     dt: float
     # Counter increases over the interval, only for counters valid in both.
-    deltas: dict[str, int]
+    deltas: Mapping[str, int]
     # Counters left out of `deltas`, with the reason (implausible values).
     dropped: dict[str, str]
 
@@ -242,16 +292,22 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
 
     counters, before_counters = current.counters, previous.counters
     dropped: dict[str, str] = {}
-    # Below the smallest limit any counter has (a declared width's, else IMPLAUSIBLE_COUNTER),
-    # no counter is implausible (tests/test_rates.py checks these shortcuts against the loop).
-    limit = min(2 ** min(current.widths.values()), IMPLAUSIBLE_COUNTER) if current.widths else IMPLAUSIBLE_COUNTER
-    if counters == before_counters and (
-        not counters or (min(counters.values()) >= 0 and max(counters.values()) < limit)
-    ):
-        # Nothing moved (an idle NFS op, most of them at any moment): every delta
-        # is 0, which the loop below would also find, one counter at a time.
-        # Wrapping cannot matter: a width only changes a delta below zero.
-        return Interval(previous, current, dt, dict.fromkeys(counters, 0), dropped)
+    row_before = _row_of(before_counters, counters) if type(counters) is CounterVector and not current.widths else None
+    if row_before is not None:
+        # A vector (a mount's operations), none declared to wrap, and the previous sample's
+        # counters of the same names in the same order (a vector, or the dict a state load
+        # gives back): every delta in one pass over the tuples. When no value is implausible and
+        # none went backwards, these are the deltas the loop below would find (tests/test_rates.py
+        # checks it); otherwise the loop says which counter and why. Equal rows are all zeros,
+        # found without a subtraction.
+        row = counters.row  # type: ignore[attr-defined]
+        names, places = counters.names, counters.places  # type: ignore[attr-defined]
+        if not row or (min(row_before) >= 0 and max(row) < IMPLAUSIBLE_COUNTER):
+            if row == row_before:
+                return Interval(previous, current, dt, CounterVector(names, places, (0,) * len(row)), dropped)
+            moved = tuple(map(sub, row, row_before))
+            if min(moved) >= 0:
+                return Interval(previous, current, dt, CounterVector(names, places, moved), dropped)
     widths = current.widths
     if counters and not widths and counters.keys() == before_counters.keys():
         # The same counters in both, none declared to wrap (a busy Oracle process, an
@@ -288,6 +344,15 @@ def diff(previous: Optional[Sample], current: Sample) -> Union[Interval, Skip]:
             )
         deltas[name] = delta
     return Interval(previous, current, dt, deltas, dropped)
+
+
+def _row_of(counters: Mapping[str, int], like: CounterVector) -> Optional[tuple[int, ...]]:
+    """`counters`' values as a row of `like`'s shape: the same names in the same order; else None."""
+    if type(counters) is CounterVector:
+        return counters.row if counters.names == like.names else None
+    if type(counters) is dict and tuple(counters) == like.names:
+        return tuple(counters.values())
+    return None
 
 
 def deltas_counting_new_from_zero(interval: Interval) -> dict[str, int]:
@@ -347,7 +412,7 @@ class Aggregate(NamedTuple):
     dt: float
     # Sums of each counter's deltas, for counters every member has a delta of
     # (a sum missing a member would understate the series).
-    deltas: dict[str, int]
+    deltas: Mapping[str, int]
     members: list[Interval]
 
     def rate(self, counter: str) -> Optional[float]:

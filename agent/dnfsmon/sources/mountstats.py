@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
-from itertools import chain
+from itertools import accumulate, chain, repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
@@ -188,8 +188,9 @@ class Mount(Record):
         "line_no",
         "mountpoint",
         "nfs_program_version",
+        "op_counters",
         "op_names",
-        "op_rows",
+        "op_widths",
         "options",
         "options_read",
         "rpc_version",
@@ -212,10 +213,18 @@ class Mount(Record):
         self.rpc_version = ""
         self.nfs_program_version = ""
         self.transports: list[tuple[str, dict[str, int]]] = []
-        # The per-op lines in the kernel's order: each operation's name and its counters in
-        # OP_FIELDS order (8 or 9 of them, as the kernel printed).
+        # The per-op lines in the kernel's order: each operation's name, how many of OP_FIELDS its
+        # line has (8 or 9, as the kernel printed), and all their counters in one tuple, each
+        # operation's in OP_FIELDS order after the last one's.
         self.op_names: list[str] = []
-        self.op_rows: list[list[int]] = []
+        self.op_widths: list[int] = []
+        self.op_counters: tuple[int, ...] = ()
+
+    @property
+    def op_rows(self) -> list[tuple[int, ...]]:
+        """Each operation's counters (made when asked)."""
+        ends = list(accumulate(self.op_widths))
+        return [self.op_counters[end - width : end] for end, width in zip(ends, self.op_widths)]
 
     @property
     def ops(self) -> dict[str, dict[str, int]]:
@@ -319,29 +328,54 @@ def _parse_block(
             break
         # caps:, nfsv4:, sec:, impl_id:, fsc: and lines of future kernels carry
         # nothing dnfsmon publishes: accepted and ignored.
-    mount.op_names, mount.op_rows = _parse_ops(first + ops_from, lines[ops_from:], path)
+    mount.op_names, mount.op_widths, mount.op_counters = _parse_ops(first + ops_from, lines[ops_from:], path)
     if mount.age is None:
         raise ParseError(path, f"NFS mount {mount.mountpoint} has no 'age:' line", first, lines[0])
     return mount
 
 
-def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
+# A block's per-op lines: the operations' names, how many counters each has, all the counters in one tuple.
+OpLines = tuple[list[str], list[int], tuple[int, ...]]
+
+
+def _parse_ops(first: int, lines: list[str], path: str) -> OpLines:
     """The per-op lines of a block (rpc_print_iostats, net/sunrpc/stats.c): one line per
     NFS procedure, "NAME: n n n ..."; the names (without the colon) and each one's first
     len(OP_FIELDS) counters.
 
-    They are most of a block (34 of some 45 lines with NFSv3): the lines are split, then
-    checked once for the block (every line has a name ending with ":" and more than
-    OP_MIN_FIELDS counters, every counter is ASCII digits) and converted line by line.
-    Lines of different lengths need nothing else (the kernel of the procfs capture prints 8
-    counters for some procedures and 9 for others). A block failing a check is read again
-    by _parse_ops_line_by_line, which says which line is wrong.
+    They are most of a block (34 of some 45 lines with NFSv3), and are checked and converted
+    together: every line split, the names taken out (every so many words when the lines have one
+    length, as a kernel prints 8 counters, or 9 from RPC iostats 1.1, for every procedure; the
+    kernel of the procfs capture prints 8 for some and 9 for others), the counters checked as
+    ASCII digits at once and converted in one pass. Lines with more counters than dnfsmon reads
+    (a later kernel's), or an operation printed twice, are converted line by line. A block
+    failing a check is read again by _parse_ops_line_by_line, which says which line is wrong.
     """
     rows_words = [words for words in map(str.split, lines) if words]
-    if rows_words and min(map(len, rows_words)) > OP_MIN_FIELDS:
+    lengths = set(map(len, rows_words))
+    if lengths and min(lengths) > OP_MIN_FIELDS and max(lengths) <= 1 + len(OP_FIELDS):
+        if len(lengths) == 1:
+            (length,) = lengths
+            counters = list(chain.from_iterable(rows_words))
+            names = counters[::length]
+            del counters[::length]
+            widths = [length - 1] * len(names)
+        else:
+            names = [words[0] for words in rows_words]
+            counters = list(chain.from_iterable(words[1:] for words in rows_words))
+            widths = [len(words) - 1 for words in rows_words]
+        if all(map(str.endswith, names, repeat(":"))) and is_unsigned("".join(counters)):
+            names = [name[:-1] for name in names]
+            row = tuple(map(int, counters))
+            if len(set(names)) == len(names):
+                return names, widths, row
+            ends = accumulate(widths)
+            return _last_of_each(names, [row[end - width : end] for end, width in zip(ends, widths)])
+    elif lengths and min(lengths) > OP_MIN_FIELDS:
         names = [words[0] for words in rows_words]
-        counters = chain.from_iterable(words[1:] for words in rows_words)
-        if all(name.endswith(":") for name in names) and is_unsigned("".join(counters)):
+        if all(name.endswith(":") for name in names) and is_unsigned(
+            "".join(chain.from_iterable(words[1:] for words in rows_words))
+        ):
             # Counters after the last of OP_FIELDS (a later kernel's) are not read.
             end = 1 + len(OP_FIELDS)
             rows = [list(map(int, words[1:end])) for words in rows_words]
@@ -349,16 +383,16 @@ def _parse_ops(first: int, lines: list[str], path: str) -> tuple[list[str], list
     return _parse_ops_line_by_line(first, lines, path)
 
 
-def _last_of_each(names: list[str], rows: list[list[int]]) -> tuple[list[str], list[list[int]]]:
+def _last_of_each(names: list[str], rows: Sequence[Sequence[int]]) -> OpLines:
     """An operation printed twice (the Telegraf capture's LAYOUTRETURN) counts as its last line,
     in the place of its first."""
-    if len(set(names)) == len(names):
-        return names, rows
-    ops = dict(zip(names, rows))
-    return list(ops), list(ops.values())
+    if len(set(names)) != len(names):
+        ops = dict(zip(names, rows))
+        names, rows = list(ops), list(ops.values())
+    return names, list(map(len, rows)), tuple(chain.from_iterable(rows))
 
 
-def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> tuple[list[str], list[list[int]]]:
+def _parse_ops_line_by_line(first: int, lines: list[str], path: str) -> OpLines:
     """The per-op lines one at a time: for a block _parse_ops cannot take in one go."""
     names, rows = [], []
     for index, line in enumerate(lines):
@@ -566,20 +600,34 @@ class OpLayout(NamedTuple):
     names: tuple[str, ...]  # the counters' names, in the order of the operations' counters
     operations: tuple[tuple[str, tuple[str, ...]], ...]  # (operation, its counters' names in OP_FIELDS order)
     idle_rows: tuple[tuple[Optional[int], ...], ...]  # each operation's deltas when it did nothing
+    places: Mapping[str, int]  # each name's place in `names` (a CounterVector's row)
+    # Each operation's slice of the row, and the Nones that fill it to len(OP_FIELDS).
+    spans: tuple[tuple[str, int, int, tuple[None, ...]], ...]
 
     @classmethod
     def of(cls, operations: Sequence[str], widths: Sequence[int]) -> OpLayout:
         names_of = [(op, tuple(f"{op}.{name}" for name in OP_FIELDS)) for op in operations]
+        names = tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths)))
+        starts = [sum(widths[:index]) for index in range(len(widths))]
         return cls(
-            tuple(chain.from_iterable(names[:width] for (_, names), width in zip(names_of, widths))),
+            names,
             tuple(names_of),
             tuple((0,) * width + (None,) * (len(OP_FIELDS) - width) for width in widths),
+            MappingProxyType({name: place for place, name in enumerate(names)}),
+            tuple(
+                (op, start, start + width, (None,) * (len(OP_FIELDS) - width))
+                for op, start, width in zip(operations, starts, widths)
+            ),
         )
+
+    def counters(self, row: tuple[int, ...]) -> rates.CounterVector:
+        """The operations' counters (each one's after the last one's, as `of` was given their widths) as one vector."""
+        return rates.CounterVector(self.names, self.places, row)
 
 
 class MountOps(Sample):
-    """A mount's operations as one sample: their counters together (OpLayout), diffed in one
-    pass (rates.diff), published as a point per operation.
+    """A mount's operations as one sample: their counters together, one CounterVector in the
+    order of its OpLayout, diffed in one pass (rates.diff), published as a point per operation.
 
     An idle mount's counters are all equal to the last reading's, which rates.diff sees
     at once; with a sample per operation, each of some 30 per mount was a sample, an
@@ -685,10 +733,10 @@ class Remembered(NamedTuple):
     counters: dict[str, int]  # the mount's sample's (shared read-only by the samples made from them)
     gauges: dict[str, rates.Gauge]  # the mount's gauges; age_s is the reading's own
     layout: OpLayout
-    op_counters: dict[str, int]  # the MountOps sample's (shared read-only)
+    op_counters: rates.CounterVector  # the MountOps sample's (shared read-only)
 
     @classmethod
-    def of(cls, mount: Mount, host: str, age_at: int, layout: OpLayout, op_counters: dict[str, int]) -> Remembered:
+    def of(cls, mount: Mount, host: str, age_at: int, layout: OpLayout, op_counters: rates.CounterVector) -> Remembered:
         key = mount_key(mount, host)
         tags = ",".join(map("=".join, key))
         return cls(
@@ -756,17 +804,19 @@ class MountstatsSource(HostSource):
     def read(self, inputs: HostInputs) -> Raw:
         return read(inputs)
 
-    def operations_of(self, mount: Mount) -> tuple[OpLayout, dict[str, int]]:
+    def operations_of(self, mount: Mount) -> tuple[OpLayout, rates.CounterVector]:
         """The layout and counters of the mount's MountOps sample: its operations the filter keeps."""
-        names, rows = mount.op_names, mount.op_rows
+        names, widths, row = mount.op_names, mount.op_widths, mount.op_counters
         if self.operations is not None:
+            rows = mount.op_rows
             kept = [index for index, op in enumerate(names) if op in self.operations]
-            names, rows = [names[i] for i in kept], [rows[i] for i in kept]
-        shape = (tuple(names), tuple(map(len, rows)))
+            names, widths = [names[i] for i in kept], [widths[i] for i in kept]
+            row = tuple(chain.from_iterable(rows[i] for i in kept))
+        shape = (tuple(names), tuple(widths))
         layout = self.layouts.get(shape)
         if layout is None:
             layout = self.layouts[shape] = OpLayout.of(*shape)
-        return layout, dict(zip(layout.names, chain.from_iterable(rows)))
+        return layout, layout.counters(row)
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         identity = boot_identity(raw)
@@ -828,16 +878,20 @@ class MountstatsSource(HostSource):
                     points.append(Point(sample.measurement, sample.key, own, time_ns))
                 continue
             deltas = interval.deltas
-            if not interval.dropped and not any(deltas.values()):
+            layout = sample.layout
+            # rates.diff gives a vector for two vectors of one layout that moved forward (the
+            # common case), else the counters' deltas by name (after a state load, a counter dropped).
+            vector = deltas.row if isinstance(deltas, rates.CounterVector) and deltas.names == layout.names else None
+            if not interval.dropped and not any(deltas.values() if vector is None else vector):
                 # An idle mount (most of them, at any moment): each operation's figures are an idle one's.
-                for (op, _), row in zip(sample.layout.operations, sample.layout.idle_rows):
+                for (op, _), row in zip(layout.operations, layout.idle_rows):
                     if row not in idle:
                         idle[row] = MappingProxyType(op_figures(row, interval.dt))
                     if idle[row]:
                         points.append(Point(OP_MEASUREMENT, (*sample.key, ("op", op)), idle[row], time_ns))
                 continue
-            for op, names in sample.layout.operations:
-                row = tuple(map(deltas.get, names))
+            for (op, names), (_, start, stop, missing) in zip(layout.operations, layout.spans):
+                row = tuple(map(deltas.get, names)) if vector is None else vector[start:stop] + missing
                 # An operation that did nothing (most of them, at any moment) has the figures of
                 # every other idle one: made once, shared read-only by their points.
                 if row in IDLE_ROWS:

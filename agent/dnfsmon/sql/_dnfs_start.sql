@@ -131,6 +131,27 @@ select
     end as arg_message
 from dual;
 
+-- Mounted, not open (a physical standby without Active Data Guard, an
+-- instance being started): only fixed tables and views answer, a dictionary
+-- view such as ALL_OBJECTS fails with ORA-01219 (Database Error Messages,
+-- ORA-01219: "queries allowed on fixed tables or views only"), so the probes
+-- of the pack read an empty stand-in for it (V$DATABASE.OPEN_MODE, a fixed
+-- view: MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY; Oracle Database
+-- Reference, V$DATABASE). The loops sleep with a stored package, and then
+-- refuse with one line; the one-shot scripts run.
+define _dnfs_mounted = 0
+define _dnfs_all_objects = all_objects
+column mounted new_value _dnfs_mounted noprint
+column all_objects_source new_value _dnfs_all_objects noprint
+select
+    case when open_mode = 'MOUNTED' then 1 else 0 end as mounted,
+    case
+        when open_mode = 'MOUNTED'
+            then '(select ''SYS'' as owner, ''NONE'' as object_name from dual where 1 = 0)'
+        else 'all_objects'
+    end as all_objects_source
+from v$database;
+
 -- Release switches: DBMS_SESSION.SLEEP from 18c where the user may execute
 -- it (EXECUTE is granted to PUBLIC, but hardened databases revoke it), else
 -- DBMS_LOCK.SLEEP, which needs EXECUTE on SYS.DBMS_LOCK (ALL_OBJECTS lists a
@@ -156,7 +177,7 @@ packages as (
     select
         count(case when object_name = 'DBMS_SESSION' then 1 end) as session_visible,
         count(case when object_name = 'DBMS_LOCK' then 1 end) as lock_visible
-    from all_objects
+    from &_dnfs_all_objects
     where owner = 'SYS' and object_name in ('DBMS_SESSION', 'DBMS_LOCK')
 )
 select
@@ -167,6 +188,10 @@ select
     case when (r.major >= 18 and l.session_visible > 0) or l.lock_visible > 0 then 1 else 0 end as can_sleep,
     case
         when '&_dnfs_default_count' = '0' or l.lock_visible > 0 then null
+        when &_dnfs_mounted = 1
+            then
+                'The database is mounted, not open: the looping scripts sleep with a stored package, which'
+                || ' needs it open (nothing run; @dnfs_check and the one-shot scripts work).'
         when r.major >= 18 and l.session_visible = 0
             then
                 'The pack sleeps with DBMS_SESSION.SLEEP, which this user may not execute: GRANT EXECUTE ON'

@@ -46,7 +46,7 @@ column closed_containers new_value _dnfs_closed_containers noprint
 column containers_message new_value _dnfs_containers_message noprint
 with containers_view as (
     select count(*) as containers_visible
-    from all_objects
+    from &_dnfs_all_objects
     where owner = 'SYS' and object_name = 'GV_$CONTAINERS'
 )
 select
@@ -57,7 +57,7 @@ select
         else 'select 0 as inst_id, 0 as con_id from dual where 1 = 0'
     end as closed_containers,
     case
-        when i.version >= '12' and o.containers_visible = 0
+        when i.version >= '12' and o.containers_visible = 0 and &_dnfs_mounted = 0
             then
                 'PDBs not open on an instance are counted too: GRANT SELECT ON SYS.GV_$CONTAINERS TO ' || user
                 || ' (CONTAINER=ALL in a CDB).'
@@ -164,7 +164,7 @@ column alert_part new_value _dnfs_alert_part noprint
 column alert_message new_value _dnfs_alert_message noprint
 with alert_view as (
     select count(*) as alert_visible
-    from all_objects
+    from &_dnfs_all_objects
     where owner = 'SYS' and object_name = 'V_$DIAG_ALERT_EXT'
 )
 select
@@ -172,6 +172,8 @@ select
     case
         when i.version < '12.2'
             then 'Alert log: before 12.2 grep the host''s alert_<SID>.log for "Direct NFS" and "ODM".'
+        when &_dnfs_mounted = 1
+            then 'Alert log skipped: the database is mounted, not open (grep the host''s alert log).'
         when o.alert_visible = 0
             then 'Alert log skipped: GRANT SELECT ON SYS.V_$DIAG_ALERT_EXT TO ' || user
     end as alert_message

@@ -15,6 +15,8 @@
 
 define _dnfs_lob = dnfs_run_next
 @@_dnfs_free_lob.sql
+declare
+    interval_rows number;
 begin
     select
         xmlserialize(
@@ -35,8 +37,9 @@ begin
                     )
                 )
             ) as clob
-        ) as totals_xml
-    into :dnfs_run_next
+        ) as totals_xml,
+        count(case when kind = 'interval' then 1 end) as interval_rows
+    into :dnfs_run_next, interval_rows
     from (
         -- core: per instance, the interval that just ended and the run so far
         with
@@ -195,6 +198,9 @@ begin
         -- core: end
     ) totals;
     :dnfs_iv_s := case when :dnfs_cur_t > :dnfs_prev_t then :dnfs_cur_t - :dnfs_prev_t end;
-    :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + nvl(:dnfs_iv_s, 0);
+    -- The run's seconds grow only by an interval some instance was measured
+    -- over: an interval without rows (no process diffed) adds none, or no
+    -- instance would ever match the run's seconds again.
+    :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + case when interval_rows > 0 then nvl(:dnfs_iv_s, 0) else 0 end;
 end;
 /

@@ -10,7 +10,8 @@
 -- Notes:       Reads GV$SYSTEM_EVENT (TIME_WAITED_MICRO: microsecond
 --              resolution, not the centisecond TIME_WAITED) and
 --              GV$EVENT_HISTOGRAM_MICRO from 12.1.0.2 (power-of-two buckets in
---              microseconds), GV$EVENT_HISTOGRAM (milliseconds) before.
+--              microseconds), GV$EVENT_HISTOGRAM (milliseconds) before,
+--              each with GV$INSTANCE (STARTUP_TIME, to tell a restart).
 --              Only 'db file sequential read' and 'control file sequential
 --              read' are close to per-I/O latency. With asynchronous I/O,
 --              'db file parallel write' and 'log file parallel write' time a
@@ -21,7 +22,8 @@
 --              the histogram is skipped with one line naming the grant.
 --              Read-only; two snapshots per view are kept in bind variables.
 --              An instance restarted during an interval (its STARTUP_TIME in
---              GV$INSTANCE changed) shows no line for it, and one line says so.
+--              GV$INSTANCE changed) shows no line for it, in the events and in
+--              the histogram, and one line says so.
 --              After the loop, the whole run: each event's waits/s and average
 --              per instance from the first snapshot to the last, and on RAC
 --              the instances together (a total line per event, also printed
@@ -37,7 +39,8 @@ define _dnfs_title_note = "(then the histogram of db file sequential read; avera
 @@_dnfs_start.sql
 
 -- The histogram part runs only when its view is readable (ALL_OBJECTS lists
--- a SYS view only to a user who may select from it).
+-- a SYS view only to a user who may select from it; mounted, its stand-in
+-- lists none, and the loop does not run: _dnfs_start.sql).
 define _dnfs_hist_step = _dnfs_noop
 define _dnfs_hist_snapshot = _dnfs_noop
 define _dnfs_hist_shift = _dnfs_noop
@@ -51,10 +54,10 @@ select
     case when count(*) > 0 then 'dnfs_latency_hist_snapshot' else '_dnfs_noop' end as hist_snapshot,
     case when count(*) > 0 then 'dnfs_latency_hist_shift' else '_dnfs_noop' end as hist_shift,
     case
-        when count(*) = 0
+        when count(*) = 0 and &_dnfs_mounted = 0
             then 'Histogram skipped: GRANT SELECT ON SYS.' || upper(replace('&_dnfs_hist_view', '$', '_$')) || ' TO ' || user
     end as hist_message
-from all_objects
+from &_dnfs_all_objects
 where owner = 'SYS' and object_name = upper(replace('&_dnfs_hist_view', '$', '_$'));
 prompt &_dnfs_hist_message
 

@@ -77,7 +77,7 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
     the open database's statement could fail on a large instance. The parser sums those rows as
     the statement would (rows.group_channels). The same holds for the inventory's DISTINCT and
     GROUP BY: V$DNFS_FILES and V$IOSTAT_FILE are read as plain rows and counted by the parser
-    (rows.group_files, rows.group_iostat_files), and the per-filer file latency is not read.
+    (rows.group_files; V$IOSTAT_FILE in parsers._coverage), and the per-filer file latency is not read.
     """
     local = scope == "instance"
     queries = []
@@ -192,7 +192,7 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
         columns = ["INST_ID", "EVENT", "WAIT_TIME_MILLI", "WAIT_COUNT"]
         queries.append(simple("event_histogram", "GV$EVENT_HISTOGRAM", columns, events(HISTOGRAM_EVENTS)))
     if "ACCESS_METHOD" in has("GV$IOSTAT_FILE") and mounted:
-        # Mounted: a row per file, counted by the parser (rows.group_iostat_files): no GROUP BY sort.
+        # Mounted: a row per file, counted by the parser (parsers._coverage): no GROUP BY sort.
         columns = ["INST_ID", "FILETYPE_NAME", "ACCESS_METHOD", *_pick(has("GV$IOSTAT_FILE"), ["CON_ID"])]
         queries.append(simple("iostat_file", "GV$IOSTAT_FILE", columns, inventory=True))
     elif "ACCESS_METHOD" in has("GV$IOSTAT_FILE"):

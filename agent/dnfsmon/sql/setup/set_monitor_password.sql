@@ -154,8 +154,10 @@ undefine 1 _dnfs_user
 -- A later typo must not end SQL*Plus (WHENEVER is not a SET variable: STORE SET does not save it).
 whenever sqlerror continue none
 column dnfs_settings clear
--- As _dnfs_end.sql: the name as written ("&_dnfs_settings") where & did not
--- substitute, read with a DEFINE character no file name holds (SET DEFINE).
+-- As _dnfs_end_caret.sql: the name as written ("&_dnfs_settings") where & did not
+-- substitute, read with a DEFINE character no file name holds (SET DEFINE). This
+-- script stands alone (no helper to run the file with & where the name was
+-- substituted, as _dnfs_end.sql does), so a file STORE SET could not write leaves ^.
 set define '^'
 @^_dnfs_settings_used
 undefine _dnfs_settings _dnfs_settings_used
