@@ -328,3 +328,24 @@ def test_a_counter_vector_is_a_read_only_mapping_equal_to_its_dict():
     assert counters.keys() == {"a": 0, "b": 0, "c": 0, "d": 0}.keys()
     loaded = Sample.from_json(Sample("m", (("k", "1"),), 1.0, 1.0, counters).to_json())
     assert type(loaded.counters) is dict and loaded.counters == counters
+
+
+class Tagged(Sample):
+    """A Sample subclass adding one field, as mountstats' MountOps adds its layout."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, tag: str, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        object.__setattr__(self, "tag", tag)
+
+
+def test_a_sample_subclass_is_compared_by_every_field_not_only_the_ones_it_adds():
+    # A subclass's __slots__ names only what it adds: comparing by it alone made two samples of
+    # one layout equal whatever their counters, and the state journal then kept the older one.
+    a = Tagged("x", "m", (("host", "h"),), 1.0, 1.0, {"c": 1})
+    assert a == Tagged("x", "m", (("host", "h"),), 1.0, 1.0, {"c": 1})
+    assert a != Tagged("x", "m", (("host", "h"),), 1.0, 1.0, {"c": 2})
+    assert a != Tagged("x", "m", (("host", "h"),), 2.0, 2.0, {"c": 1})
+    assert a != Tagged("y", "m", (("host", "h"),), 1.0, 1.0, {"c": 1})
+    assert "counters={'c': 1}" in repr(a) and "tag='x'" in repr(a)

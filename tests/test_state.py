@@ -328,3 +328,29 @@ def test_a_record_with_a_valid_checksum_and_ten_billion_starts_is_refused_unexpa
     open(state.journal_path, "wb").write(b"".join(lines))
     assert StateFile(str(tmp_path), "host:h").load() == history[0]
     assert caplog.text.count("the state from before it is used") == 1 and "more starts for" in caplog.text
+
+
+def test_a_mounts_operations_that_moved_are_saved_and_loaded_as_they_were_read(tmp_path):
+    """The next run diffs against what the state loads: a mount's operations (one MountOps sample,
+    a Sample subclass) that moved must come back with this reading's counters and clock."""
+    from dnfsmon.sources import mountstats
+    from dnfsmon.sources.base import Raw
+
+    case = os.path.join(os.path.dirname(__file__), "cases", "doctor", "healthy")
+    readings = []
+    for reading in ("old", "new"):
+        with open(os.path.join(case, reading, "proc", "self", "mountstats")) as f:
+            readings.append(f.read())
+    source = mountstats.MountstatsSource(["*"], [], ["all"])
+    first = source.parse(Raw({mountstats.MOUNTSTATS: readings[0]}, 100.0, 1_700_000_100.0), "h").samples
+    second = source.parse(Raw({mountstats.MOUNTSTATS: readings[1]}, 110.0, 1_700_000_110.0), "h").samples
+    operations = [s for s in second if isinstance(s, mountstats.MountOps)]
+    assert operations
+    state = StateFile(str(tmp_path), "host:ops")
+    state.save(first)
+    state.save(second)
+    loaded = StateFile(str(tmp_path), "host:ops").load()
+    for sample in operations:
+        again = loaded[sample.state_key]
+        assert (again.time, again.wall_time) == (110.0, 1_700_000_110.0)
+        assert dict(again.counters) == dict(sample.counters)

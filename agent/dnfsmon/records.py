@@ -19,14 +19,30 @@ simulator) keeps its dataclasses.
 from __future__ import annotations
 
 
+# A record class -> its fields: the __slots__ of the class and of every class above it (those
+# not starting with _). A subclass's __slots__ names only the fields it adds (mountstats'
+# MountOps adds `layout` to Sample's), so reading `self.__slots__` alone compared a subclass's
+# records by their added fields only.
+_FIELDS_OF: dict[type, tuple[str, ...]] = {}
+
+
+def fields_of(record_class: type) -> tuple[str, ...]:
+    """The fields a record of this class is compared and shown by, the base class's first."""
+    found = _FIELDS_OF.get(record_class)
+    if found is None:
+        names = [name for klass in reversed(record_class.__mro__) for name in klass.__dict__.get("__slots__", ())]
+        found = _FIELDS_OF[record_class] = tuple(name for name in names if not name.startswith("_"))
+    return found
+
+
 class Record:
-    """Equality and a repr from the fields named in the subclass's __slots__ (those not starting with _)."""
+    """Equality and a repr from the fields named in __slots__ by the class and the classes above it
+    (those not starting with _)."""
 
     __slots__ = ()
 
     def _fields(self) -> tuple[str, ...]:
-        names: tuple[str, ...] = self.__slots__
-        return tuple(name for name in names if not name.startswith("_"))
+        return fields_of(self.__class__)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
