@@ -18,7 +18,6 @@ simulator) keeps its dataclasses.
 
 from __future__ import annotations
 
-
 # A record class -> its fields: the __slots__ of the class and of every class above it (those
 # not starting with _). A subclass's __slots__ names only the fields it adds (mountstats'
 # MountOps adds `layout` to Sample's), so reading `self.__slots__` alone compared a subclass's
