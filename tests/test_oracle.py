@@ -252,6 +252,13 @@ def points_between(raw0, raw1, host="h"):
     return compute({"oracle": raw1}, {}, host, first.samples)
 
 
+def process_samples(found):
+    """Each process of a read's I/O samples (one rates.Members per instance) as its own Sample."""
+    tables = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert all(type(table) is rates.Members for table in tables)
+    return [table.member(i) for table in tables for i in range(len(table.member_ids))]
+
+
 def test_recorded_simulator_rows_give_the_same_points_through_the_live_reader():
     memory_direct, memory_live = simulator.Memory(), simulator.Memory()
     direct = points_between(
@@ -338,43 +345,55 @@ def test_pnum_reused_by_a_new_process_is_a_new_baseline():
     assert io["simdb1"].fields["new_processes"] == 1 and io["simdb1"].fields["processes_left_out"] == 0
 
 
-def test_the_roster_keeps_each_process_as_its_own_value_not_a_json_text():
+def test_each_instance_holds_which_process_held_each_pnum():
     """code-review 1.3: which process held each PNUM was one JSON text in a gauge, written at one read
-    and decoded at the next. Each PNUM is now a gauge of the roster sample: "SPID/SERIAL#"."""
+    and decoded at the next. Each instance's I/O sample (rates.Members) holds it: a member per PNUM,
+    held by (SPID, SERIAL#), as the rows have them."""
     document = simulated_document(T0)
     found, _ = oracle.samples(live_read(document)[0], "h")
-    rosters = {dict(s.key)["instance"]: s.gauges for s in found if s.measurement == "dnfsmon_dnfs_roster"}
+    tables = {dict(s.key)["instance"]: s for s in found if s.measurement == oracle.IO_MEASUREMENT}
     stats = document["results"]["dnfs_stats"]
     position = {c: stats["columns"].index(c) for c in ("INST_ID", "PNUM", "SPID", "SERIAL#")}
     for number, instance in ((1, "simdb1"), (2, "simdb2")):
         expected = {
-            str(r[position["PNUM"]]): f"{r[position['SPID']]}/{r[position['SERIAL#']]}"
+            str(r[position["PNUM"]]): (str(r[position["SPID"]]), str(r[position["SERIAL#"]]))
             for r in stats["rows"]
             if r[position["INST_ID"]] == number
         }
-        assert rosters[instance] == expected and len(expected) == simulator.Workload().processes
+        table = tables[instance]
+        assert dict(zip(table.member_ids, table.member_identities)) == expected
+        assert len(expected) == simulator.Workload().processes
 
 
-def test_a_roster_stored_as_json_text_by_an_older_agent_leaves_new_processes_out_once():
-    """A state file written before the roster's processes were gauges holds one JSON text: the new
-    process of the first interval after the upgrade is left out (counted as such), never counted from
-    zero against an empty roster (which would add its whole life's counts to the interval)."""
-    documents = [simulated_document(T0), simulated_document(T0 + 10)]
-    stats = documents[1]["results"]["dnfs_stats"]
-    columns = stats["columns"]
-    row = stats["rows"][0]
-    row[columns.index("SPID")], row[columns.index("SERIAL#")] = "99999", 777
+def test_a_state_from_before_the_process_table_rebaselines_each_instance_once_and_is_dropped():
+    """A state file written by a dnfsmon that kept a sample per process and a roster per instance
+    (dnfsmon_dnfs_roster, "SPID/SERIAL#" per PNUM): the first read after the upgrade publishes no
+    I/O (each instance re-baselines once, never counting a process from zero against a roster it
+    cannot read), stores no sample of the old kinds, and the next read publishes as usual."""
+    documents = [simulated_document(t) for t in (T0, T0 + 10, T0 + 20)]
     raws = [live_read(d)[0] for d in documents]
     first = compute({"oracle": raws[0]}, {}, "h", {})
-    previous = dict(first.samples)
-    for key, sample in previous.items():
-        if sample.measurement == "dnfsmon_dnfs_roster":
-            text = json.dumps(dict(sample.gauges), sort_keys=True)
-            previous[key] = rates.Sample.from_json({**sample.to_json(), "gauges": {"processes": text}})
-    outcome = compute({"oracle": raws[1]}, {}, "h", previous)
-    io = {dict(p.tags)["instance"]: p.fields for p in outcome.points if p.measurement == "dnfsmon_dnfs_io"}
-    assert io["simdb1"]["new_processes"] == 0 and io["simdb1"]["processes_left_out"] == 1
-    assert io["simdb2"]["processes_left_out"] == 0
+    older: dict = {}
+    for key, sample in first.samples.items():
+        if sample.measurement != oracle.IO_MEASUREMENT:
+            older[key] = sample
+            continue
+        for i in range(len(sample.member_ids)):
+            process = sample.member(i)
+            older[process.state_key] = process
+        roster = {pnum: "/".join(holder) for pnum, holder in zip(sample.member_ids, sample.member_identities)}
+        old = rates.Sample(
+            "dnfsmon_dnfs_roster", sample.key, sample.time, sample.wall_time, {}, roster, sample.identity
+        )
+        older[old.state_key] = old
+    upgraded = compute({"oracle": raws[1]}, {}, "h", older)
+    assert not [p for p in upgraded.points if p.measurement in ("dnfsmon_dnfs_io", "dnfsmon_dnfs_top_process")]
+    assert {s.measurement for s in upgraded.samples.values()} == {s.measurement for s in first.samples.values()}
+    assert all(type(s) is rates.Members for s in upgraded.samples.values() if s.measurement == "dnfsmon_dnfs_io")
+    assert len(upgraded.samples) == len(first.samples)
+    after = compute({"oracle": raws[2]}, {}, "h", upgraded.samples)
+    io = [p.fields for p in after.points if p.measurement == "dnfsmon_dnfs_io"]
+    assert len(io) == 2 and all(fields["read_iops"] > 0 for fields in io)
 
 
 def io_reads(document, instance=1):
@@ -1147,7 +1166,7 @@ def test_rows_are_checked_value_by_value_only_when_decoded_from_a_capture():
         f"{oracle.RESULTS}: row 1 of dnfs_stats does not fit its columns "
         f"{damaged['results']['dnfs_stats']['columns']}: {damaged['results']['dnfs_stats']['rows'][0]}"
     ]
-    processes = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    processes = process_samples(found)
     assert len(processes) == len(damaged["results"]["dnfs_stats"]["rows"]) - 1
 
 
@@ -1172,7 +1191,7 @@ def test_a_process_counts_its_other_operations_as_one_sum():
     columns = stats["columns"]
     assert not set(oracle_facts.OTHER_OPS) - {"NFS_GETATTR", "NFS_COMMIT"} & set(columns)
     found, _ = oracle.samples(live_read(documents[1])[0], "h")
-    process = next(s for s in found if s.measurement == oracle.IO_MEASUREMENT)
+    process = process_samples(found)[0]
     assert set(process.counters) == {*oracle.PROCESS_COUNTERS, oracle.OTHER_OPS_COUNTER}
     assert process.counters[oracle.OTHER_OPS_COUNTER] == others(T0 + 10)[int(dict(process.key)["pnum"])] > 0
     outcome = points_between(*[live_read(d)[0] for d in documents])
@@ -1204,6 +1223,11 @@ def test_a_capture_with_each_other_operation_as_a_column_still_sums_them():
     assert per_column["other_ops_per_s"] == summed["other_ops_per_s"] > 0
 
 
+def without_other_ops(table):
+    """The columns of an instance's I/O sample without the other operations' sum."""
+    return {name: list(values) for name, values in table.columns.items() if name != oracle.OTHER_OPS_COUNTER}
+
+
 def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
     """A top process's ops_per_s counts its other operations: where they have no delta (a NULL
     in its row, or the previous sample from a release that kept them per operation) the process
@@ -1225,17 +1249,11 @@ def test_a_process_whose_other_operations_have_no_delta_is_not_ranked():
     # The state an older release left: each process's other operations as separate counters.
     first = compute({"oracle": live_read(documents[0])[0]}, {}, "h", {})
     older = {
-        key: rates.Sample(
-            s.measurement,
-            s.key,
-            s.time,
-            s.wall_time,
-            {k: v for k, v in s.counters.items() if k != oracle.OTHER_OPS_COUNTER},
-            s.gauges,
-            s.identity,
-            s.started,
-            s.widths,
+        key: rates.Members.from_json(
+            {**s.to_json(), "members": {**s.to_json()["members"], "columns": without_other_ops(s)}}
         )
+        if type(s) is rates.Members
+        else s
         for key, s in first.samples.items()
     }
     upgraded = compute({"oracle": live_read(documents[1])[0]}, {}, "h", older)
@@ -1312,7 +1330,7 @@ def test_split_converts_a_column_with_nulls_in_one_pass_not_value_by_value(monke
 
 def io_samples(document):
     raw = Raw({}, T0, T0, documents={oracle.RESULTS: document})
-    return [s for s in oracle.samples(raw, "h")[0] if s.measurement == oracle.IO_MEASUREMENT]
+    return process_samples(oracle.samples(raw, "h")[0])
 
 
 def test_process_counters_are_taken_row_by_row_only_when_a_column_holds_other_than_counters(monkeypatch):
@@ -1330,7 +1348,10 @@ def test_process_counters_are_taken_row_by_row_only_when_a_column_holds_other_th
     read_at, write_at = stats["columns"].index("NFS_READ"), stats["columns"].index("NFS_WRITE")
     stats["rows"][0][read_at], stats["rows"][1][write_at], stats["rows"][2][read_at] = -1, None, 7.0
     damaged = {s.state_key: dict(s.counters) for s in io_samples(document)}
-    assert len(checked) == len(stats["rows"])
+    # Row by row for the instance whose columns hold them only (the three rows are instance 1's).
+    inst_id = stats["columns"].index("INST_ID")
+    assert {row[inst_id] for row in stats["rows"][:3]} == {1}
+    assert len(checked) == sum(1 for row in stats["rows"] if row[inst_id] == 1) < len(stats["rows"])
     first, second, third = (next(k for k in reference if k.endswith(f",pnum={row[1]}")) for row in stats["rows"][:3])
     assert damaged[first] == {k: v for k, v in reference[first].items() if k != "NFS_READ"}
     assert damaged[second] == {k: v for k, v in reference[second].items() if k != "NFS_WRITE"}
@@ -1341,8 +1362,8 @@ def test_process_counters_are_taken_row_by_row_only_when_a_column_holds_other_th
 
 
 def test_a_process_sample_carries_the_state_key_its_key_makes():
-    """_io hands each process's state key to Sample (made from its instance's part once); it is the
-    text Sample.state_key makes from the key, in a CDB (pdb tags) and a standby (role tags) too."""
+    """A process's own Sample (rates.Members.member) has the key a sample per process had, in a CDB
+    (pdb tags) and a standby (role tags) too: its state key is the text Sample.state_key makes."""
     workload = simulator.Workload(pdbs=2, database_role="PHYSICAL STANDBY", open_mode="READ ONLY WITH APPLY")
     found = io_samples(simulated_document(T0, workload))
     assert (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from dnfsmon import rates
@@ -349,3 +350,192 @@ def test_a_sample_subclass_is_compared_by_every_field_not_only_the_ones_it_adds(
     assert a != Tagged("x", "m", (("host", "h"),), 2.0, 2.0, {"c": 1})
     assert a != Tagged("y", "m", (("host", "h"),), 1.0, 1.0, {"c": 1})
     assert "counters={'c': 1}" in repr(a) and "tag='x'" in repr(a)
+
+
+# --- Members: an instance's processes as one sample, diffed a column at a time. The truth is the
+# module's rules applied to a Sample per member (Members.member), which `diff` pairs by key: what
+# a sample per process gave before the processes of an instance were one sample.
+
+MEMBER_COUNTERS = ("reads", "writes")
+
+
+def members_table(
+    draw, time: float, identity: tuple[str, ...], started, ids: list[str], columns: dict
+) -> rates.Members:
+    count = len(ids)
+    holder = st.sampled_from([("100", "1"), ("100", "1"), ("101", "1"), ("100", "2"), ("?", "1")])
+    pdb = st.sampled_from([(), (), (("pdb", "3"),), (("pdb", "4"),)])
+    return rates.Members(
+        "io",
+        (("host", "h"), ("instance", "i1")),
+        time,
+        time + 1e9,
+        identity,
+        started,
+        "pnum",
+        tuple(ids),
+        tuple(draw(st.lists(pdb, min_size=count, max_size=count))),
+        tuple(draw(st.lists(holder, min_size=count, max_size=count))),
+        columns,
+        {"pname": tuple(draw(st.lists(st.sampled_from(["", "DBW0", None]), min_size=count, max_size=count)))},
+    )
+
+
+# A count as read: mostly plain, sometimes NULL, negative (a damaged capture) or implausible.
+COUNT = st.one_of(
+    *[st.integers(min_value=0, max_value=60)] * 8,
+    st.none(),
+    st.integers(min_value=-3, max_value=-1),
+    st.just(rates.IMPLAUSIBLE_COUNTER + 5),
+)
+
+
+@st.composite
+def member_readings(draw):
+    """Two readings of one instance's processes: ids that come, go and stay, holders and PDBs that
+    change, NULL, negative and implausible counts, counts gone backwards, a counter more or fewer,
+    a restart, a clock step or a clock that does not move; mostly the same instance a positive
+    interval apart, so that the column-at-a-time path meets each of these."""
+    pool = [str(n) for n in range(1, 9)]
+    before_ids = draw(st.lists(st.sampled_from(pool), unique=True, max_size=8))
+    after_ids = draw(
+        st.one_of(
+            st.just(list(before_ids)),
+            st.permutations(before_ids),
+            st.lists(st.sampled_from(pool), unique=True, max_size=8),
+        )
+    )
+    names_before = draw(st.sampled_from([MEMBER_COUNTERS] * 4 + [MEMBER_COUNTERS[:1]]))
+    names_after = draw(st.sampled_from([names_before] * 4 + [MEMBER_COUNTERS, MEMBER_COUNTERS[:1]]))
+    startup = ("db", "2026-01-01T00:00:00")
+    after_identity = draw(st.sampled_from([startup] * 4 + [("db", "2026-02-01T00:00:00")]))
+    started = draw(st.sampled_from([None, 50.0]))
+    after_started = draw(st.sampled_from([started] * 4 + [None, 50.5, 60.0]))
+    dt = draw(st.sampled_from([10.0] * 4 + [0.0, -1.0]))
+    before_columns = {
+        name: tuple(draw(st.lists(COUNT, min_size=len(before_ids), max_size=len(before_ids)))) for name in names_before
+    }
+    previous = members_table(draw, 1000.0, startup, started, before_ids, before_columns)
+    # Each member's counts now: mostly its counts before plus a step (back now and then), else any.
+    step = st.one_of(*[st.integers(0, 5)] * 6, st.integers(-2, -1))
+    after_columns = {}
+    for name in names_after:
+        values = []
+        for member in after_ids:
+            before = (
+                before_columns.get(name, ())[before_ids.index(member)]
+                if member in before_ids and name in before_columns
+                else None
+            )
+            if before is not None and draw(st.sampled_from([True, True, True, False])):
+                values.append(before + draw(step))
+            else:
+                values.append(draw(COUNT))
+        after_columns[name] = tuple(values)
+    current = members_table(draw, 1000.0 + dt, after_identity, after_started, after_ids, after_columns)
+    if draw(st.booleans()):  # the same holders and PDBs as before, for the members still there
+        where = {member: j for j, member in enumerate(before_ids)}
+        current = rates.Members(
+            "io",
+            current.key,
+            current.time,
+            current.wall_time,
+            current.identity,
+            current.started,
+            "pnum",
+            current.member_ids,
+            tuple(previous.member_tags[where[m]] if m in where else t for m, t in zip(after_ids, current.member_tags)),
+            tuple(
+                previous.member_identities[where[m]] if m in where else h
+                for m, h in zip(after_ids, current.member_identities)
+            ),
+            current.columns,
+            current.details,
+        )
+    return draw(st.sampled_from([previous] * 4 + [None])), current
+
+
+def outcome_of(outcome) -> tuple:
+    if isinstance(outcome, Interval):
+        return ("interval", outcome.dt, dict(outcome.deltas), outcome.dropped)
+    return ("skip", outcome.reason, outcome.baseline, outcome.event)
+
+
+def two_members(time: float, holders=(("100", "1"), ("7", "1")), identity=("db",), started=None, reads=(5, 9)):
+    return rates.Members(
+        "io",
+        (("instance", "i1"),),
+        time,
+        time,
+        identity,
+        started,
+        "pnum",
+        ("1", "2"),
+        ((), ()),
+        holders,
+        {"reads": reads},
+        {},
+    )
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(member_readings())
+# Besides the drawn readings, one of each kind the column-at-a-time path must hand to `diff`.
+@example((two_members(100.0), two_members(110.0, holders=(("101", "1"), ("7", "1")))))  # a PNUM's new holder
+@example((two_members(100.0), two_members(100.0)))  # a clock that did not move
+@example((two_members(100.0, started=50.0), two_members(110.0, started=53.0)))  # a clock that stepped
+@example((two_members(100.0), two_members(110.0, identity=("db2",))))  # an instance restart
+@example((two_members(100.0), two_members(110.0, reads=(4, 10))))  # a count gone backwards
+def test_members_are_diffed_as_a_sample_per_member_would_be(readings):
+    previous, current = readings
+    # The truth: each member's own Sample, paired by key with the previous reading's members.
+    before = {}
+    if previous is not None:
+        before = {s.state_key: s for s in (previous.member(j) for j in range(len(previous.member_ids)))}
+    expected = {}
+    for i in range(len(current.member_ids)):
+        sample = current.member(i)
+        expected[sample.state_key] = outcome_of(rates.diff(before.get(sample.state_key), sample))
+    result = rates.diff_all({} if previous is None else {previous.state_key: previous}, [current])
+    found = {}
+    for table in result.tables:
+        for place, i in enumerate(table.moved):
+            deltas = {name: values[place] for name, values in table.deltas.items()}
+            found[table.current.member(i).state_key] = ("interval", table.dt, deltas, {})
+    for outcome in [*result.intervals, *result.skips]:
+        key = outcome.current.state_key
+        assert key not in found
+        found[key] = outcome_of(outcome)
+    assert found == expected
+    # The members simply still there are diffed a column at a time, never as Samples of their own.
+    if result.tables:
+        assert len(result.intervals) + len(result.skips) + sum(len(t.moved) for t in result.tables) == len(
+            current.member_ids
+        )
+
+
+def test_members_that_stayed_are_subtracted_without_a_sample_each(monkeypatch):
+    """The common case, every process still there with every count moved forward: no member gets a
+    Sample or an Interval of its own (the cost a sample per process had at 8 000 processes)."""
+    ids = tuple(str(n) for n in range(500))
+    holders = tuple((str(n), "1") for n in range(500))
+    tags = ((),) * 500
+
+    def reading(t, step):
+        columns = {name: tuple(n * 10 + step * (n % 3) for n in range(500)) for name in MEMBER_COUNTERS}
+        return rates.Members("io", (("instance", "i1"),), t, t, ("db",), None, "pnum", ids, tags, holders, columns, {})
+
+    built = []
+    monkeypatch.setattr(rates.Members, "member", lambda self, i: built.append(i))
+    result = rates.diff_all({}, [])
+    previous, current = reading(100.0, 0), reading(110.0, 1)
+    result = rates.diff_all({previous.state_key: previous}, [current])
+    assert built == [] and not result.intervals and not result.skips
+    [table] = result.tables
+    assert table.deltas["reads"] == [n % 3 for n in range(500)] and table.dt == 10.0
+    summed = rates.aggregate_members(result.tables, [])
+    assert summed[(("instance", "i1"),)].deltas == {
+        "reads": sum(n % 3 for n in range(500)),
+        "writes": sum(n % 3 for n in range(500)),
+    }
+    assert summed[(("instance", "i1"),)].active == sum(1 for n in range(500) if n % 3)

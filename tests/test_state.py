@@ -354,3 +354,28 @@ def test_a_mounts_operations_that_moved_are_saved_and_loaded_as_they_were_read(t
         again = loaded[sample.state_key]
         assert (again.time, again.wall_time) == (110.0, 1_700_000_110.0)
         assert dict(again.counters) == dict(sample.counters)
+
+
+def test_an_instances_processes_are_saved_and_loaded_as_read_and_give_the_points_kept_in_memory(tmp_path):
+    """An instance's processes are one sample (rates.Members): saved in a snapshot, then in journal
+    records as processes come and go, they load back equal to the samples read; and a cron run
+    that diffs against what it loads publishes what a run keeping them in memory publishes."""
+    from dnfsmon import simulator
+    from dnfsmon.collect import compute
+    from dnfsmon.rates import Members
+
+    workload = simulator.Workload(pdbs=2, process_lifetime_s=25.0)
+    memory = simulator.Memory()
+    state = StateFile(str(tmp_path), "oracle:simdb")
+    kept: dict = {}
+    for k in range(6):
+        raw = simulator.read(workload, workload.epoch + 7200 + 10 * k, memory)
+        in_memory = compute({"oracle": raw}, {}, "h", kept)
+        loaded = StateFile(str(tmp_path), "oracle:simdb").load()
+        from_state = compute({"oracle": raw}, {}, "h", loaded)
+        assert sorted(map(repr, from_state.points)) == sorted(map(repr, in_memory.points))
+        if k > 0:
+            assert loaded == kept and any(type(s) is Members for s in loaded.values())
+            assert any(p.measurement == "dnfsmon_dnfs_io" for p in in_memory.points)
+        state.save(in_memory.samples.values())
+        kept = in_memory.samples

@@ -114,7 +114,8 @@ def _compute_source(
     # Keys gone from a measurement this read produced (an interface
     # removed) leave the state; measurements a failed source or query did
     # not produce keep their previous samples for the next read.
-    for measurement in {s.measurement for s in parsed.samples}:
+    produced = {s.measurement for s in parsed.samples}
+    for measurement in produced.union(source.retired_measurements) if produced else ():
         for key in keys_of.pop(measurement, ()):
             outcome.samples.pop(key, None)
     outcome.samples.update((s.state_key, s) for s in parsed.samples)

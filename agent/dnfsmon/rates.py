@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter, sub
 from types import MappingProxyType
-from typing import Callable, NamedTuple, Optional, TypeVar, Union
+from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union, cast
 
 from .points import FieldValue, Point, epoch_ns
 from .records import Record
@@ -160,6 +160,8 @@ class Sample(Record):
     @classmethod
     def from_json(cls, data: dict) -> Sample:
         """Inverse of to_json; raises KeyError/TypeError/ValueError on bad data."""
+        if "members" in data:
+            return Members.members_from_json(data)
         counters = {str(k): int(v) for k, v in data["counters"].items()}
         widths = {str(k): int(v) for k, v in data.get("widths", {}).items()}
         started = data.get("started")
@@ -224,6 +226,123 @@ class _VectorItems(ItemsView[str, int]):
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return zip(self._mapping.names, self._mapping.row)
+
+
+class Members(Sample):
+    """The members of one key read together, each with the same counters: an Oracle instance's
+    processes (a V$DNFS_STATS row each), thousands a read, most of them busy at once.
+
+    One sample, with its members' counters and details kept as columns: diff_members takes two
+    readings in one pass over the columns, and builds a member's own Sample (member()) only for
+    a member that is not simply still there, still held by the same process, with every counter
+    moved forward: new, replaced, gone backwards, a NULL, an implausible value. A member is a
+    key of its own for every rule of this module (the published figures are those of a sample
+    per member diffed by `diff`), so what such a member gets is what `diff` gives its Sample.
+
+    The sample's own fields are the key's (its tags, clock, identity, start); `counters`,
+    `gauges` and `widths` are empty. Member i's Sample has the key
+    (*key, *member_tags[i], (member_tag, member_ids[i])), the identity
+    identity + member_identities[i], counters the non-None values of each column at i, and
+    gauges the non-None values of each detail at i.
+    """
+
+    __slots__ = ("columns", "details", "member_identities", "member_ids", "member_tag", "member_tags")
+
+    # The tag naming a member in its Sample's key (an Oracle process: "pnum").
+    member_tag: str
+    # Each member's id (the value of member_tag), in the order read; unique within the sample.
+    member_ids: tuple[str, ...]
+    # The tags each member's key has between the sample's key and its id (a process's PDB).
+    member_tags: tuple[Key, ...]
+    # What replaces a member under the same id (a process's SPID and SERIAL#), compared exactly.
+    member_identities: tuple[tuple[str, ...], ...]
+    # Counter name -> each member's count in member_ids' order (None: the member has no such counter).
+    columns: Mapping[str, tuple[Optional[int], ...]]
+    # Gauge name -> each member's value (None: the member has no such gauge).
+    details: Mapping[str, tuple[Optional[Gauge], ...]]
+
+    def __init__(
+        self,
+        measurement: str,
+        key: Key,
+        time: float,
+        wall_time: float,
+        identity: tuple[str, ...],
+        started: Optional[float],
+        member_tag: str,
+        member_ids: tuple[str, ...],
+        member_tags: tuple[Key, ...],
+        member_identities: tuple[tuple[str, ...], ...],
+        columns: Mapping[str, tuple[Optional[int], ...]],
+        details: Mapping[str, tuple[Optional[Gauge], ...]],
+    ):
+        super().__init__(measurement, key, time, wall_time, None, None, identity, started)
+        set_field = object.__setattr__
+        set_field(self, "member_tag", member_tag)
+        set_field(self, "member_ids", member_ids)
+        set_field(self, "member_tags", member_tags)
+        set_field(self, "member_identities", member_identities)
+        set_field(self, "columns", columns)
+        set_field(self, "details", details)
+
+    def member(self, i: int) -> Sample:
+        """Member i as a Sample of its own (what a sample per member would have been)."""
+        return Sample(
+            self.measurement,
+            (*self.key, *self.member_tags[i], (self.member_tag, self.member_ids[i])),
+            self.time,
+            self.wall_time,
+            {name: values[i] for name, values in self.columns.items() if values[i] is not None},  # type: ignore[misc]
+            {name: values[i] for name, values in self.details.items() if values[i] is not None},  # type: ignore[misc]
+            self.identity + self.member_identities[i],
+            self.started,
+        )
+
+    def to_json(self) -> dict:
+        data = super().to_json()
+        data["members"] = {
+            "tag": self.member_tag,
+            "ids": list(self.member_ids),
+            "tags": [[list(pair) for pair in tags] for tags in self.member_tags],
+            "identities": [list(identity) for identity in self.member_identities],
+            "columns": {name: list(values) for name, values in self.columns.items()},
+            "details": {name: list(values) for name, values in self.details.items()},
+        }
+        return data
+
+    @classmethod
+    def members_from_json(cls, data: dict) -> Members:
+        """Inverse of to_json; raises KeyError/TypeError/ValueError on bad data."""
+        members = data["members"]
+        ids = tuple(str(member) for member in members["ids"])
+        count = len(ids)
+
+        def column(values: list, convert: Callable[[Any], Any]) -> tuple:
+            if len(values) != count:
+                raise ValueError(f"a column of {len(values)} values for {count} members")
+            return tuple(None if value is None else convert(value) for value in values)
+
+        started = data.get("started")
+        return cls(
+            measurement=str(data["measurement"]),
+            key=tuple((str(k), str(v)) for k, v in data["key"]),
+            time=float(data["time"]),
+            wall_time=float(data["wall_time"]),
+            identity=tuple(str(x) for x in data.get("identity", [])),
+            started=None if started is None else float(started),
+            member_tag=str(members["tag"]),
+            member_ids=ids,
+            member_tags=column(members["tags"], lambda tags: tuple((str(k), str(v)) for k, v in tags)),
+            member_identities=column(members["identities"], lambda identity: tuple(str(x) for x in identity)),
+            columns={str(name): column(values, int) for name, values in members["columns"].items()},
+            details={str(name): column(values, _gauge) for name, values in members["details"].items()},
+        )
+
+
+def _gauge(value: object) -> Gauge:
+    if not isinstance(value, (int, float, str, bool)):
+        raise TypeError(f"a gauge must be a number, a text or a boolean, not {type(value).__name__}")
+    return value
 
 
 class Interval(NamedTuple):
@@ -388,21 +507,159 @@ def interval_from_zero(current: Sample, since: float) -> Optional[Interval]:
     return Interval(zero, current, dt, deltas, dropped)
 
 
+class MembersInterval(NamedTuple):
+    """The members of a Members sample that are simply still there between two readings of it:
+    the same id, tags and identity, every counter read both times, plausible and not gone
+    backwards. Its other members are among the DiffResult's intervals and skips, as `diff`
+    gives them (read-only: dnfsmon.records)."""
+
+    previous: Members
+    current: Members
+    # Measured length of the interval in seconds (> 0), the same for every member.
+    dt: float
+    # The places in `current` of these members, in the order read.
+    moved: Sequence[int]
+    # Counter name -> each of these members' increase, in `moved`'s order.
+    deltas: Mapping[str, Sequence[int]]
+
+
 class DiffResult(NamedTuple):
     intervals: list[Interval]
     skips: list[Skip]
+    # The intervals of Members samples (their other members are among intervals and skips).
+    tables: list[MembersInterval]
 
 
 def diff_all(previous: Mapping[str, Sample], current: Iterable[Sample]) -> DiffResult:
     """Diff every current sample against the previous sample of its key."""
-    result = DiffResult([], [])
+    result = DiffResult([], [], [])
     for sample in current:
+        if type(sample) is Members:
+            diff_members(previous.get(sample.state_key), sample, result)
+            continue
         outcome = diff(previous.get(sample.state_key), sample)
         if isinstance(outcome, Interval):
             result.intervals.append(outcome)
         else:
             result.skips.append(outcome)
     return result
+
+
+def _members_interval(previous: Optional[Sample], current: Members) -> Optional[float]:
+    """The interval's length when the members of `current` may be diffed against those of
+    `previous`: the same key read before, as Members, of the same instance (identity) and start,
+    over a positive interval (diff's rules); else None."""
+    if type(previous) is not Members or previous.identity != current.identity:
+        return None
+    if previous.member_tag != current.member_tag:
+        return None
+    if (previous.started is None) != (current.started is None) or (
+        previous.started is not None
+        and current.started is not None
+        and abs(current.started - previous.started) > STARTED_TOLERANCE_S
+    ):
+        return None
+    dt = current.time - previous.time
+    return dt if dt > 0 else None
+
+
+def diff_members(previous: Optional[Sample], current: Members, result: DiffResult) -> None:
+    """Diff each member of `current` against the same member of `previous`, as `diff` would diff a
+    sample per member, into `result`: the members simply still there as one MembersInterval, the
+    others as `diff` gives their Samples.
+
+    Without an interval of the whole (the first reading, an instance restart, a stepped clock, a
+    counter more or less than before, dt <= 0), every member is diffed as its own Sample, which
+    is what `diff` says of each then. Otherwise a member is diffed as its own Sample only when it
+    is not the same member as before (a new id, another holder, other tags), or when one of its
+    counters is missing, implausible or went backwards either time; the rest are subtracted a
+    column at a time.
+    """
+    dt = _members_interval(previous, current)
+    count = len(current.member_ids)
+    if dt is None:
+        before: dict[str, Sample] = {}
+        if type(previous) is Members:
+            members = (previous.member(j) for j in range(len(previous.member_ids)))
+            before = {sample.state_key: sample for sample in members}
+        for i in range(count):
+            sample = current.member(i)
+            _add(result, diff(before.get(sample.state_key), sample))
+        return
+    assert type(previous) is Members  # _members_interval checked it
+    ids, identities, tags = current.member_ids, current.member_identities, current.member_tags
+    slow: list[tuple[int, Optional[int]]] = []  # (place now, place before or None)
+    moved: list[int]
+    before_places: list[int]
+    if previous.columns.keys() != current.columns.keys():
+        # A counter more or fewer than before (an upgrade): each member as `diff` takes it.
+        where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
+        for i, member in enumerate(ids):
+            j = where.get(member)
+            slow.append((i, j if j is not None and previous.member_tags[j] == tags[i] else None))
+        moved, before_places = [], []
+    elif previous.member_ids == ids and previous.member_identities == identities and previous.member_tags == tags:
+        moved = list(range(count))
+        before_places = moved
+    else:
+        where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
+        moved, before_places = [], []
+        held, tagged = previous.member_identities, previous.member_tags
+        for i, member in enumerate(ids):
+            j = where.get(member)
+            if j is not None and held[j] == identities[i] and tagged[j] == tags[i]:
+                moved.append(i)
+                before_places.append(j)
+            else:
+                # Another key, or the same key held by another process: `diff` says which.
+                slow.append((i, j if j is not None and tagged[j] == tags[i] else None))
+    deltas, doubtful = _column_deltas(previous, current, moved, before_places) if moved else ({}, set())
+    if doubtful:
+        kept = [(i, j) for i, j in zip(moved, before_places) if i not in doubtful]
+        slow.extend((i, j) for i, j in zip(moved, before_places) if i in doubtful)
+        moved, before_places = [i for i, _ in kept], [j for _, j in kept]
+        deltas, _ = _column_deltas(previous, current, moved, before_places)
+    result.tables.append(MembersInterval(previous, current, dt, moved, deltas))
+    for i, j in sorted(slow):
+        _add(result, diff(None if j is None else previous.member(j), current.member(i)))
+
+
+def _add(result: DiffResult, outcome: Union[Interval, Skip]) -> None:
+    if isinstance(outcome, Interval):
+        result.intervals.append(outcome)
+    else:
+        result.skips.append(outcome)
+
+
+def _column_deltas(
+    previous: Members, current: Members, moved: Sequence[int], before_places: Sequence[int]
+) -> tuple[dict[str, Sequence[int]], set[int]]:
+    """(counter name -> the increase of each member of `moved` over its place before, the members of
+    `moved` that `diff` would not simply subtract: a counter missing, implausible or gone backwards).
+
+    Each column is gathered, checked and subtracted in C; only a column that fails a check is
+    walked member by member, to find which."""
+    deltas: dict[str, Sequence[int]] = {}
+    doubtful: set[int] = set()
+    for name, values in current.columns.items():
+        now = list(map(values.__getitem__, moved))
+        before = list(map(previous.columns[name].__getitem__, before_places))
+        if not now:
+            deltas[name] = []
+            continue
+        if None not in now and None not in before:
+            whole_now, whole_before = cast("list[int]", now), cast("list[int]", before)
+            if min(whole_before) >= 0 and max(whole_now) < IMPLAUSIBLE_COUNTER:
+                increases = list(map(sub, whole_now, whole_before))
+                if min(increases) >= 0:  # so every value is at least 0 and below the bound
+                    deltas[name] = increases
+                    continue
+        doubtful.update(
+            i
+            for i, value, value_before in zip(moved, now, before)
+            if value is None or value_before is None or not 0 <= value_before <= value < IMPLAUSIBLE_COUNTER
+        )
+    return deltas, doubtful
 
 
 class Aggregate(NamedTuple):
@@ -449,6 +706,78 @@ def aggregate(intervals: Iterable[Interval], group_of: Callable[[Interval], Grou
         deltas = {name: sum(map(itemgetter(name), member_deltas)) for name in sorted(names)}
         result[group] = Aggregate(dts[0], deltas, members)
     return result
+
+
+class MembersAggregate(NamedTuple):
+    """The members of one group summed (aggregate_members; read-only: dnfsmon.records)."""
+
+    dt: float
+    # Sums of each counter's deltas, for counters every member has a delta of (as Aggregate's).
+    deltas: Mapping[str, int]
+    # How many members were summed, and how many of them had a counter move.
+    members: int
+    active: int
+    # The wall time of the reading the members were read in (the published point's).
+    wall_time: float
+
+    def rate(self, counter: str) -> Optional[float]:
+        if counter not in self.deltas:
+            return None
+        return per_second(self.deltas[counter], self.dt)
+
+
+def aggregate_members(tables: Iterable[MembersInterval], intervals: Iterable[Interval]) -> dict[Key, MembersAggregate]:
+    """Sum the members of Members samples per group: a member's group is its key without its id
+    (an Oracle process's instance and PDB). `tables` are the members simply still there;
+    `intervals` the others that have one (diffed on their own, or counted from zero), each with
+    its member id last in its key. As `aggregate` sums a group's intervals, and the order of
+    first appearance: the tables' members first."""
+    names_of: dict[Key, set[str]] = {}
+    sums: dict[Key, dict[str, int]] = {}
+    counts: dict[Key, list] = {}  # group -> [dt, members, active, wall time]
+
+    def add(group: Key, dt: float, deltas: Mapping[str, int], members: int, active: int, wall_time: float) -> None:
+        count = counts.get(group)
+        if count is None:
+            counts[group] = [dt, members, active, wall_time]
+            names_of[group] = set(deltas)
+            sums[group] = dict(deltas)
+            return
+        if abs(count[0] - dt) > AGGREGATE_DT_TOLERANCE_S:
+            raise ValueError(f"intervals of group {group} differ in length: {count[0]} s and {dt} s")
+        count[1] += members
+        count[2] += active
+        names_of[group] &= deltas.keys()
+        total = sums[group]
+        for name in names_of[group]:
+            total[name] += deltas[name]
+
+    for table in tables:
+        current = table.current
+        member_tags = current.member_tags
+        places: dict[Key, list[int]] = {}  # group's tags after the key -> places in table.moved
+        if len(set(member_tags)) == 1:
+            places[member_tags[0]] = list(range(len(table.moved)))
+        else:
+            for place, i in enumerate(table.moved):
+                places.setdefault(member_tags[i], []).append(place)
+        for tags, members in places.items():
+            if not members:
+                continue
+            columns = {name: list(map(deltas.__getitem__, members)) for name, deltas in table.deltas.items()}
+            active = sum(map(any, zip(*columns.values()))) if columns else 0
+            summed = {name: sum(c) for name, c in columns.items()}
+            add((*current.key, *tags), table.dt, summed, len(members), active, current.wall_time)
+    for interval in intervals:
+        deltas = interval.deltas
+        active = 1 if any(deltas.values()) else 0
+        add(interval.current.key[:-1], interval.dt, deltas, 1, active, interval.current.wall_time)
+    return {
+        group: MembersAggregate(
+            count[0], {name: sums[group][name] for name in sorted(names_of[group])}, count[1], count[2], count[3]
+        )
+        for group, count in counts.items()
+    }
 
 
 def per_key_points(result: DiffResult, fields: Callable[[Interval], Mapping[str, FieldValue]]) -> list[Point]:

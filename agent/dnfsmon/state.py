@@ -67,7 +67,7 @@ from .files import (
     write_all,
     write_atomically,
 )
-from .rates import Sample
+from .rates import Members, Sample
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +189,8 @@ def journal_record(
         before = saved.get(key)
         if (
             before is None
+            # A Members sample's values are its columns, not counters and gauges a record patches.
+            or type(sample) is Members
             or sample.identity != before.identity
             or sample.widths != before.widths
             or sample.counters.keys() != before.counters.keys()

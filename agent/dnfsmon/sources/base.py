@@ -208,6 +208,9 @@ class Source:
 
     name: str = ""
     measurements: tuple[str, ...] = ()
+    # Measurements an older dnfsmon kept in the state for this source and this one no longer
+    # makes: their samples leave the state when the source's next samples are stored.
+    retired_measurements: tuple[str, ...] = ()
 
     def parse(self, raw: Raw, host: str) -> Parsed:
         """The pure part: text to samples (see the module docstring)."""

@@ -65,6 +65,7 @@ from .names import (
     OTHER_OPS_COUNTER,
     PROCESS_COUNTERS,
     RESULTS,
+    ROSTER_MEASUREMENT,
     STATUS_MEASUREMENT,
     TOP_PROCESS_MEASUREMENT,
 )
@@ -143,6 +144,7 @@ class OracleSource(Source):
 
     name = NAME
     measurements = MEASUREMENTS
+    retired_measurements = (ROSTER_MEASUREMENT,)
 
     def __init__(self, top_processes: int = DEFAULT_TOP_PROCESSES):
         self.top_processes = top_processes

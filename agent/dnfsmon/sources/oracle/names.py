@@ -23,8 +23,8 @@ TOP_PROCESS_MEASUREMENT = "dnfsmon_dnfs_top_process"
 # then summed per filer into FILER_LATENCY_MEASUREMENT).
 FILER_FILE_MEASUREMENT = "dnfsmon_dnfs_filer_file"
 STATUS_MEASUREMENT = "dnfsmon_oracle_status"
-# Not published: per instance, which process held each PNUM at a read, one gauge per PNUM
-# ("SPID/SERIAL#"): the state the next read needs to know which processes are new (see _io).
+# Kept in the state by dnfsmon before the I/O of an instance's processes was one sample
+# (rates.Members, which holds which process held each PNUM): dropped from the state at the next read.
 ROSTER_MEASUREMENT = "dnfsmon_dnfs_roster"
 MEASUREMENTS = (
     IO_MEASUREMENT,
@@ -38,7 +38,6 @@ MEASUREMENTS = (
     FILER_FILE_MEASUREMENT,
     TOP_PROCESS_MEASUREMENT,
     STATUS_MEASUREMENT,
-    ROSTER_MEASUREMENT,
 )
 
 # The Oracle lists live in dnfsmon.oracle_facts (one source of truth).

@@ -25,7 +25,6 @@ from .names import (
     OTHER_OPS_COUNTER,
     PROCESS_COUNTERS,
     RESULTS,
-    ROSTER_MEASUREMENT,
     SERVER_MEASUREMENT,
     STATUS_MEASUREMENT,
 )
@@ -83,91 +82,120 @@ UNKNOWN_PROCESS = "?"
 
 
 def _io(context: Context) -> list[Sample]:
-    """dNFS I/O per process, identified by SPID and SERIAL# (a PNUM reused by a new process re-baselines),
-    and per instance the roster of processes this read saw (which process held each PNUM)."""
-    found: list[Sample] = []
-    rosters: dict[rates.Key, tuple[float, tuple[str, ...], Optional[float], dict[str, str]]] = {}
+    """dNFS I/O per process, as one rates.Members sample per instance: a member per V$DNFS_STATS
+    row, named by its PNUM, held by the process its SPID and SERIAL# name (a PNUM reused by a new
+    process is another member: see publish.new_process_intervals), in its PDB where the row has
+    a CON_ID. Thousands of processes share an instance: the columns are taken a column at a
+    time, and a process is a Sample of its own only where diff_members needs one."""
     result = context.results.get("dnfs_stats")
-    if result is None:
-        return found
-    # One row per process: its values read by column index (Results), the counters in one call.
-    names, counter_values = _columns(result, PROCESS_COUNTERS)
-    _, other_values = _columns(result, OTHER_OPS)
-    summed_in_sql = result.index.get(OTHER_OPS_COUNTER)
-    if summed_in_sql is not None:
-        names, counter_values = _columns(result, (*PROCESS_COUNTERS, OTHER_OPS_COUNTER))
-    # Every counter column all counters as the reader hands them over (plain ints, not negative):
-    # then each row's counters are the row's values as they are, which _counters would also find.
-    plain_counters = _all_plain_counters(result, names)
-    spid, serial, pname, program = (_column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM"))
-    con_id = _column(result, "CON_ID")
-    # Per (instance tags, CON_ID value as read): the key's tags before the pnum and the state key
-    # they begin (Sample.state_key), made once for the thousands of processes that share them.
-    prefixes: dict[tuple[rates.Key, type, object], tuple[rates.Key, str]] = {}
-    pnum_at = result.index.get("PNUM")
-    sends = _sends_per_process(context.results.get("dnfs_channels"))
-    inst_id = _column(result, "INST_ID")
     timed = context.timed("dnfs_stats")
-    if timed is None:
-        return found
+    if result is None or timed is None:
+        return []
     _, t, started = timed
+    # The rows of each instance, in the order read, with the instance's identity.
+    placed_rows: dict[rates.Key, tuple[tuple[str, ...], list[Sequence]]] = {}
     place = context.place(result)
-    # Context.located_rows's rows, without a generator's step per row (thousands of processes).
     for row in result.rows:
         placed = place(row)
         if placed is None:  # an instance that left between queries
             continue
         tags, identity = placed
-        if pnum_at is None:
-            raise KeyError("PNUM")
-        pnum = str(row[pnum_at])
-        # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
-        process = (str(spid(row) or UNKNOWN_PROCESS), str(serial(row) or UNKNOWN_PROCESS))
-        container = con_id(row)
-        prefix = prefixes.get((tags, type(container), container))
-        if prefix is None:
-            process_tags = (*tags, *_pdb_tags_of(container))
-            prefix = prefixes[(tags, type(container), container)] = (process_tags, _state_key_of(process_tags))
-        process_tags, state_key_start = prefix
-        key = (*process_tags, ("pnum", pnum))
+        group = placed_rows.get(tags)
+        if group is None:
+            placed_rows[tags] = (identity, [row])
+        elif group[0] == identity:
+            group[1].append(row)
+        else:  # one clock per statement (CLOCK_INSTANCE): never two identities for one instance
+            context.problems.append(ParseError(RESULTS, f"dnfs_stats: rows of instance {dict(tags)} under two clocks"))
+    if placed_rows and "PNUM" not in result.index:
+        raise KeyError("PNUM")
+    sends = _sends_per_process(context.results.get("dnfs_channels"))
+    return [
+        _process_table(result, sends, tags, identity, rows, t, started)
+        for tags, (identity, rows) in placed_rows.items()
+    ]
+
+
+def _process_table(
+    result: Results,
+    sends: Mapping[tuple[object, object], list[int]],
+    tags: rates.Key,
+    identity: tuple[str, ...],
+    rows: list[Sequence],
+    t: float,
+    started: Optional[float],
+) -> rates.Members:
+    """One instance's V$DNFS_STATS rows as a rates.Members sample (see _io)."""
+    pnums = list(map(operator.itemgetter(result.index["PNUM"]), rows))
+    spid, serial, pname, program, con_id, inst_id = (
+        _column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM", "CON_ID", "INST_ID")
+    )
+    # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
+    holders = tuple(
+        (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS))
+        for process, slot in zip(map(spid, rows), map(serial, rows))
+    )
+    # A process's PDB tag from its CON_ID, made once per value (by type too: True is not CON_ID 1).
+    containers = list(zip(map(type, map(con_id, rows)), map(con_id, rows)))
+    pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
+    columns = _process_counters(result, rows)
+    # The process's sends and channel rows in this read (_sends_per_process): what
+    # new_process_intervals checks a process counted from zero against (None: no row of it).
+    channel = [sends.get((inst_id(row), pnum)) for row, pnum in zip(rows, pnums)] if sends else [None] * len(rows)
+    details: dict[str, tuple[Optional[rates.Gauge], ...]] = {
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        what: dict[str, rates.Gauge] = {"pname": str(pname(row) or ""), "program": str(program(row) or "")}
-        channel = sends.get((inst_id(row), row[pnum_at])) if sends else None
-        if channel is not None:
-            # The process's sends and channel rows in this read: what new_process_intervals
-            # checks a process counted from zero against.
-            what["channel_sends"], what["channels"] = channel
-        counters = dict(zip(names, counter_values(row))) if plain_counters else _counters(names, counter_values(row))
-        if summed_in_sql is None:
-            other = _sum_of_every_counter(other_values(row))
-            if other is not None:
-                counters[OTHER_OPS_COUNTER] = other
-        state_key = f"{state_key_start},pnum={pnum}"
-        found.append(Sample(IO_MEASUREMENT, key, t, t, counters, what, identity + process, started, None, state_key))
-        roster = rosters.get(tags)
-        if roster is None:
-            roster = rosters[tags] = (t, identity, started, {})
-        roster[3][pnum] = "/".join(process)
-    for tags, (t, identity, started, processes) in rosters.items():
-        gauges: dict[str, rates.Gauge] = dict(processes)
-        found.append(Sample(ROSTER_MEASUREMENT, tags, t, t, {}, gauges, identity, started))
-    return found
+        "pname": tuple(str(value or "") for value in map(pname, rows)),
+        "program": tuple(str(value or "") for value in map(program, rows)),
+    }
+    if any(channel):
+        details["channel_sends"] = tuple(None if c is None else c[0] for c in channel)
+        details["channels"] = tuple(None if c is None else c[1] for c in channel)
+    return rates.Members(
+        IO_MEASUREMENT,
+        tags,
+        t,
+        t,
+        identity,
+        started,
+        "pnum",
+        tuple(map(str, pnums)),
+        tuple(map(pdb_tags.__getitem__, containers)),
+        holders,
+        columns,
+        details,
+    )
 
 
-def _all_plain_counters(result: Results, names: Sequence[str]) -> bool:
-    """True when every value of the columns `names` is a plain int (not a bool) and not negative:
-    what _counters keeps of each as it is. Checked a column at a time, in C."""
+def _process_counters(result: Results, rows: list[Sequence]) -> dict[str, tuple[Optional[int], ...]]:
+    """Counter name -> each row's count (None where the row has none: _counters leaves its value
+    out), for PROCESS_COUNTERS and the sum of the other operations (OTHER_OPS_COUNTER): summed in
+    the statement, or here for a capture made before it was. A counter no row has is left out."""
+    summed_in_sql = OTHER_OPS_COUNTER in result.index
+    names, counter_values = _columns(result, (*PROCESS_COUNTERS, *((OTHER_OPS_COUNTER,) if summed_in_sql else ())))
+    columns: dict[str, tuple[Optional[int], ...]] = {}
+    # Every value of these columns a plain counter as the reader hands them over (plain ints, not
+    # negative): the columns are the rows' values as they are, which _counters would also keep.
+    if _all_plain_counters(result, names, rows):
+        for name in names:
+            columns[name] = tuple(map(operator.itemgetter(result.index[name]), rows))
+    else:
+        kept = [_counters(names, counter_values(row)) for row in rows]
+        for name in names:
+            columns[name] = tuple(counters.get(name) for counters in kept)
+    if not summed_in_sql:
+        _, other_values = _columns(result, OTHER_OPS)
+        columns[OTHER_OPS_COUNTER] = tuple(_sum_of_every_counter(other_values(row)) for row in rows)
+    return {name: values for name, values in columns.items() if any(value is not None for value in values)}
+
+
+def _all_plain_counters(result: Results, names: Sequence[str], rows: Sequence[Sequence]) -> bool:
+    """True when every value of the columns `names` in `rows` is a plain int (not a bool) and not
+    negative: what _counters keeps of each as it is. Checked a column at a time, in C."""
     for name in names:
-        column = list(map(operator.itemgetter(result.index[name]), result.rows))
+        column = list(map(operator.itemgetter(result.index[name]), rows))
         if column and (set(map(type, column)) != {int} or min(column) < 0):
             return False
     return True
-
-
-def _state_key_of(key: rates.Key) -> str:
-    """The start of Sample.state_key of an I/O sample whose key is `key` and then its pnum (which _io
-    appends): the text the property makes ("measurement,tag=value,...")."""
-    return IO_MEASUREMENT + "".join([f",{tag}={value}" for tag, value in key])
 
 
 def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import heapq
 import operator
+from collections import Counter
 from collections.abc import Mapping
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ... import rates
 from ...points import Point
@@ -20,24 +21,12 @@ from .names import (
     HISTOGRAM_MEASUREMENT,
     IO_MEASUREMENT,
     OTHER_OPS_COUNTER,
-    ROSTER_MEASUREMENT,
     STATUS_MEASUREMENT,
     TOP_PROCESS_MEASUREMENT,
 )
 from .parsers import INVENTORY_MEASUREMENTS, UNKNOWN_PROCESS, filer_fields
 
 DEFAULT_TOP_PROCESSES = 10
-
-
-# The one gauge of a roster written before its processes were a gauge each (a JSON text of them).
-ROSTER_AS_TEXT = "processes"
-
-
-def _roster(interval: rates.Interval) -> Optional[Mapping[str, rates.Gauge]]:
-    """PNUM -> "SPID/SERIAL#" of the previous read of a roster interval; None for a roster stored by
-    an older dnfsmon as one JSON text (its new processes are left out for that one interval)."""
-    gauges = interval.previous.gauges
-    return None if ROSTER_AS_TEXT in gauges else gauges
 
 
 def new_process_intervals(
@@ -52,14 +41,15 @@ def new_process_intervals(
     not documented, so each such count is checked against the process's
     channel sends (sent_what_it_counted). A process
     is known to have started after the previous read of its instance when
-    that read (same instance startup, same clock) had no row with its PNUM,
-    or had one held by another, known process (another SPID or SERIAL#;
-    V$PROCESS.SERIAL# is the serial number of the process slot's holder).
-    Its whole counts are then the interval's. Any other process without an
-    interval (its previous holder unknown, a counter gone backwards) is left
-    out, and counted as such.
+    that read (same instance startup, same clock: the instance's
+    rates.MembersInterval) had no row with its PNUM, or had one held by
+    another, known process (another SPID or SERIAL#; V$PROCESS.SERIAL# is the
+    serial number of the process slot's holder). Its whole counts are then
+    the interval's. Any other process without an interval (its previous
+    holder unknown, a counter gone backwards) is left out, and counted as such.
     """
-    rosters = {i.current.key: i for i in result.intervals if i.current.measurement == ROSTER_MEASUREMENT}
+    tables = {table.current.key: table for table in result.tables if table.current.measurement == IO_MEASUREMENT}
+    holders_of: dict[rates.Key, dict[str, tuple[str, ...]]] = {}
     known: list[rates.Interval] = []
     left_out: list[rates.Skip] = []
     # Left out because their counts from zero are more than their channels sent (sent_what_it_counted).
@@ -68,24 +58,20 @@ def new_process_intervals(
         sample = skip.current
         if sample.measurement != IO_MEASUREMENT:
             continue
-        tags = dict(sample.key)
-        roster = rosters.get(tuple(pair for pair in sample.key if pair[0] not in ("pdb", "pnum")))
-        if roster is None:
+        instance, pnum = _place_of_process(sample)
+        table = tables.get(instance)
+        if table is None:
             continue  # the instance re-baselined as a whole: nothing is published for it
-        holders = _roster(roster)
+        holders = holders_of.get(instance)
         if holders is None:
-            left_out.append(skip)
-            continue
-        before = holders.get(tags["pnum"])
-        now = "/".join(sample.identity[-2:])
-        replaced = (
-            before is not None
-            and str(before) != now
-            and UNKNOWN_PROCESS not in (*str(before).split("/"), *sample.identity[-2:])
-        )
+            previous = table.previous
+            holders = holders_of[instance] = dict(zip(previous.member_ids, previous.member_identities))
+        before = holders.get(pnum)
+        now = sample.identity[-2:]
+        replaced = before is not None and before != now and UNKNOWN_PROCESS not in (*before, *now)
         interval = None
         if (before is None or replaced) and skip.event != rates.COUNTER_RESET:
-            interval = rates.interval_from_zero(sample, roster.previous.time)
+            interval = rates.interval_from_zero(sample, table.previous.time)
         if interval is not None and not sent_what_it_counted(interval):
             doubtful.append(skip)
             interval = None
@@ -142,7 +128,7 @@ def _place_of_process(sample: Sample) -> tuple[rates.Key, str]:
     return tags, key[-1][1] if key and key[-1][0] == "pnum" else dict(key)["pnum"]
 
 
-def io_fields(summed: rates.Aggregate, processes: int) -> dict[str, rates.Gauge]:
+def io_fields(summed: rates.MembersAggregate, processes: int) -> dict[str, rates.Gauge]:
     d = summed.deltas
     read_bytes, write_bytes = summed.rate("NFS_READBYTES"), summed.rate("NFS_WRITEBYTES")
     out: dict[str, Optional[rates.Gauge]] = {
@@ -247,45 +233,82 @@ def process_name(pname: str) -> str:
 OPERATIONS = ("NFS_READ", "NFS_WRITE", OTHER_OPS_COUNTER)
 
 
-def _top_processes(io: list[rates.Interval], new_ids: set[int], limit: int) -> list[Point]:
+class _Busy(NamedTuple):
+    """A process of an instance with dNFS operations (OPERATIONS) in the interval: as moved member
+    `place` of a table (interval None), or with an interval of its own."""
+
+    ops: int
+    pnum: str
+    table: Optional[rates.MembersInterval]
+    place: int
+    interval: Optional[rates.Interval]
+
+
+def _busy_processes(tables: list[rates.MembersInterval], io: list[rates.Interval]) -> dict[rates.Key, list[_Busy]]:
+    """Instance tags -> its processes with dNFS operations in the interval.
+
+    A process without a delta of each (a NULL in its row, or the first interval after an upgrade
+    from per-operation counters) would be ranked too low: it sits this one out."""
+    by_instance: dict[rates.Key, list[_Busy]] = {}
+    for table in tables:
+        try:
+            columns = [table.deltas[name] for name in OPERATIONS]
+        except KeyError:
+            continue
+        ids = table.current.member_ids
+        busy = by_instance.setdefault(table.current.key, [])
+        for place, (ops, i) in enumerate(zip(map(sum, zip(*columns)), table.moved)):
+            if ops > 0:
+                busy.append(_Busy(ops, ids[i], table, place, None))
+    operations = operator.itemgetter(*OPERATIONS)
+    for interval in io:
+        try:
+            ops = sum(operations(interval.deltas))
+        except KeyError:
+            continue
+        if ops > 0:
+            tags, pnum = _place_of_process(interval.current)
+            by_instance.setdefault(tags, []).append(_Busy(ops, pnum, None, 0, interval))
+    return by_instance
+
+
+def _top_processes(
+    tables: list[rates.MembersInterval], io: list[rates.Interval], new_ids: set[int], limit: int
+) -> list[Point]:
     """The busiest processes of each instance by dNFS operations in the interval (review C6).
 
     Ranked 1..limit per instance ([oracle] top_processes); series are (instance, rank, process
     name), so their number stays within N x the process names that reach the top, however many
     processes come and go. A process counted from zero (new in the interval) takes part.
     """
-    by_instance: dict[rates.Key, list[tuple[int, str, rates.Interval]]] = {}
-    operations = operator.itemgetter(*OPERATIONS)
-    for interval in io:
-        try:
-            ops = sum(operations(interval.deltas))
-        except KeyError:
-            # A process without a delta of each (a NULL in its row, or the first interval after
-            # an upgrade from per-operation counters) would be ranked too low: it sits this one out.
-            continue
-        if ops > 0:
-            tags, pnum = _place_of_process(interval.current)
-            by_instance.setdefault(tags, []).append((ops, pnum, interval))
     points = []
-    for tags, busy in by_instance.items():
+    for tags, busy in _busy_processes(tables, io).items():
         # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
-        ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b[0], int(b[1]) if b[1].isdigit() else -1, b[1]))
-        for rank, (ops, pnum, interval) in enumerate(ranked, start=1):
-            sample = interval.current
+        ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b.ops, int(b.pnum) if b.pnum.isdigit() else -1, b.pnum))
+        for rank, process in enumerate(ranked, start=1):
+            if process.interval is not None:
+                interval = process.interval
+                deltas, dt, sample = interval.deltas, interval.dt, interval.current
+                new_process = id(interval) in new_ids
+            else:
+                assert process.table is not None
+                table, place = process.table, process.place
+                deltas = {name: values[place] for name, values in table.deltas.items()}
+                dt, sample, new_process = table.dt, table.current.member(table.moved[place]), False
             values: dict[str, Optional[rates.Gauge]] = {
-                "ops_per_s": rates.per_second(ops, interval.dt),
-                "read_iops": interval.rate("NFS_READ"),
-                "write_iops": interval.rate("NFS_WRITE"),
+                "ops_per_s": rates.per_second(process.ops, dt),
+                "read_iops": None if "NFS_READ" not in deltas else rates.per_second(deltas["NFS_READ"], dt),
+                "write_iops": None if "NFS_WRITE" not in deltas else rates.per_second(deltas["NFS_WRITE"], dt),
                 "read_mib_per_s": None
-                if "NFS_READBYTES" not in interval.deltas
-                else rates.per_second(interval.deltas["NFS_READBYTES"] / 1048576, interval.dt),
+                if "NFS_READBYTES" not in deltas
+                else rates.per_second(deltas["NFS_READBYTES"] / 1048576, dt),
                 "write_mib_per_s": None
-                if "NFS_WRITEBYTES" not in interval.deltas
-                else rates.per_second(interval.deltas["NFS_WRITEBYTES"] / 1048576, interval.dt),
-                "pnum": int(pnum) if pnum.isdigit() else None,
+                if "NFS_WRITEBYTES" not in deltas
+                else rates.per_second(deltas["NFS_WRITEBYTES"] / 1048576, dt),
+                "pnum": int(process.pnum) if process.pnum.isdigit() else None,
                 "spid": sample.identity[-2],
                 "program": str(sample.gauges.get("program", "")) or None,
-                "new_process": id(interval) in new_ids,
+                "new_process": new_process,
             }
             key = (*tags, ("rank", str(rank)), ("process", process_name(str(sample.gauges.get("pname", "")))))
             present = {k: v for k, v in values.items() if v is not None}
@@ -298,7 +321,6 @@ FILE_TAGS = ("file_type", "file_no")
 # Measurements whose points are not one per key and interval (summed, states, or not published).
 NOT_PER_INTERVAL = (
     IO_MEASUREMENT,
-    ROSTER_MEASUREMENT,
     FILER_FILE_MEASUREMENT,
     STATUS_MEASUREMENT,
     *INVENTORY_MEASUREMENTS,
@@ -352,17 +374,20 @@ def aggregate(
             points.append(Point(sample.measurement, sample.key, dict(sample.gauges), round(sample.wall_time * 1e9)))
     new, left_out, doubtful = new_process_intervals(result)
     new_ids = {id(interval) for interval in new}
+    tables = [table for table in result.tables if table.current.measurement == IO_MEASUREMENT]
     io = [i for i in result.intervals if i.current.measurement == IO_MEASUREMENT] + new
-    for tags, summed in rates.aggregate(io, lambda i: _instance_tags(i.current)).items():
+    counted_from_zero = Counter(_instance_tags(interval.current) for interval in new)
+    not_counted = Counter(_instance_tags(skip.current) for skip in left_out)
+    not_believed = Counter(_instance_tags(skip.current) for skip in doubtful)
+    for tags, processes in rates.aggregate_members(tables, io).items():
         # Processes that did dNFS I/O in the interval (V$DNFS_STATS has a row,
         # mostly zeros, for every process; review B6).
-        active = sum(1 for member in summed.members if any(member.deltas.values()))
-        values = io_fields(summed, active)
-        values["new_processes"] = sum(1 for member in summed.members if id(member) in new_ids)
-        values["processes_left_out"] = sum(1 for skip in left_out if _instance_tags(skip.current) == tags)
-        values["new_processes_doubtful"] = sum(1 for skip in doubtful if _instance_tags(skip.current) == tags)
-        points.append(Point(IO_MEASUREMENT, tags, values, round(summed.members[0].current.wall_time * 1e9)))
-    points.extend(_top_processes(io, new_ids, top_processes))
+        values = io_fields(processes, processes.active)
+        values["new_processes"] = counted_from_zero[tags]
+        values["processes_left_out"] = not_counted[tags]
+        values["new_processes_doubtful"] = not_believed[tags]
+        points.append(Point(IO_MEASUREMENT, tags, values, round(processes.wall_time * 1e9)))
+    points.extend(_top_processes(tables, io, new_ids, top_processes))
     files = [i for i in result.intervals if i.current.measurement == FILER_FILE_MEASUREMENT]
     per_filer = rates.aggregate(files, lambda i: tuple(pair for pair in i.current.key if pair[0] not in FILE_TAGS))
     for tags, summed in per_filer.items():
