@@ -404,14 +404,14 @@ def test_intervals_are_contiguous():
         elif file == "dnfs_iops_accumulate.sql" and "xmlagg(" in sql:
             order.append("diff")
         elif file == "dnfs_iops_print.sql":
-            order.append("print" if ":dnfs_iv_s" in sql else "run")
+            order.append("print" if ":dnfs_iv_us" in sql else "run")
         elif file == "_dnfs_shift_lob.sql" and ":dnfs_prev := taken" in sql:
             order.append("shift")
         elif file == "_dnfs_shift_lob.sql" and ":dnfs_run := taken" in sql:
             order.append("totals")
     assert order == ["snapshot", "shift"] + ["snapshot", "diff", "totals", "print", "shift"] * 3 + ["run"]
     accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
-    assert ":dnfs_cur_t - :dnfs_prev_t as seconds" in accumulate
+    assert "round((:dnfs_cur_t - :dnfs_prev_t) * 1000000) as microseconds" in accumulate
     for script in ("dnfs_iops_step.sql", "dnfs_iops_accumulate.sql", "dnfs_iops_print.sql"):
         text = read(os.path.join(SQL, script)).lower()
         assert "sysdate" not in text and "systimestamp" not in text, script
@@ -1170,7 +1170,7 @@ def iops_rows(workload=None, churn=True, unknown=False):
             row[c.index(counter)] = successor[c.index(counter)] - 1
         raws[0] = oracle_db.to_raw(docs[0], T0)
     totals = iops_accumulate(stats_snapshot(docs[1]), stats_snapshot(docs[0]), [], BINDS)
-    return workload, raws, iops_print(totals, T1 - T0, INTERVAL_IOPS_DEFINES)
+    return workload, raws, iops_print(totals, round((T1 - T0) * 1_000_000), INTERVAL_IOPS_DEFINES)
 
 
 IOPS_ACCUMULATE = "per instance, the interval that just ended and the run so far"
@@ -1183,11 +1183,11 @@ IOPS_FIELDS = (
     ("write_mbps", "write_mib_per_s"),
 )
 IOPS_PRINT = "NFS calls per instance and in total"
-IOPS_TOTALS = ["inst_id", "reads", "writes", "read_bytes", "write_bytes", "seconds"]
+IOPS_TOTALS = ["inst_id", "reads", "writes", "read_bytes", "write_bytes", "microseconds"]
 # What dnfs_iops_step.sql defines before it runs dnfs_iops_print.sql (the interval), and what
 # dnfs_iops.sql defines after the loop (the whole run).
-INTERVAL_IOPS_DEFINES = {"_dnfs_kind": "'interval'", "_dnfs_from_s": "dnfs_iv_s", "_dnfs_label": ":dnfs_cur_clock"}
-RUN_IOPS_DEFINES = {"_dnfs_kind": "'run'", "_dnfs_from_s": "dnfs_run_s", "_dnfs_label": "'run'"}
+INTERVAL_IOPS_DEFINES = {"_dnfs_kind": "'interval'", "_dnfs_from_us": "dnfs_iv_us", "_dnfs_label": ":dnfs_cur_clock"}
+RUN_IOPS_DEFINES = {"_dnfs_kind": "'run'", "_dnfs_from_us": "dnfs_run_us", "_dnfs_label": "'run'"}
 
 
 def stats_snapshot(document):
@@ -1205,9 +1205,9 @@ def iops_accumulate(cur, prev, run_so_far, binds):
     return [[row[c] for c in ["kind", *IOPS_TOTALS]] for row in rows]
 
 
-def iops_print(totals, seconds, defines, clock="12:00:10"):
+def iops_print(totals, microseconds, defines, clock="12:00:10"):
     """dnfs_iops_print.sql's query in SQLite over the accumulated rows, as the XML bind hands them over."""
-    binds = {defines["_dnfs_from_s"]: seconds, "dnfs_cur_clock": clock}
+    binds = {defines["_dnfs_from_us"]: microseconds, "dnfs_cur_clock": clock}
     return run_core("dnfs_iops_print.sql", IOPS_PRINT, {"totals": (["kind", *IOPS_TOTALS], totals)}, binds, defines)
 
 
@@ -1265,12 +1265,13 @@ def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_
     assert {r["dnfs_inst_id"]: r["read_iops"] for r in known}[2] > pack[2]["read_iops"]  # left out, not invented
 
 
-def iops_run(workload, times, drop_first=None):
+def iops_run(workload, times, drop_first=None, hand_over=lambda rows: rows):
     """@dnfs_iops over the simulator's snapshots at `times`, as SQL*Plus chains it, in SQLite.
 
     Each interval: dnfs_iops_accumulate.sql (its run totals handed to the next interval, as the XML
     bind would), then after the last one dnfs_iops_print.sql over the run's totals and the seconds
     the step added up. `drop_first`: an instance left out of the first snapshot (it joined later).
+    `hand_over`: what the XML bind does to the rows between two intervals (nothing, by default).
     Returns the simulator's raws, documents, the run lines and the run's seconds.
     """
     memory = simulator.Memory()
@@ -1280,12 +1281,12 @@ def iops_run(workload, times, drop_first=None):
     if drop_first is not None:
         snapshots[0] = [r for r in snapshots[0] if r[0] != drop_first]
     run_so_far: list = []
-    run_s = 0.0
+    run_us = 0
     for prev, cur, t0, t1 in zip(snapshots, snapshots[1:], times, times[1:]):
         binds = {"dnfs_prev_t": t0, "dnfs_cur_t": t1, "dnfs_cur_clock": "12:00:00"}
-        run_so_far = iops_accumulate(cur, prev, run_so_far, binds)
-        run_s = run_s + (t1 - t0)  # the block's :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + :dnfs_iv_s
-    return raws, docs, iops_print(run_so_far, run_s, RUN_IOPS_DEFINES), run_s
+        run_so_far = hand_over(iops_accumulate(cur, prev, run_so_far, binds))
+        run_us = run_us + round((t1 - t0) * 1_000_000)  # :dnfs_run_next_us := nvl(:dnfs_run_us, 0) + :dnfs_iv_us
+    return raws, docs, iops_print(run_so_far, run_us, RUN_IOPS_DEFINES), run_us / 1_000_000
 
 
 def agent_intervals(raws):
@@ -1362,20 +1363,20 @@ def test_an_instance_seen_in_part_of_the_run_shows_its_seconds_and_stays_out_of_
 def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_intervals(count, runs):
     """As SQL*Plus runs it: each step diffs and adds to the run's totals (dnfs_iops_accumulate.sql,
     freed and shifted like a snapshot), then after the last step dnfs_iops_print.sql once more, fed
-    :dnfs_run's rows of kind 'run' over :dnfs_run_s and labelled 'run'; a refused run prints no run
+    :dnfs_run's rows of kind 'run' over :dnfs_run_us and labelled 'run'; a refused run prints no run
     line (no seconds)."""
     result = run("dnfs_iops.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_iops_print.sql"]
     whole = [s for _, s in sent if "kind = 'run'" in s]
-    assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_s" in whole[0]
+    assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_us" in whole[0]
     assert len(sent) == steps(result) + 1
     last_step = max((i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_iops_accumulate.sql"), default=-1)
     printed = (i for i, (f, _, s) in enumerate(result.statements) if f == "dnfs_iops_print.sql" and "'run'" in s)
     assert next(printed) > last_step
     assert steps(result) == (3 if runs else 0)
     notes = [s for f, _, s in result.statements if f == "dnfs_iops.sql" and "Average over the whole run" in s]
-    assert len(notes) == 1 and "where :dnfs_run_s > 0" in notes[0]
+    assert len(notes) == 1 and "where :dnfs_run_us > 0" in notes[0]
 
 
 def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_totals():
@@ -1385,7 +1386,7 @@ def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_t
     the previous LOB is freed only after it, all of it only when the new one is not NULL, and the time
     moves with it. And the run's seconds grow only by an interval that gave rows."""
     shifted = {
-        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_s"},
+        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_us"},
         "dnfs_latency.sql": {"dnfs_ev_prev": "dnfs_prev_t", "dnfs_ev_first": "dnfs_first_t"},
     }
     for script, binds in shifted.items():
@@ -1401,8 +1402,50 @@ def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_t
             assert block.rindex("end if;") > block.index(f":{taken_at} :=")
     accumulate = [s for f, _, s in run("dnfs_iops.sql", "5", "2").statements if f == "dnfs_iops_accumulate.sql"]
     assert any(
-        re.search(r":dnfs_run_next_s := nvl\(:dnfs_run_s, 0\) \+ case when interval_rows > 0", s) for s in accumulate
+        re.search(r":dnfs_run_next_us := nvl\(:dnfs_run_us, 0\) \+ case when interval_rows > 0", s) for s in accumulate
     )
+
+
+def through_xml_text(rows, decimal_character=","):
+    """Rows as an XMLTABLE would read them back after XMLATTRIBUTES wrote them, under a session whose
+    NLS_NUMERIC_CHARACTERS is ',.' (German, French): the Reference says neither how a NUMBER is
+    rendered into XML text under such a setting nor that the round trip is exact, so a value whose
+    text would carry a decimal separator is taken to come back as that text, which an XML Schema
+    number (the '.' of xs:decimal) cannot read. A whole number has no separator and comes back as is."""
+    handed_over = []
+    for row in rows:
+        values = []
+        for value in row:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(f"{repr(value).replace('.', decimal_character)}: a fractional number in XML text")
+            values.append(value)
+        handed_over.append(values)
+    return handed_over
+
+
+def test_dnfs_iops_hands_no_fractional_number_through_its_xml_and_compares_whole_microseconds():
+    """Review W1: :dnfs_run kept each instance's fractional seconds (SYSTIMESTAMP's difference) as XML
+    text, read them back with XMLTABLE and compared them for equality with a NUMBER bind (the run
+    total's "measured over all the seconds"). Nothing documents that text under NLS_NUMERIC_CHARACTERS
+    ',.', nor an exact round trip. Now the XML holds whole microseconds and the comparisons are of
+    integers; the figures a DBA reads are those of the exact seconds, as before."""
+    workload = simulator.Workload(instances=2, processes=10, process_lifetime_s=12.0)
+    # The clock's fractions, as the snapshots take them: whole microseconds that a double also holds
+    # exactly (multiples of 1/64 s), so the harness's floats add no error of their own.
+    times = (T0 + 0.015625, T0 + 10.640625, T0 + 25.203125, T0 + 45.984375)
+    raws, _, run_lines, _ = iops_run(workload, times, hand_over=through_xml_text)
+    assert [r["dnfs_sample_time"] for r in run_lines] == ["run", "run", "total"]
+    intervals = agent_intervals(raws)
+    spans = [b - a for a, b in zip(times, times[1:])]
+    for row in run_lines[:2]:
+        instance = f"simdb{int(row['dnfs_inst_id'])}"
+        for pack_name, agent_name in IOPS_FIELDS:
+            done = sum(i[instance][agent_name] * s for i, s in zip(intervals, spans))
+            assert row[pack_name] == pytest.approx(done / sum(spans), rel=1e-9), (instance, pack_name)
+    # The static side: the only value the pack computes into its XML is a ROUND to a whole number.
+    accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
+    assert re.search(r"round\(\(:dnfs_cur_t - :dnfs_prev_t\) \* 1000000\) as microseconds", accumulate)
+    assert ":dnfs_cur_t - :dnfs_prev_t as seconds" not in accumulate
 
 
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
@@ -2203,7 +2246,7 @@ def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
         ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
     }
     first = ("dnfs_ev_cur", "dnfs_ev_first", "dnfs_cur_t", "dnfs_first_t")  # dnfs_latency's whole run (P7)
-    run_totals = ("dnfs_run_next", "dnfs_run", "dnfs_run_next_s", "dnfs_run_s")  # dnfs_iops's whole run (P7)
+    run_totals = ("dnfs_run_next", "dnfs_run", "dnfs_run_next_us", "dnfs_run_us")  # dnfs_iops's whole run (P7)
     assert set(shifted) == pairs | {first, run_totals}
     # A snapshot and its shift per interval, and one at the start: 3 for each bind pair; the first
     # events snapshot is copied once more, for the whole run's lines; dnfs_iops's run totals once

@@ -48,11 +48,11 @@ variable dnfs_cur clob
 variable dnfs_cur_t number
 variable dnfs_cur_n number
 variable dnfs_cur_clock varchar2(8)
-variable dnfs_iv_s number
+variable dnfs_iv_us number
 variable dnfs_run clob
-variable dnfs_run_s number
+variable dnfs_run_us number
 variable dnfs_run_next clob
-variable dnfs_run_next_s number
+variable dnfs_run_next_us number
 -- Bind variables belong to the SQL*Plus session and keep their values from
 -- one script to the next (declaring one again is not documented to clear
 -- it): start clean, or this run would diff against the previous run's last
@@ -67,9 +67,9 @@ begin
     :dnfs_cur_t := null;
     :dnfs_cur_n := null;
     :dnfs_cur_clock := null;
-    :dnfs_iv_s := null;
-    :dnfs_run_s := null;
-    :dnfs_run_next_s := null;
+    :dnfs_iv_us := null;
+    :dnfs_run_us := null;
+    :dnfs_run_next_us := null;
 end;
 /
 @@dnfs_iops_snapshot.sql
@@ -95,15 +95,15 @@ prompt &_dnfs_header
 -- on RAC the instances together (Time 'total'); nothing when no interval ran
 -- (a refused run, or one stopped before its first snapshot).
 column dnfs_run_note heading 'Whole run' format a80
-select 'Average over the whole run: ' || round(:dnfs_run_s, 1) || ' s' as dnfs_run_note
+select 'Average over the whole run: ' || round(:dnfs_run_us / 1000000, 1) || ' s' as dnfs_run_note
 from dual
-where :dnfs_run_s > 0;
+where :dnfs_run_us > 0;
 column dnfs_run_note clear
 define _dnfs_kind = "'run'"
-define _dnfs_from_s = dnfs_run_s
+define _dnfs_from_us = dnfs_run_us
 define _dnfs_label = "'run'"
 @@dnfs_iops_print.sql
-undefine _dnfs_kind _dnfs_from_s _dnfs_label
+undefine _dnfs_kind _dnfs_from_us _dnfs_label
 column dnfs_sample_time clear
 column dnfs_inst_id clear
 column read_iops clear
