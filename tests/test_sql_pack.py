@@ -31,7 +31,7 @@ import sqlplus_rules
 from dnfsmon import oracle_db, oracle_facts, simulator
 from dnfsmon.collect import compute
 from dnfsmon.sources import oracle
-from sqlcheck import violations
+from sqlcheck import sorting_constructs, violations
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SQL = os.path.join(ROOT, "sql")
@@ -448,6 +448,32 @@ def test_on_a_mounted_database_no_script_reads_a_dictionary_view(script):
     assert any("ALL_OBJECTS" in views_in(sql) for _, _, sql in run(script).statements)
 
 
+@pytest.mark.parametrize("release", sorted(VERSIONS))
+def test_nothing_a_pack_script_sends_a_mounted_database_sorts(release):
+    """Review F3: before the database is open only in-memory sorts are supported (Database Error
+    Messages, ORA-01220), and the one-shot scripts counted with DISTINCT and GROUP BY over
+    GV$DNFS_FILES and GV$DNFS_CHANNELS (a row per process) and ordered their lines, while the refused
+    loops still took a first snapshot (XMLAGG over GV$DNFS_STATS). Now, as the agent's statements
+    (tests/test_oracle.py), every statement a pack script sends a mounted database is parsed and holds
+    no DISTINCT, GROUP BY, ORDER BY, aggregate (XMLAGG too), analytic function or set operator that
+    removes duplicates; a PL/SQL block holds no query. Each script whose purpose is a count refuses in
+    one line that names the agent, as the looping scripts do, and reads no dNFS view."""
+    for script in USER_SCRIPTS:
+        result = run(script, release=release, open_mode="MOUNTED")
+        assert [str(f) for f in result.findings] == [], script
+        for file, line, sql in result.statements:
+            if re.match(r"(?i)\s*(begin|declare)\b", sql):
+                assert not re.search(r"(?i)\bselect\b", sql), (script, file, line)
+            else:
+                query = sql.strip().rstrip("/").rstrip().rstrip(";")
+                assert sorting_constructs(query) == [], (script, file, line, sql)
+        refused = [p for p in result.prompts if "mounted, not open" in p]
+        assert len(refused) == 1 and "dnfsmon agent" in refused[0], (script, result.prompts)
+        # Nothing but the start's probes and the end: no dNFS view is read, and so no join of
+        # GV$DNFS_STATS to GV$PROCESS (review W4) either.
+        assert not any("DNFS" in v.upper() for _, _, sql in result.statements for v in views_in(sql)), script
+
+
 def test_the_event_list_is_defined_once_and_is_the_agents():
     """dba-review P9: the pack read 8 events, the agent 11 ('log file sync' and temp I/O besides); the
     list is kept in two substitution variables, each within SQL*Plus's 240 characters."""
@@ -520,7 +546,7 @@ def test_every_statement_matches_the_column_facts(release):
 
 
 def test_the_facts_check_sees_a_misspelt_column_in_a_script():
-    text = read(os.path.join(SQL, "dnfs_channels.sql")).replace("sum(recvs)", "sum(recieves)")
+    text = read(os.path.join(SQL, "dnfs_channels_report.sql")).replace("sum(recvs)", "sum(recieves)")
     query = text[text.index("select\n    c.inst_id") : text.index("order by c.inst_id")].replace(
         "&_dnfs_reconnects", "spreco + dpreco"
     )
@@ -1049,9 +1075,18 @@ def test_the_password_life_is_days_unlimited_or_default_and_nothing_else_reaches
 
 def nested_substituted_call(script, called_with_at_at=False):
     """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?"""
-    for target in re.findall(r"(?im)^\s*@@(\S+)", read(os.path.join(SQL, script))):
+    text = read(os.path.join(SQL, script))
+    for target in re.findall(r"(?im)^\s*@@(\S+)", text):
         if "&" in target:
             if called_with_at_at:
+                return True
+            # The part that reads the views: the script's own _dnfs_report when _dnfs_start.sql lets it run.
+            report = re.search(r"(?m)^define _dnfs_report = (\w+)$", text)
+            if (
+                target == "&_dnfs_report_step..sql"
+                and report
+                and nested_substituted_call(f"{report.group(1)}.sql", True)
+            ):
                 return True
             continue
         target = target if target.endswith(".sql") else target + ".sql"
@@ -1363,11 +1398,14 @@ def test_an_instance_seen_in_part_of_the_run_shows_its_seconds_and_stays_out_of_
 def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_intervals(count, runs):
     """As SQL*Plus runs it: each step diffs and adds to the run's totals (dnfs_iops_accumulate.sql,
     freed and shifted like a snapshot), then after the last step dnfs_iops_print.sql once more, fed
-    :dnfs_run's rows of kind 'run' over :dnfs_run_us and labelled 'run'; a refused run prints no run
-    line (no seconds)."""
+    :dnfs_run's rows of kind 'run' over :dnfs_run_us and labelled 'run'; a refused run sends no
+    query at all (review F3: it took a first snapshot and printed an empty run)."""
     result = run("dnfs_iops.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_iops_print.sql"]
+    if not runs:
+        assert sent == [] and not any(f == "dnfs_iops_snapshot.sql" for f, _, _ in result.statements)
+        return
     whole = [s for _, s in sent if "kind = 'run'" in s]
     assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_us" in whole[0]
     assert len(sent) == steps(result) + 1
@@ -1375,7 +1413,7 @@ def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_inte
     printed = (i for i, (f, _, s) in enumerate(result.statements) if f == "dnfs_iops_print.sql" and "'run'" in s)
     assert next(printed) > last_step
     assert steps(result) == (3 if runs else 0)
-    notes = [s for f, _, s in result.statements if f == "dnfs_iops.sql" and "Average over the whole run" in s]
+    notes = [s for f, _, s in result.statements if f == "dnfs_iops_report.sql" and "Average over the whole run" in s]
     assert len(notes) == 1 and "where :dnfs_run_us > 0" in notes[0]
 
 
@@ -1756,10 +1794,13 @@ def test_the_events_snapshot_reads_startup_time_with_the_events():
 def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snapshot(count, runs):
     """As SQL*Plus runs it: after the last step, dnfs_latency_print.sql once more, fed :dnfs_ev_first
     (a copy of the first snapshot, freed at the end) and labelled 'run'; a refused run prints no run
-    line, as its bind times are equal (the print query's WHERE)."""
+    line: it sends no query at all (review F3)."""
     result = run("dnfs_latency.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_latency_print.sql"]
+    if not runs:
+        assert sent == [] and not any(f == "dnfs_latency_snapshot.sql" for f, _, _ in result.statements)
+        return
     whole = [s for _, s in sent if "xmltype(:dnfs_ev_first)" in s and "as label" in s]
     assert len(whole) == 1 and "'run' as label" in whole[0]
     assert ":dnfs_cur_t > :dnfs_first_t" in whole[0]
@@ -1775,10 +1816,13 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
 
 
 def as_run(script, sql, release="19c", granted=ALL_GRANTED):
-    """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced."""
+    """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced.
+
+    A `*_report.sql` or `*_verdict.sql` is run by its user script (dnfs_check_report.sql by dnfs_check.sql)."""
     text = read(os.path.join(SQL, script))
     line = text[: text.index(sql)].count("\n") + 1
-    sent = [s for f, n, s in run(script, release=release, granted=granted).statements if (f, n) == (script, line)]
+    entry = re.sub(r"_(report|verdict)\.sql$", ".sql", script)
+    sent = [s for f, n, s in run(entry, release=release, granted=granted).statements if (f, n) == (script, line)]
     assert sent, (script, line)
     return sent[0].rstrip().rstrip(";")
 
@@ -1844,16 +1888,16 @@ def rac_with_standby_logs():
 def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_guard():
     """Review: GV$LOGFILE lists other threads' and standby logs, which no process of the instance opens."""
     tables = rac_with_standby_logs()
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert [(v["dnfs_inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
     assert all("all 6 database files open through dNFS" in v["verdict"] for v in verdicts)  # 2 data, temp, ctl, 2 logs
     # An own-thread online log not open through dNFS is still caught.
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
 
@@ -1881,8 +1925,8 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
     """
     tables = physical_standby()
     tables["v$database"] = (["database_role"], [(role,)])
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert [v["verdict"].split(":")[0] for v in verdicts] == ["IN USE", "IN USE"]
     for v in verdicts:
         assert v["verdict"].startswith(f"IN USE: all 4 database files ({role.lower()}: redo logs not counted"), v
@@ -1891,12 +1935,12 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
         ["inst_id", "filename"],
         [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
     )
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"]) for r in listed] == [(2, "Data file")]
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert verdicts[1]["verdict"].startswith(f"PARTLY: 1 of 4 database files ({role.lower()}")
     # The primary's verdict carries no note, and still counts its own online logs.
-    primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
+    primary = run_query("dnfs_check_verdict.sql", "verdict per instance", rac_with_standby_logs())
     assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)
 
 
@@ -1966,16 +2010,16 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
             "avg_read_kb",
             "avg_write_kb",
         ],
-        column_formats("dnfs_iops.sql"),
+        column_formats("dnfs_iops_report.sql"),
     )
     _, events, buckets, _ = latency_rows(first_hit=False)
     latency = sqlplus_table(
         events,
         ["dnfs_inst_id", "dnfs_event", "dnfs_sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
-        column_formats("dnfs_latency.sql"),
+        column_formats("dnfs_latency_report.sql"),
     )
     histogram = sqlplus_table(
-        buckets, ["dnfs_inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency.sql")
+        buckets, ["dnfs_inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency_report.sql")
     )
     manual = read(os.path.join(SQL, "README.md"))
     for block in (iops, latency, histogram):
@@ -2301,8 +2345,8 @@ def rac_cdb_with_pdb_affinity():
 def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     """dba-review P5: a PDB open on one RAC instance only made the other instance's verdict PARTLY."""
     tables = rac_cdb_with_pdb_affinity()
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables)]
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = [v["verdict"] for v in run_query("dnfs_check_verdict.sql", "verdict per instance", tables)]
     assert verdicts[0].startswith("IN USE: all 11 database files open through dNFS"), verdicts[0]
     assert not verdicts[0].endswith("not open here")
     # Instance 2: 11 files (5 data, 3 temp, 2 own redo logs, 1 control) less PDB2's 2 data files and its temp file, counted apart.
@@ -2311,9 +2355,9 @@ def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     # A file of a PDB open on the instance and not open through dNFS is still caught.
     name = "/oradata/pdb1/users01.dbf"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (2, name)])
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_name"]) for r in listed] == [(2, name)]
-    verdict = run_query("dnfs_check.sql", "verdict per instance", tables)[1]["verdict"]
+    verdict = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)[1]["verdict"]
     assert verdict.startswith("PARTLY: 1 of 8 database files") and verdict.endswith("3 files of PDBs not open here")
 
 
@@ -2321,7 +2365,7 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
     """Before 12.1 there is no GV$CONTAINERS; without its grant the old counting stays, with one line naming it."""
     tables = rac_cdb_with_pdb_affinity()
     granted = tuple(g for g in ALL_GRANTED if g != "GV_$CONTAINERS")
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables, granted=granted)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables, granted=granted)
     assert verdicts[1]["verdict"].startswith("PARTLY: 3 of 11"), verdicts[1]
     said = [p for p in run("dnfs_check.sql", granted=granted).prompts if "GV_$CONTAINERS" in p]
     assert said == [
@@ -2329,8 +2373,8 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
         " (CONTAINER=ALL in a CDB)."
     ]
     old = as_run(
-        "dnfs_check.sql",
-        core_queries(read(os.path.join(SQL, "dnfs_check.sql")))["verdict per instance"],
+        "dnfs_check_verdict.sql",
+        core_queries(read(os.path.join(SQL, "dnfs_check_verdict.sql")))["verdict per instance"],
         release="11.2.0.4",
     )
     assert "con_id" not in old.replace("0 as con_id", "").replace("c.con_id", "").replace("f.con_id", "")
