@@ -28,7 +28,7 @@ select
         else 'select 0 as inst_id, 0 as con_id from dual where 1 = 0'
     end as closed_containers,
     case
-        when i.version >= '12' and o.containers_visible = 0 and &_dnfs_mounted = 0
+        when i.version >= '12' and o.containers_visible = 0
             then
                 'PDBs not open on an instance are counted too: GRANT SELECT ON SYS.GV_$CONTAINERS TO ' || user
                 || ' (CONTAINER=ALL in a CDB).'
@@ -146,8 +146,6 @@ select
     case
         when i.version < '12.2'
             then 'Alert log: before 12.2 grep the host''s alert_<SID>.log for "Direct NFS" and "ODM".'
-        when &_dnfs_mounted = 1
-            then 'Alert log skipped: the database is mounted, not open (grep the host''s alert log).'
         when o.alert_visible = 0
             then 'Alert log skipped: GRANT SELECT ON SYS.V_$DIAG_ALERT_EXT TO ' || user
     end as alert_message

@@ -3,8 +3,8 @@
 --              the whole run's lines of dnfs_latency.sql (see there).
 
 -- The histogram part runs only when its view is readable (ALL_OBJECTS lists
--- a SYS view only to a user who may select from it; mounted, its stand-in
--- lists none, and the loop does not run: _dnfs_start.sql).
+-- a SYS view only to a user who may select from it). Mounted, this file does
+-- not run (_dnfs_start.sql).
 define _dnfs_hist_step = _dnfs_noop
 define _dnfs_hist_snapshot = _dnfs_noop
 define _dnfs_hist_shift = _dnfs_noop
@@ -18,7 +18,7 @@ select
     case when count(*) > 0 then 'dnfs_latency_hist_snapshot' else '_dnfs_noop' end as hist_snapshot,
     case when count(*) > 0 then 'dnfs_latency_hist_shift' else '_dnfs_noop' end as hist_shift,
     case
-        when count(*) = 0 and &_dnfs_mounted = 0
+        when count(*) = 0
             then 'Histogram skipped: GRANT SELECT ON SYS.' || upper(replace('&_dnfs_hist_view', '$', '_$')) || ' TO ' || user
     end as hist_message
 from &_dnfs_all_objects
