@@ -128,3 +128,22 @@ def violations(sql: str, release: str) -> list[str]:
             if view and known(view) and name not in view_columns(view, release):
                 problems.append(f"{view}.{name}: no such column in {release}")
     return problems
+
+
+# Constructs that may sort or aggregate in a workarea, which before the database is open may not
+# spill to a temporary segment (Database Error Messages, ORA-01220: "A query issued against a fixed
+# table or view required a temporary segment for sorting before the database was open. Only
+# in-memory sorts are supported before the database is open."). UNION ALL does not sort; UNION,
+# INTERSECT and MINUS remove duplicates (SQL Language Reference, "The UNION [ALL], INTERSECT, MINUS
+# Operators"). XMLAGG is an aggregate function too (SQL Language Reference, XMLAGG), which sqlglot
+# reads as a function of unknown name.
+SORTING = (exp.Distinct, exp.Group, exp.Order, exp.Window, exp.AggFunc, exp.Intersect, exp.Except)
+
+
+def sorting_constructs(sql: str) -> list[str]:
+    """The constructs of `sql` that need a sort or an aggregation workarea, as sqlglot parses it (Oracle)."""
+    tree = sqlglot.parse_one(_parsable(sql), read="oracle")
+    found = [type(node).__name__ for node in tree.find_all(*SORTING)]
+    found += ["Union (distinct)" for node in tree.find_all(exp.Union) if node.args.get("distinct")]
+    found += ["XMLAGG" for node in tree.find_all(exp.Anonymous) if node.name.upper() == "XMLAGG"]
+    return found

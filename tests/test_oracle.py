@@ -29,7 +29,7 @@ from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
 from dnfsmon.state import StateFile
 from runner import DNFSMON
-from sqlcheck import violations
+from sqlcheck import sorting_constructs, violations
 
 
 def facts_available(release):
@@ -2287,23 +2287,6 @@ def test_a_process_without_a_delta_of_each_operation_sits_out_of_the_top_process
     assert [p.fields["pnum"] for p in without] == [p.fields["pnum"] for p in ranked if p.fields["pnum"] != busiest] + [
         without[-1].fields["pnum"]
     ]
-
-
-# Constructs that may sort or aggregate in a workarea, which before the database is open may not
-# spill to a temporary segment (Database Error Messages, ORA-01220: "A query issued against a fixed
-# table or view required a temporary segment for sorting before the database was open. Only
-# in-memory sorts are supported before the database is open."). UNION ALL does not sort; UNION,
-# INTERSECT and MINUS remove duplicates (SQL Language Reference, "The UNION [ALL], INTERSECT, MINUS
-# Operators").
-SORTING = (exp.Distinct, exp.Group, exp.Order, exp.Window, exp.AggFunc, exp.Intersect, exp.Except)
-
-
-def sorting_constructs(sql):
-    """The constructs of `sql` that need a sort or an aggregation workarea, as sqlglot parses it (Oracle)."""
-    tree = sqlglot.parse_one(sql, read="oracle")
-    found = [type(node).__name__ for node in tree.find_all(*SORTING)]
-    found += ["Union (distinct)" for node in tree.find_all(exp.Union) if node.args.get("distinct")]
-    return found
 
 
 def test_the_checker_of_sorts_sees_each_construct():

@@ -31,7 +31,7 @@ import sqlplus_rules
 from dnfsmon import oracle_db, oracle_facts, simulator
 from dnfsmon.collect import compute
 from dnfsmon.sources import oracle
-from sqlcheck import violations
+from sqlcheck import sorting_constructs, violations
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SQL = os.path.join(ROOT, "sql")
@@ -404,14 +404,14 @@ def test_intervals_are_contiguous():
         elif file == "dnfs_iops_accumulate.sql" and "xmlagg(" in sql:
             order.append("diff")
         elif file == "dnfs_iops_print.sql":
-            order.append("print" if ":dnfs_iv_s" in sql else "run")
+            order.append("print" if ":dnfs_iv_us" in sql else "run")
         elif file == "_dnfs_shift_lob.sql" and ":dnfs_prev := taken" in sql:
             order.append("shift")
         elif file == "_dnfs_shift_lob.sql" and ":dnfs_run := taken" in sql:
             order.append("totals")
     assert order == ["snapshot", "shift"] + ["snapshot", "diff", "totals", "print", "shift"] * 3 + ["run"]
     accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
-    assert ":dnfs_cur_t - :dnfs_prev_t as seconds" in accumulate
+    assert "round((:dnfs_cur_t - :dnfs_prev_t) * 1000000) as microseconds" in accumulate
     for script in ("dnfs_iops_step.sql", "dnfs_iops_accumulate.sql", "dnfs_iops_print.sql"):
         text = read(os.path.join(SQL, script)).lower()
         assert "sysdate" not in text and "systimestamp" not in text, script
@@ -446,6 +446,32 @@ def test_on_a_mounted_database_no_script_reads_a_dictionary_view(script):
         assert not any("GRANT" in p for p in result.prompts), result.prompts
     # Open, the probes read ALL_OBJECTS as before.
     assert any("ALL_OBJECTS" in views_in(sql) for _, _, sql in run(script).statements)
+
+
+@pytest.mark.parametrize("release", sorted(VERSIONS))
+def test_nothing_a_pack_script_sends_a_mounted_database_sorts(release):
+    """Review F3: before the database is open only in-memory sorts are supported (Database Error
+    Messages, ORA-01220), and the one-shot scripts counted with DISTINCT and GROUP BY over
+    GV$DNFS_FILES and GV$DNFS_CHANNELS (a row per process) and ordered their lines, while the refused
+    loops still took a first snapshot (XMLAGG over GV$DNFS_STATS). Now, as the agent's statements
+    (tests/test_oracle.py), every statement a pack script sends a mounted database is parsed and holds
+    no DISTINCT, GROUP BY, ORDER BY, aggregate (XMLAGG too), analytic function or set operator that
+    removes duplicates; a PL/SQL block holds no query. Each script whose purpose is a count refuses in
+    one line that names the agent, as the looping scripts do, and reads no dNFS view."""
+    for script in USER_SCRIPTS:
+        result = run(script, release=release, open_mode="MOUNTED")
+        assert [str(f) for f in result.findings] == [], script
+        for file, line, sql in result.statements:
+            if re.match(r"(?i)\s*(begin|declare)\b", sql):
+                assert not re.search(r"(?i)\bselect\b", sql), (script, file, line)
+            else:
+                query = sql.strip().rstrip("/").rstrip().rstrip(";")
+                assert sorting_constructs(query) == [], (script, file, line, sql)
+        refused = [p for p in result.prompts if "mounted, not open" in p]
+        assert len(refused) == 1 and "dnfsmon agent" in refused[0], (script, result.prompts)
+        # Nothing but the start's probes and the end: no dNFS view is read, and so no join of
+        # GV$DNFS_STATS to GV$PROCESS (review W4) either.
+        assert not any("DNFS" in v.upper() for _, _, sql in result.statements for v in views_in(sql)), script
 
 
 def test_the_event_list_is_defined_once_and_is_the_agents():
@@ -520,7 +546,7 @@ def test_every_statement_matches_the_column_facts(release):
 
 
 def test_the_facts_check_sees_a_misspelt_column_in_a_script():
-    text = read(os.path.join(SQL, "dnfs_channels.sql")).replace("sum(recvs)", "sum(recieves)")
+    text = read(os.path.join(SQL, "dnfs_channels_report.sql")).replace("sum(recvs)", "sum(recieves)")
     query = text[text.index("select\n    c.inst_id") : text.index("order by c.inst_id")].replace(
         "&_dnfs_reconnects", "spreco + dpreco"
     )
@@ -1049,9 +1075,18 @@ def test_the_password_life_is_days_unlimited_or_default_and_nothing_else_reaches
 
 def nested_substituted_call(script, called_with_at_at=False):
     """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?"""
-    for target in re.findall(r"(?im)^\s*@@(\S+)", read(os.path.join(SQL, script))):
+    text = read(os.path.join(SQL, script))
+    for target in re.findall(r"(?im)^\s*@@(\S+)", text):
         if "&" in target:
             if called_with_at_at:
+                return True
+            # The part that reads the views: the script's own _dnfs_report when _dnfs_start.sql lets it run.
+            report = re.search(r"(?m)^define _dnfs_report = (\w+)$", text)
+            if (
+                target == "&_dnfs_report_step..sql"
+                and report
+                and nested_substituted_call(f"{report.group(1)}.sql", True)
+            ):
                 return True
             continue
         target = target if target.endswith(".sql") else target + ".sql"
@@ -1087,12 +1122,20 @@ def run_core(script, core, tables, binds, defines=None):
     """Run a script's print query with its two snapshots (cur, prev) replaced by `tables`.
 
     `defines`: the substitution variables the caller of `script` sets, replaced as SQL*Plus would.
+    Where one XMLTABLE reads both snapshots (a `snapshots` CTE, each row tagged 'c' or 'v' in TAKEN),
+    that CTE is replaced by the two tagged, and the statement's own `cur` and `prev` pick them apart.
     """
     sql = core_queries(read(os.path.join(SQL, script)))[core]
     for name, value in (defines or {}).items():
         sql = re.sub(rf"&{name}\b", value, sql)
     tree = sqlglot.parse_one(sql, read="oracle")
     with_ = tree.args.get("with_") or tree.args["with"]
+    if "snapshots" in {cte.alias for cte in with_.expressions} and "cur" in tables:
+        (columns, cur), (_, prev) = tables["cur"], tables["prev"]
+        tagged = [["c", *row] for row in cur] + [["v", *row] for row in prev]
+        tables = {k: v for k, v in tables.items() if k not in ("cur", "prev")} | {
+            "snapshots": (["taken", *columns], tagged)
+        }
     with_.set("expressions", [cte for cte in with_.expressions if cte.alias not in tables])
     for placeholder in list(tree.find_all(exp.Placeholder)):
         value = binds[placeholder.name]
@@ -1170,7 +1213,7 @@ def iops_rows(workload=None, churn=True, unknown=False):
             row[c.index(counter)] = successor[c.index(counter)] - 1
         raws[0] = oracle_db.to_raw(docs[0], T0)
     totals = iops_accumulate(stats_snapshot(docs[1]), stats_snapshot(docs[0]), [], BINDS)
-    return workload, raws, iops_print(totals, T1 - T0, INTERVAL_IOPS_DEFINES)
+    return workload, raws, iops_print(totals, round((T1 - T0) * 1_000_000), INTERVAL_IOPS_DEFINES)
 
 
 IOPS_ACCUMULATE = "per instance, the interval that just ended and the run so far"
@@ -1183,11 +1226,11 @@ IOPS_FIELDS = (
     ("write_mbps", "write_mib_per_s"),
 )
 IOPS_PRINT = "NFS calls per instance and in total"
-IOPS_TOTALS = ["inst_id", "reads", "writes", "read_bytes", "write_bytes", "seconds"]
+IOPS_TOTALS = ["inst_id", "reads", "writes", "read_bytes", "write_bytes", "microseconds"]
 # What dnfs_iops_step.sql defines before it runs dnfs_iops_print.sql (the interval), and what
 # dnfs_iops.sql defines after the loop (the whole run).
-INTERVAL_IOPS_DEFINES = {"_dnfs_kind": "'interval'", "_dnfs_from_s": "dnfs_iv_s", "_dnfs_label": ":dnfs_cur_clock"}
-RUN_IOPS_DEFINES = {"_dnfs_kind": "'run'", "_dnfs_from_s": "dnfs_run_s", "_dnfs_label": "'run'"}
+INTERVAL_IOPS_DEFINES = {"_dnfs_kind": "'interval'", "_dnfs_from_us": "dnfs_iv_us", "_dnfs_label": ":dnfs_cur_clock"}
+RUN_IOPS_DEFINES = {"_dnfs_kind": "'run'", "_dnfs_from_us": "dnfs_run_us", "_dnfs_label": "'run'"}
 
 
 def stats_snapshot(document):
@@ -1205,9 +1248,9 @@ def iops_accumulate(cur, prev, run_so_far, binds):
     return [[row[c] for c in ["kind", *IOPS_TOTALS]] for row in rows]
 
 
-def iops_print(totals, seconds, defines, clock="12:00:10"):
+def iops_print(totals, microseconds, defines, clock="12:00:10"):
     """dnfs_iops_print.sql's query in SQLite over the accumulated rows, as the XML bind hands them over."""
-    binds = {defines["_dnfs_from_s"]: seconds, "dnfs_cur_clock": clock}
+    binds = {defines["_dnfs_from_us"]: microseconds, "dnfs_cur_clock": clock}
     return run_core("dnfs_iops_print.sql", IOPS_PRINT, {"totals": (["kind", *IOPS_TOTALS], totals)}, binds, defines)
 
 
@@ -1265,12 +1308,13 @@ def test_dnfs_iops_leaves_out_a_process_missing_from_gv_process_in_one_snapshot_
     assert {r["dnfs_inst_id"]: r["read_iops"] for r in known}[2] > pack[2]["read_iops"]  # left out, not invented
 
 
-def iops_run(workload, times, drop_first=None):
+def iops_run(workload, times, drop_first=None, hand_over=lambda rows: rows):
     """@dnfs_iops over the simulator's snapshots at `times`, as SQL*Plus chains it, in SQLite.
 
     Each interval: dnfs_iops_accumulate.sql (its run totals handed to the next interval, as the XML
     bind would), then after the last one dnfs_iops_print.sql over the run's totals and the seconds
     the step added up. `drop_first`: an instance left out of the first snapshot (it joined later).
+    `hand_over`: what the XML bind does to the rows between two intervals (nothing, by default).
     Returns the simulator's raws, documents, the run lines and the run's seconds.
     """
     memory = simulator.Memory()
@@ -1280,12 +1324,12 @@ def iops_run(workload, times, drop_first=None):
     if drop_first is not None:
         snapshots[0] = [r for r in snapshots[0] if r[0] != drop_first]
     run_so_far: list = []
-    run_s = 0.0
+    run_us = 0
     for prev, cur, t0, t1 in zip(snapshots, snapshots[1:], times, times[1:]):
         binds = {"dnfs_prev_t": t0, "dnfs_cur_t": t1, "dnfs_cur_clock": "12:00:00"}
-        run_so_far = iops_accumulate(cur, prev, run_so_far, binds)
-        run_s = run_s + (t1 - t0)  # the block's :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + :dnfs_iv_s
-    return raws, docs, iops_print(run_so_far, run_s, RUN_IOPS_DEFINES), run_s
+        run_so_far = hand_over(iops_accumulate(cur, prev, run_so_far, binds))
+        run_us = run_us + round((t1 - t0) * 1_000_000)  # :dnfs_run_next_us := nvl(:dnfs_run_us, 0) + :dnfs_iv_us
+    return raws, docs, iops_print(run_so_far, run_us, RUN_IOPS_DEFINES), run_us / 1_000_000
 
 
 def agent_intervals(raws):
@@ -1362,20 +1406,23 @@ def test_an_instance_seen_in_part_of_the_run_shows_its_seconds_and_stays_out_of_
 def test_dnfs_iops_prints_the_run_after_its_last_interval_from_the_added_up_intervals(count, runs):
     """As SQL*Plus runs it: each step diffs and adds to the run's totals (dnfs_iops_accumulate.sql,
     freed and shifted like a snapshot), then after the last step dnfs_iops_print.sql once more, fed
-    :dnfs_run's rows of kind 'run' over :dnfs_run_s and labelled 'run'; a refused run prints no run
-    line (no seconds)."""
+    :dnfs_run's rows of kind 'run' over :dnfs_run_us and labelled 'run'; a refused run sends no
+    query at all (review F3: it took a first snapshot and printed an empty run)."""
     result = run("dnfs_iops.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_iops_print.sql"]
+    if not runs:
+        assert sent == [] and not any(f == "dnfs_iops_snapshot.sql" for f, _, _ in result.statements)
+        return
     whole = [s for _, s in sent if "kind = 'run'" in s]
-    assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_s" in whole[0]
+    assert len(whole) == 1 and "else 'run'" in whole[0] and ":dnfs_run_us" in whole[0]
     assert len(sent) == steps(result) + 1
     last_step = max((i for i, (f, _, _) in enumerate(result.statements) if f == "dnfs_iops_accumulate.sql"), default=-1)
     printed = (i for i, (f, _, s) in enumerate(result.statements) if f == "dnfs_iops_print.sql" and "'run'" in s)
     assert next(printed) > last_step
     assert steps(result) == (3 if runs else 0)
-    notes = [s for f, _, s in result.statements if f == "dnfs_iops.sql" and "Average over the whole run" in s]
-    assert len(notes) == 1 and "where :dnfs_run_s > 0" in notes[0]
+    notes = [s for f, _, s in result.statements if f == "dnfs_iops_report.sql" and "Average over the whole run" in s]
+    assert len(notes) == 1 and "where :dnfs_run_us > 0" in notes[0]
 
 
 def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_totals():
@@ -1385,7 +1432,7 @@ def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_t
     the previous LOB is freed only after it, all of it only when the new one is not NULL, and the time
     moves with it. And the run's seconds grow only by an interval that gave rows."""
     shifted = {
-        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_s"},
+        "dnfs_iops.sql": {"dnfs_prev": "dnfs_prev_t", "dnfs_run": "dnfs_run_us"},
         "dnfs_latency.sql": {"dnfs_ev_prev": "dnfs_prev_t", "dnfs_ev_first": "dnfs_first_t"},
     }
     for script, binds in shifted.items():
@@ -1401,8 +1448,74 @@ def test_a_failed_snapshot_or_accumulation_keeps_the_previous_one_and_the_runs_t
             assert block.rindex("end if;") > block.index(f":{taken_at} :=")
     accumulate = [s for f, _, s in run("dnfs_iops.sql", "5", "2").statements if f == "dnfs_iops_accumulate.sql"]
     assert any(
-        re.search(r":dnfs_run_next_s := nvl\(:dnfs_run_s, 0\) \+ case when interval_rows > 0", s) for s in accumulate
+        re.search(r":dnfs_run_next_us := nvl\(:dnfs_run_us, 0\) \+ case when interval_rows > 0", s) for s in accumulate
     )
+
+
+def through_xml_text(rows, decimal_character=","):
+    """Rows as an XMLTABLE would read them back after XMLATTRIBUTES wrote them, under a session whose
+    NLS_NUMERIC_CHARACTERS is ',.' (German, French): the Reference says neither how a NUMBER is
+    rendered into XML text under such a setting nor that the round trip is exact, so a value whose
+    text would carry a decimal separator is taken to come back as that text, which an XML Schema
+    number (the '.' of xs:decimal) cannot read. A whole number has no separator and comes back as is."""
+    handed_over = []
+    for row in rows:
+        values = []
+        for value in row:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(f"{repr(value).replace('.', decimal_character)}: a fractional number in XML text")
+            values.append(value)
+        handed_over.append(values)
+    return handed_over
+
+
+def test_dnfs_iops_hands_no_fractional_number_through_its_xml_and_compares_whole_microseconds():
+    """Review W1: :dnfs_run kept each instance's fractional seconds (SYSTIMESTAMP's difference) as XML
+    text, read them back with XMLTABLE and compared them for equality with a NUMBER bind (the run
+    total's "measured over all the seconds"). Nothing documents that text under NLS_NUMERIC_CHARACTERS
+    ',.', nor an exact round trip. Now the XML holds whole microseconds and the comparisons are of
+    integers; the figures a DBA reads are those of the exact seconds, as before."""
+    workload = simulator.Workload(instances=2, processes=10, process_lifetime_s=12.0)
+    # The clock's fractions, as the snapshots take them: whole microseconds that a double also holds
+    # exactly (multiples of 1/64 s), so the harness's floats add no error of their own.
+    times = (T0 + 0.015625, T0 + 10.640625, T0 + 25.203125, T0 + 45.984375)
+    raws, _, run_lines, _ = iops_run(workload, times, hand_over=through_xml_text)
+    assert [r["dnfs_sample_time"] for r in run_lines] == ["run", "run", "total"]
+    intervals = agent_intervals(raws)
+    spans = [b - a for a, b in zip(times, times[1:])]
+    for row in run_lines[:2]:
+        instance = f"simdb{int(row['dnfs_inst_id'])}"
+        for pack_name, agent_name in IOPS_FIELDS:
+            done = sum(i[instance][agent_name] * s for i, s in zip(intervals, spans))
+            assert row[pack_name] == pytest.approx(done / sum(spans), rel=1e-9), (instance, pack_name)
+    # The static side: the only value the pack computes into its XML is a ROUND to a whole number.
+    accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
+    assert re.search(r"round\(\(:dnfs_cur_t - :dnfs_prev_t\) \* 1000000\) as microseconds", accumulate)
+    assert ":dnfs_cur_t - :dnfs_prev_t as seconds" not in accumulate
+
+
+def test_each_statement_reads_its_two_snapshots_with_one_xmltable_whose_columns_are_written_out():
+    """Review W5: the looping scripts' statements read their two snapshots with two XMLTABLEs whose
+    COLUMNS clauses were the same lines twice. Now one XMLTABLE reads one document holding both, each
+    tagged, so a statement lists a snapshot's columns once; the clause is written out (no
+    substitution variable), so the lint and the column-facts check still read every column."""
+    for script in ("dnfs_iops.sql", "dnfs_latency.sql"):
+        result = run(script, "5", "2")
+        assert [str(f) for f in result.findings] == []
+        read_twice = []
+        for file, line, sql in result.statements:
+            clauses = [
+                re.sub(r"\s+", " ", c).strip()
+                for c in re.findall(r"(?is)\bxmltable\(.*?\bcolumns\b(.*?)\n\s*\)\n", sql)
+            ]
+            assert all("&" not in c for c in clauses), (file, line)
+            if len(clauses) != len(set(clauses)):
+                read_twice.append((file, line))
+        assert read_twice == [], read_twice
+    # Each tagged document is read as the two snapshots it holds: the later one is 'c'.
+    for script in ("dnfs_iops_accumulate.sql", "dnfs_latency_print.sql", "dnfs_latency_hist_step.sql"):
+        text = read(os.path.join(SQL, script))
+        assert text.count("taken varchar2(1) path 'ancestor::t/@k'") == text.count("where taken = 'c'") >= 1, script
 
 
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
@@ -1713,10 +1826,13 @@ def test_the_events_snapshot_reads_startup_time_with_the_events():
 def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snapshot(count, runs):
     """As SQL*Plus runs it: after the last step, dnfs_latency_print.sql once more, fed :dnfs_ev_first
     (a copy of the first snapshot, freed at the end) and labelled 'run'; a refused run prints no run
-    line, as its bind times are equal (the print query's WHERE)."""
+    line: it sends no query at all (review F3)."""
     result = run("dnfs_latency.sql", *count)
     assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
     sent = [(f, s) for f, _, s in result.statements if f == "dnfs_latency_print.sql"]
+    if not runs:
+        assert sent == [] and not any(f == "dnfs_latency_snapshot.sql" for f, _, _ in result.statements)
+        return
     whole = [s for _, s in sent if "xmltype(:dnfs_ev_first)" in s and "as label" in s]
     assert len(whole) == 1 and "'run' as label" in whole[0]
     assert ":dnfs_cur_t > :dnfs_first_t" in whole[0]
@@ -1732,10 +1848,13 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
 
 
 def as_run(script, sql, release="19c", granted=ALL_GRANTED):
-    """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced."""
+    """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced.
+
+    A `*_report.sql` or `*_verdict.sql` is run by its user script (dnfs_check_report.sql by dnfs_check.sql)."""
     text = read(os.path.join(SQL, script))
     line = text[: text.index(sql)].count("\n") + 1
-    sent = [s for f, n, s in run(script, release=release, granted=granted).statements if (f, n) == (script, line)]
+    entry = re.sub(r"_(report|verdict)\.sql$", ".sql", script)
+    sent = [s for f, n, s in run(entry, release=release, granted=granted).statements if (f, n) == (script, line)]
     assert sent, (script, line)
     return sent[0].rstrip().rstrip(";")
 
@@ -1801,16 +1920,16 @@ def rac_with_standby_logs():
 def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_guard():
     """Review: GV$LOGFILE lists other threads' and standby logs, which no process of the instance opens."""
     tables = rac_with_standby_logs()
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert [(v["dnfs_inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
     assert all("all 6 database files open through dNFS" in v["verdict"] for v in verdicts)  # 2 data, temp, ctl, 2 logs
     # An own-thread online log not open through dNFS is still caught.
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
 
@@ -1838,8 +1957,8 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
     """
     tables = physical_standby()
     tables["v$database"] = (["database_role"], [(role,)])
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert [v["verdict"].split(":")[0] for v in verdicts] == ["IN USE", "IN USE"]
     for v in verdicts:
         assert v["verdict"].startswith(f"IN USE: all 4 database files ({role.lower()}: redo logs not counted"), v
@@ -1848,12 +1967,12 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
         ["inst_id", "filename"],
         [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
     )
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"]) for r in listed] == [(2, "Data file")]
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
     assert verdicts[1]["verdict"].startswith(f"PARTLY: 1 of 4 database files ({role.lower()}")
     # The primary's verdict carries no note, and still counts its own online logs.
-    primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
+    primary = run_query("dnfs_check_verdict.sql", "verdict per instance", rac_with_standby_logs())
     assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)
 
 
@@ -1923,16 +2042,16 @@ def test_the_manuals_sample_output_comes_from_the_scripts_queries():
             "avg_read_kb",
             "avg_write_kb",
         ],
-        column_formats("dnfs_iops.sql"),
+        column_formats("dnfs_iops_report.sql"),
     )
     _, events, buckets, _ = latency_rows(first_hit=False)
     latency = sqlplus_table(
         events,
         ["dnfs_inst_id", "dnfs_event", "dnfs_sample_time", "waits_per_s", "avg_ms", "fg_avg_ms"],
-        column_formats("dnfs_latency.sql"),
+        column_formats("dnfs_latency_report.sql"),
     )
     histogram = sqlplus_table(
-        buckets, ["dnfs_inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency.sql")
+        buckets, ["dnfs_inst_id", "bucket", "bucket_waits_per_s", "pct"], column_formats("dnfs_latency_report.sql")
     )
     manual = read(os.path.join(SQL, "README.md"))
     for block in (iops, latency, histogram):
@@ -2203,7 +2322,7 @@ def test_one_block_shifts_every_snapshot_its_binds_named_by_substitution():
         ("dnfs_hist_cur", "dnfs_hist_prev", "dnfs_hist_cur_t", "dnfs_hist_prev_t"),
     }
     first = ("dnfs_ev_cur", "dnfs_ev_first", "dnfs_cur_t", "dnfs_first_t")  # dnfs_latency's whole run (P7)
-    run_totals = ("dnfs_run_next", "dnfs_run", "dnfs_run_next_s", "dnfs_run_s")  # dnfs_iops's whole run (P7)
+    run_totals = ("dnfs_run_next", "dnfs_run", "dnfs_run_next_us", "dnfs_run_us")  # dnfs_iops's whole run (P7)
     assert set(shifted) == pairs | {first, run_totals}
     # A snapshot and its shift per interval, and one at the start: 3 for each bind pair; the first
     # events snapshot is copied once more, for the whole run's lines; dnfs_iops's run totals once
@@ -2258,8 +2377,8 @@ def rac_cdb_with_pdb_affinity():
 def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     """dba-review P5: a PDB open on one RAC instance only made the other instance's verdict PARTLY."""
     tables = rac_cdb_with_pdb_affinity()
-    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
-    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables)]
+    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
+    verdicts = [v["verdict"] for v in run_query("dnfs_check_verdict.sql", "verdict per instance", tables)]
     assert verdicts[0].startswith("IN USE: all 11 database files open through dNFS"), verdicts[0]
     assert not verdicts[0].endswith("not open here")
     # Instance 2: 11 files (5 data, 3 temp, 2 own redo logs, 1 control) less PDB2's 2 data files and its temp file, counted apart.
@@ -2268,9 +2387,9 @@ def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     # A file of a PDB open on the instance and not open through dNFS is still caught.
     name = "/oradata/pdb1/users01.dbf"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (2, name)])
-    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_name"]) for r in listed] == [(2, name)]
-    verdict = run_query("dnfs_check.sql", "verdict per instance", tables)[1]["verdict"]
+    verdict = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)[1]["verdict"]
     assert verdict.startswith("PARTLY: 1 of 8 database files") and verdict.endswith("3 files of PDBs not open here")
 
 
@@ -2278,7 +2397,7 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
     """Before 12.1 there is no GV$CONTAINERS; without its grant the old counting stays, with one line naming it."""
     tables = rac_cdb_with_pdb_affinity()
     granted = tuple(g for g in ALL_GRANTED if g != "GV_$CONTAINERS")
-    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables, granted=granted)
+    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables, granted=granted)
     assert verdicts[1]["verdict"].startswith("PARTLY: 3 of 11"), verdicts[1]
     said = [p for p in run("dnfs_check.sql", granted=granted).prompts if "GV_$CONTAINERS" in p]
     assert said == [
@@ -2286,8 +2405,8 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
         " (CONTAINER=ALL in a CDB)."
     ]
     old = as_run(
-        "dnfs_check.sql",
-        core_queries(read(os.path.join(SQL, "dnfs_check.sql")))["verdict per instance"],
+        "dnfs_check_verdict.sql",
+        core_queries(read(os.path.join(SQL, "dnfs_check_verdict.sql")))["verdict per instance"],
         release="11.2.0.4",
     )
     assert "con_id" not in old.replace("0 as con_id", "").replace("c.con_id", "").replace("f.con_id", "")

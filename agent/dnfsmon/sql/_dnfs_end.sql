@@ -19,6 +19,7 @@ column reconnects_expr clear
 column hist_view clear
 column hist_bound clear
 column first_step clear
+column report_step clear
 column dnfs_title clear
 column dnfs_title_note clear
 column dnfs_header clear
@@ -28,7 +29,7 @@ undefine 1 2 _dnfs_default_interval _dnfs_default_count _dnfs_loop_step _dnfs_in
 undefine _dnfs_step _dnfs_sleep _dnfs_can_sleep _dnfs_sleep_message _dnfs_nfsversion _dnfs_reconnects _dnfs_hist_view _dnfs_hist_bound
 undefine _dnfs_message _dnfs_io_events _dnfs_other_events _dnfs_title _dnfs_title_note _dnfs_header _dnfs_lob
 undefine _dnfs_lob_cur _dnfs_lob_prev _dnfs_lob_cur_t _dnfs_lob_prev_t
-undefine _dnfs_mounted _dnfs_all_objects
+undefine _dnfs_mounted _dnfs_all_objects _dnfs_report _dnfs_report_step
 column dnfs_settings clear
 -- The file _dnfs_start.sql's STORE SET wrote (its name: see there), then its
 -- variables, on a line with nothing to substitute (the DEFINE put back may be OFF).

@@ -79,6 +79,7 @@ define _dnfs_hist_view = gv$event_histogram
 define _dnfs_hist_bound = "wait_time_milli * 1000"
 define _dnfs_message = ""
 define _dnfs_step = _dnfs_noop
+define _dnfs_report_step = _dnfs_noop
 define _dnfs_header = ""
 
 -- Optional positional arguments: a query that returns no rows defines the
@@ -138,7 +139,8 @@ from dual;
 -- of the pack read an empty stand-in for it (V$DATABASE.OPEN_MODE, a fixed
 -- view: MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY; Oracle Database
 -- Reference, V$DATABASE). The loops sleep with a stored package, and then
--- refuse with one line; the one-shot scripts run.
+-- refuse with one line; so do the one-shot scripts, whose counts and sorts
+-- may need a temporary segment there (ORA-01220).
 define _dnfs_mounted = 0
 define _dnfs_all_objects = all_objects
 column mounted new_value _dnfs_mounted noprint
@@ -173,12 +175,25 @@ with release as (
         to_number(substr(version, 1, instr(version, '.') - 1)) as major
     from v$instance
 ),
+-- EXISTS rather than COUNT: mounted, nothing the pack sends may aggregate or
+-- sort (sql/README.md, "On a mounted database").
 packages as (
     select
-        count(case when object_name = 'DBMS_SESSION' then 1 end) as session_visible,
-        count(case when object_name = 'DBMS_LOCK' then 1 end) as lock_visible
-    from &_dnfs_all_objects
-    where owner = 'SYS' and object_name in ('DBMS_SESSION', 'DBMS_LOCK')
+        case
+            when exists (
+                select 1 from &_dnfs_all_objects o
+                where o.owner = 'SYS' and o.object_name = 'DBMS_SESSION'
+            ) then 1
+            else 0
+        end as session_visible,
+        case
+            when exists (
+                select 1 from &_dnfs_all_objects o
+                where o.owner = 'SYS' and o.object_name = 'DBMS_LOCK'
+            ) then 1
+            else 0
+        end as lock_visible
+    from dual
 )
 select
     case
@@ -187,11 +202,15 @@ select
     end as sleep_call,
     case when (r.major >= 18 and l.session_visible > 0) or l.lock_visible > 0 then 1 else 0 end as can_sleep,
     case
+        when '&_dnfs_default_count' = '0' and &_dnfs_mounted = 1
+            then
+                'The database is mounted, not open: this script counts and sorts, which can fail there'
+                || ' (ORA-01220); nothing run. The dnfsmon agent reads these views as plain rows: use it.'
         when '&_dnfs_default_count' = '0' or l.lock_visible > 0 then null
         when &_dnfs_mounted = 1
             then
                 'The database is mounted, not open: the looping scripts sleep with a stored package, which'
-                || ' needs it open (nothing run; @dnfs_check and the one-shot scripts work).'
+                || ' needs it open (nothing run; the dnfsmon agent reads the views when mounted).'
         when r.major >= 18 and l.session_visible = 0
             then
                 'The pack sleeps with DBMS_SESSION.SLEEP, which this user may not execute: GRANT EXECUTE ON'
@@ -222,6 +241,7 @@ cross join packages l;
 -- the header line only when the loop runs (a refused run prints its one line).
 -- (_dnfs_next.sql's columns are set here too, so _dnfs_end.sql can clear them.)
 column first_step new_value _dnfs_step noprint
+column report_step new_value _dnfs_report_step noprint
 column dnfs_header new_value _dnfs_header noprint
 column next_step new_value _dnfs_step noprint
 column remaining new_value _dnfs_remaining noprint
@@ -230,6 +250,16 @@ select
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 then '&_dnfs_loop_step'
         else '_dnfs_noop'
     end as first_step,
+    -- The part of the script that reads the dNFS views (_dnfs_report names
+    -- it): a loop's only when the loop runs, a one-shot script's only when
+    -- the database is open (mounted, its counts and sorts may need a
+    -- temporary segment: ORA-01220).
+    case
+        when '&_dnfs_loop_step' = '_dnfs_noop' and &_dnfs_mounted = 0 then '&_dnfs_report'
+        when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 and '&_dnfs_loop_step' != '_dnfs_noop'
+            then '&_dnfs_report'
+        else '_dnfs_noop'
+    end as report_step,
     case
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 and '&_dnfs_loop_step' != '_dnfs_noop'
             then '&_dnfs_title, every &_dnfs_interval s, &_dnfs_count times &_dnfs_title_note'

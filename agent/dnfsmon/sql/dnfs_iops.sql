@@ -37,6 +37,7 @@
 define _dnfs_default_interval = 5
 define _dnfs_default_count = 12
 define _dnfs_loop_step = dnfs_iops_step
+define _dnfs_report = dnfs_iops_report
 define _dnfs_title = "dNFS NFS READ/WRITE calls per instance"
 define _dnfs_title_note = "(database clock; processes diffed one by one)"
 @@_dnfs_start.sql
@@ -48,11 +49,11 @@ variable dnfs_cur clob
 variable dnfs_cur_t number
 variable dnfs_cur_n number
 variable dnfs_cur_clock varchar2(8)
-variable dnfs_iv_s number
+variable dnfs_iv_us number
 variable dnfs_run clob
-variable dnfs_run_s number
+variable dnfs_run_us number
 variable dnfs_run_next clob
-variable dnfs_run_next_s number
+variable dnfs_run_next_us number
 -- Bind variables belong to the SQL*Plus session and keep their values from
 -- one script to the next (declaring one again is not documented to clear
 -- it): start clean, or this run would diff against the previous run's last
@@ -67,52 +68,14 @@ begin
     :dnfs_cur_t := null;
     :dnfs_cur_n := null;
     :dnfs_cur_clock := null;
-    :dnfs_iv_s := null;
-    :dnfs_run_s := null;
-    :dnfs_run_next_s := null;
+    :dnfs_iv_us := null;
+    :dnfs_run_us := null;
+    :dnfs_run_next_us := null;
 end;
 /
-@@dnfs_iops_snapshot.sql
-@@dnfs_iops_shift.sql
-
-column dnfs_sample_time heading 'Time' format a8
-column dnfs_inst_id heading 'Inst' format 9999
-column read_iops heading 'NFS reads/s' format 9999990.9
-column write_iops heading 'NFS writes/s' format 9999990.9
-column total_iops heading 'NFS r+w/s' format 9999990.9
-column read_mbps heading 'Read MiB/s' format 999990.99
-column write_mbps heading 'Write MiB/s' format 999990.99
-column avg_read_kb heading 'KiB/NFS read' format 99990.9
-column avg_write_kb heading 'KiB/NFS write' format 99990.9
-column note heading 'Note' format a100
-
-prompt &_dnfs_header
-
-@@_dnfs_loop.sql
-
--- The whole run, as a DBA reads after a run: each instance's intervals added
--- up (Time 'run'; an instance seen in only some of them shows its seconds) and
--- on RAC the instances together (Time 'total'); nothing when no interval ran
--- (a refused run, or one stopped before its first snapshot).
-column dnfs_run_note heading 'Whole run' format a80
-select 'Average over the whole run: ' || round(:dnfs_run_s, 1) || ' s' as dnfs_run_note
-from dual
-where :dnfs_run_s > 0;
-column dnfs_run_note clear
-define _dnfs_kind = "'run'"
-define _dnfs_from_s = dnfs_run_s
-define _dnfs_label = "'run'"
-@@dnfs_iops_print.sql
-undefine _dnfs_kind _dnfs_from_s _dnfs_label
-column dnfs_sample_time clear
-column dnfs_inst_id clear
-column read_iops clear
-column write_iops clear
-column total_iops clear
-column read_mbps clear
-column write_mbps clear
-column avg_read_kb clear
-column avg_write_kb clear
-column note clear
+-- What reads the views (dnfs_iops_report.sql: the first snapshot, the loop and the whole
+-- run's lines) runs only when the loop does: a refused run (an argument, no
+-- sleep, a mounted database) reads no view (_dnfs_start.sql).
+@@&_dnfs_report_step..sql
 @@dnfs_iops_free.sql
 @@_dnfs_end.sql

@@ -7,9 +7,22 @@
 --              V$DNFS_STATS counts per process and a process's counters vanish
 --              when it exits, so the run's totals cannot be the last snapshot's
 --              sum minus the first's: they are the intervals' diffs added up,
---              with the seconds each instance was measured over (an instance
---              seen in only some intervals has fewer). :dnfs_iv_s and
---              :dnfs_run_next_s hold the interval's seconds and the run's.
+--              with the time each instance was measured over (an instance
+--              seen in only some intervals has less). :dnfs_iv_us and
+--              :dnfs_run_next_us hold the interval's time and the run's.
+--              Times are whole microseconds, in the XML and in the binds:
+--              the run's total compares an instance's time read back from
+--              the XML with the run's for equality, and the Oracle Database
+--              Reference says neither how a NUMBER with a fraction is
+--              written into XML text under a session's NLS_NUMERIC_CHARACTERS
+--              (its decimal character, ',' in ',.'; Reference,
+--              NLS_NUMERIC_CHARACTERS) nor that XMLTABLE reads it back
+--              exactly. A whole number has no decimal character, as the
+--              counters stored next to it have none. ROUND(n) with no
+--              places rounds to a whole number (SQL Language Reference,
+--              ROUND (number)); the snapshots' times come from the database
+--              clock, whose fraction has six digits on Linux, so the
+--              rounding loses nothing there.
 --              The step then makes :dnfs_run_next the run's (:dnfs_run, with
 --              _dnfs_shift_lob.sql), and dnfs_iops_print.sql prints either kind.
 
@@ -32,7 +45,7 @@ begin
                             writes as "w",
                             read_bytes as "rb",
                             write_bytes as "wb",
-                            seconds as "t"
+                            microseconds as "t"
                         )
                     )
                 )
@@ -43,13 +56,25 @@ begin
     from (
         -- core: per instance, the interval that just ended and the run so far
         with
-        cur as (
-            -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
-            -- A snapshot whose query failed is NULL (its error is shown): no
-            -- process, so the interval adds nothing and the run keeps its totals.
+        snapshots as (
+            -- Both snapshots in one document, each under an element whose "k"
+            -- says which ('c' the one just taken, 'v' the previous), read by one
+            -- XMLTABLE, so their columns are listed once. XMLTABLE's PASSING
+            -- expression is the XMLType the XQuery string is evaluated over, and
+            -- a column's PATH an XPath expression from each row (SQL Language
+            -- Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES): 'ancestor::t/@k'
+            -- is the tag of the element that holds the row. sqlfluff's oracle
+            -- dialect cannot parse XMLTABLE, hence the noqa. A snapshot whose
+            -- query failed is NULL (its error is shown): no process, so the
+            -- interval adds nothing and the run keeps its totals.
             select * from xmltable( -- noqa: PRS
-                '/s/p' passing xmltype(nvl(:dnfs_cur, '<s/>'))
+                '/d/t/s/p' passing xmlelement(
+                    "d",
+                    xmlelement("t", xmlattributes('c' as "k"), xmltype(nvl(:dnfs_cur, '<s/>'))),
+                    xmlelement("t", xmlattributes('v' as "k"), xmltype(nvl(:dnfs_prev, '<s/>')))
+                )
                 columns
+                taken varchar2(1) path 'ancestor::t/@k',
                 inst_id number path '@i',
                 pnum number path '@n',
                 spid varchar2(24) path '@s',
@@ -60,19 +85,13 @@ begin
                 nfs_writebytes number path '@wb'
             )
         ),
+        cur as (
+            select * from snapshots
+            where taken = 'c'
+        ),
         prev as (
-            select * from xmltable( -- noqa: PRS
-                '/s/p' passing xmltype(nvl(:dnfs_prev, '<s/>'))
-                columns
-                inst_id number path '@i',
-                pnum number path '@n',
-                spid varchar2(24) path '@s',
-                serial number path '@e',
-                nfs_read number path '@r',
-                nfs_write number path '@w',
-                nfs_readbytes number path '@rb',
-                nfs_writebytes number path '@wb'
-            )
+            select * from snapshots
+            where taken = 'v'
         ),
         run as (
             -- The run's totals so far (the rows of kind 'run'): none before the
@@ -86,7 +105,7 @@ begin
                 writes number path '@w',
                 read_bytes number path '@rb',
                 write_bytes number path '@wb',
-                seconds number path '@t'
+                microseconds number path '@t'
             )
         ),
         prev_instances as (
@@ -133,27 +152,27 @@ begin
                 )
         ),
         interval_totals as (
-            -- Each instance's seconds are the interval's, the same for all.
+            -- Each instance's time is the interval's, the same for all.
             select
                 inst_id,
                 sum(reads) as reads,
                 sum(writes) as writes,
                 sum(read_bytes) as read_bytes,
                 sum(write_bytes) as write_bytes,
-                :dnfs_cur_t - :dnfs_prev_t as seconds
+                round((:dnfs_cur_t - :dnfs_prev_t) * 1000000) as microseconds
             from delta
             where :dnfs_cur_t > :dnfs_prev_t
             group by inst_id
         ),
         run_totals as (
-            -- The run so far plus this interval, per instance: counts and seconds.
+            -- The run so far plus this interval, per instance: counts and microseconds.
             select
                 inst_id,
                 sum(reads) as reads,
                 sum(writes) as writes,
                 sum(read_bytes) as read_bytes,
                 sum(write_bytes) as write_bytes,
-                sum(seconds) as seconds
+                sum(microseconds) as microseconds
             from (
                 select
                     inst_id,
@@ -161,7 +180,7 @@ begin
                     writes,
                     read_bytes,
                     write_bytes,
-                    seconds
+                    microseconds
                 from run
                 where kind = 'run'
                 union all
@@ -171,7 +190,7 @@ begin
                     writes,
                     read_bytes,
                     write_bytes,
-                    seconds
+                    microseconds
                 from interval_totals
             ) both_parts
             group by inst_id
@@ -183,7 +202,7 @@ begin
             writes,
             read_bytes,
             write_bytes,
-            seconds
+            microseconds
         from interval_totals
         union all
         select
@@ -193,14 +212,14 @@ begin
             writes,
             read_bytes,
             write_bytes,
-            seconds
+            microseconds
         from run_totals
         -- core: end
     ) totals;
-    :dnfs_iv_s := case when :dnfs_cur_t > :dnfs_prev_t then :dnfs_cur_t - :dnfs_prev_t end;
-    -- The run's seconds grow only by an interval some instance was measured
+    :dnfs_iv_us := case when :dnfs_cur_t > :dnfs_prev_t then round((:dnfs_cur_t - :dnfs_prev_t) * 1000000) end;
+    -- The run's time grows only by an interval some instance was measured
     -- over: an interval without rows (no process diffed) adds none, or no
-    -- instance would ever match the run's seconds again.
-    :dnfs_run_next_s := nvl(:dnfs_run_s, 0) + case when interval_rows > 0 then nvl(:dnfs_iv_s, 0) else 0 end;
+    -- instance would ever match the run's time again.
+    :dnfs_run_next_us := nvl(:dnfs_run_us, 0) + case when interval_rows > 0 then nvl(:dnfs_iv_us, 0) else 0 end;
 end;
 /

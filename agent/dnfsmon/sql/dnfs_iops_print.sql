@@ -1,7 +1,7 @@
 -- File name:   dnfs_iops_print.sql (called by dnfs_iops_step.sql and dnfs_iops.sql)
 -- Purpose:     Print per-instance NFS call totals (the rows of :dnfs_run,
 --              made by dnfs_iops_accumulate.sql, of the kind _dnfs_kind names,
---              over the seconds in the bind _dnfs_from_s names): one line per instance, and
+--              over the microseconds in the bind _dnfs_from_us names): one line per instance, and
 --              on RAC one more line for the instances together (Inst blank,
 --              Time 'total'). The step passes the interval that just ended;
 --              dnfs_iops.sql passes the run's totals after the loop (the
@@ -10,9 +10,12 @@
 --              for both, so the interval lines and the run lines cannot differ
 --              in formula. An instance measured over fewer seconds than the
 --              whole (it was seen in only some intervals of the run) shows its
---              seconds as its Time, and is left out of the total.
+--              seconds as its Time, and is left out of the total. Times are
+--              whole microseconds (dnfs_iops_accumulate.sql says why), so the
+--              comparisons below are of whole numbers; the rates divide by
+--              the seconds they make, as before.
 -- Called as:   define _dnfs_kind = "'interval'"       (or "'run'")
---              define _dnfs_from_s = dnfs_iv_s       (or dnfs_run_s)
+--              define _dnfs_from_us = dnfs_iv_us     (or dnfs_run_us)
 --              define _dnfs_label = ":dnfs_cur_clock" (or "'run'")
 --              @@dnfs_iops_print.sql
 
@@ -30,7 +33,7 @@ totals as (
         writes number path '@w',
         read_bytes number path '@rb',
         write_bytes number path '@wb',
-        seconds number path '@t'
+        microseconds number path '@t'
     )
 ),
 per_instance as (
@@ -40,7 +43,7 @@ per_instance as (
         writes,
         read_bytes,
         write_bytes,
-        seconds
+        microseconds
     from totals
     where kind = &_dnfs_kind
 ),
@@ -48,14 +51,14 @@ printed as (
     select
         inst_id,
         case
-            when seconds < :&_dnfs_from_s then to_char(round(seconds)) || ' s'
+            when microseconds < :&_dnfs_from_us then to_char(round(microseconds / 1000000)) || ' s'
             else &_dnfs_label
         end as label,
         reads,
         writes,
         read_bytes,
         write_bytes,
-        seconds
+        microseconds / 1000000 as seconds
     from per_instance
     union all
     -- RAC: the instances measured over all the seconds, summed, one more line
@@ -67,9 +70,9 @@ printed as (
         sum(writes) as writes,
         sum(read_bytes) as read_bytes,
         sum(write_bytes) as write_bytes,
-        max(seconds) as seconds
+        max(microseconds) / 1000000 as seconds
     from per_instance
-    where seconds = :&_dnfs_from_s
+    where microseconds = :&_dnfs_from_us
     having count(*) > 1
 )
 select

@@ -14,11 +14,11 @@
 @@dnfs_iops_accumulate.sql
 define _dnfs_lob_cur = dnfs_run_next
 define _dnfs_lob_prev = dnfs_run
-define _dnfs_lob_cur_t = dnfs_run_next_s
-define _dnfs_lob_prev_t = dnfs_run_s
+define _dnfs_lob_cur_t = dnfs_run_next_us
+define _dnfs_lob_prev_t = dnfs_run_us
 @@_dnfs_shift_lob.sql
 define _dnfs_kind = "'interval'"
-define _dnfs_from_s = dnfs_iv_s
+define _dnfs_from_us = dnfs_iv_us
 define _dnfs_label = ":dnfs_cur_clock"
 @@dnfs_iops_print.sql
 
