@@ -470,17 +470,19 @@ def test_on_a_mounted_database_no_script_reads_a_dictionary_view(script):
     assert any("ALL_OBJECTS" in views_in(sql) for _, _, sql in run(script).statements)
 
 
+LOOPING_SCRIPTS = ("dnfs_iops.sql", "dnfs_latency.sql")
+ONE_SHOT_SCRIPTS = tuple(s for s in USER_SCRIPTS if s not in LOOPING_SCRIPTS)
+
+
 @pytest.mark.parametrize("release", sorted(VERSIONS))
-def test_nothing_a_pack_script_sends_a_mounted_database_sorts(release):
+def test_nothing_a_looping_script_sends_a_mounted_database_sorts(release):
     """Review F3: before the database is open only in-memory sorts are supported (Database Error
-    Messages, ORA-01220), and the one-shot scripts counted with DISTINCT and GROUP BY over
-    GV$DNFS_FILES and GV$DNFS_CHANNELS (a row per process) and ordered their lines, while the refused
-    loops still took a first snapshot (XMLAGG over GV$DNFS_STATS). Now, as the agent's statements
-    (tests/test_oracle.py), every statement a pack script sends a mounted database is parsed and holds
-    no DISTINCT, GROUP BY, ORDER BY, aggregate (XMLAGG too), analytic function or set operator that
-    removes duplicates; a PL/SQL block holds no query. Each script whose purpose is a count refuses in
-    one line that names the agent, as the looping scripts do, and reads no dNFS view."""
-    for script in USER_SCRIPTS:
+    Messages, ORA-01220), and the refused loops still took a first snapshot (XMLAGG over GV$DNFS_STATS).
+    As the agent's statements (tests/test_oracle.py), every statement a looping script sends a mounted
+    database is parsed and holds no DISTINCT, GROUP BY, ORDER BY, aggregate (XMLAGG too), analytic
+    function or set operator that removes duplicates; a PL/SQL block holds no query. Each refuses in one
+    line that names the agent and reads no dNFS view."""
+    for script in LOOPING_SCRIPTS:
         result = run(script, release=release, open_mode="MOUNTED")
         assert [str(f) for f in result.findings] == [], script
         for file, line, sql in result.statements:
@@ -494,6 +496,44 @@ def test_nothing_a_pack_script_sends_a_mounted_database_sorts(release):
         # Nothing but the start's probes and the end: no dNFS view is read, and so no join of
         # GV$DNFS_STATS to GV$PROCESS (review W4) either.
         assert not any("DNFS" in v.upper() for _, _, sql in result.statements for v in views_in(sql)), script
+
+
+@pytest.mark.parametrize("release", ("11.2.0.4", "19c"))
+def test_the_one_shot_scripts_run_on_a_mounted_database(release):
+    """dba-review F2: @dnfs_check, @dnfs_channels, @dnfs_servers and @dnfs_files refused in MOUNT,
+    sending 11.2.0.4 DBAs to an agent that cannot read a mounted 11.2 database (SYSDG is 12.1 and later)
+    and dropping a standby's dNFS check. Their sorts hold small rows, one per file, path or process and
+    file; one needing a temporary segment would fail with ORA-01220 alone (Database Error Messages).
+    Mounted, each reads the dNFS views it reads open, prints no refusal, and joins no dNFS view to
+    GV$PROCESS; the manual says so, and that the loops refuse."""
+    for script in ONE_SHOT_SCRIPTS:
+        mounted = run(script, release=release, open_mode="MOUNTED")
+        assert [str(f) for f in mounted.findings] == [], script
+        assert not any("nothing run" in p for p in mounted.prompts), (script, mounted.prompts)
+        dnfs_views = {v for _, _, sql in run(script, release=release).statements for v in views_in(sql) if "DNFS" in v}
+        assert dnfs_views, script
+        read_mounted = [views_in(sql) for _, _, sql in mounted.statements]
+        assert dnfs_views == {v for views in read_mounted for v in views if "DNFS" in v}, script
+        assert not any("GV$PROCESS" in views and any("DNFS" in v for v in views) for views in read_mounted)
+    section = read(os.path.join(SQL, "README.md")).split("## On a mounted database", 1)[1].split("\n## ", 1)[0]
+    section = re.sub(r"\s+", " ", section)
+    assert "@dnfs_check, @dnfs_files, @dnfs_servers and @dnfs_channels run" in section
+    assert "sorts run in memory" in section and "fails with ORA-01220" in section
+    assert "they refuse with one line" in section
+
+
+def test_the_one_shot_scripts_read_the_views_in_their_own_file():
+    """dba-review W5: the one-shot scripts read the views through `@@&_dnfs_report_step..sql`, a script
+    name that is a substitution variable, which SQLcl fails (oracle/oracle-db-tools issue 52) while
+    sql/README.md listed only the loops as unsupported there. Their queries are in their own file
+    again: every statement reading a dNFS view is sent from the script itself, and none reaches a
+    substituted @@ in a script called with @@."""
+    for script in ONE_SHOT_SCRIPTS:
+        result = run(script)
+        reading = {f for f, _, sql in result.statements if any("DNFS" in v for v in views_in(sql))}
+        assert reading == {script}, (script, reading)
+        assert "_dnfs_report_step" not in read(os.path.join(SQL, script)), script
+        assert not nested_substituted_call(script), script
 
 
 def test_the_event_list_is_defined_once_and_is_the_agents():
@@ -568,7 +608,7 @@ def test_every_statement_matches_the_column_facts(release):
 
 
 def test_the_facts_check_sees_a_misspelt_column_in_a_script():
-    text = read(os.path.join(SQL, "dnfs_channels_report.sql")).replace("sum(recvs)", "sum(recieves)")
+    text = read(os.path.join(SQL, "dnfs_channels.sql")).replace("sum(recvs)", "sum(recieves)")
     query = text[text.index("select\n    c.inst_id") : text.index("order by c.inst_id")].replace(
         "&_dnfs_reconnects", "spreco + dpreco"
     )
@@ -1840,10 +1880,10 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
 def as_run(script, sql, release="19c", granted=ALL_GRANTED):
     """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced.
 
-    A `*_report.sql` or `*_verdict.sql` is run by its user script (dnfs_check_report.sql by dnfs_check.sql)."""
+    A `*_report.sql` is run by its user script (dnfs_iops_report.sql by dnfs_iops.sql)."""
     text = read(os.path.join(SQL, script))
     line = text[: text.index(sql)].count("\n") + 1
-    entry = re.sub(r"_(report|verdict)\.sql$", ".sql", script)
+    entry = re.sub(r"_report\.sql$", ".sql", script)
     sent = [s for f, n, s in run(entry, release=release, granted=granted).statements if (f, n) == (script, line)]
     assert sent, (script, line)
     return sent[0].rstrip().rstrip(";")
@@ -1910,16 +1950,16 @@ def rac_with_standby_logs():
 def test_dnfs_check_counts_only_the_instances_own_online_logs_on_rac_and_data_guard():
     """Review: GV$LOGFILE lists other threads' and standby logs, which no process of the instance opens."""
     tables = rac_with_standby_logs()
-    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert [(v["dnfs_inst_id"], v["verdict"].split(":")[0]) for v in verdicts] == [(1, "IN USE"), (2, "IN USE")]
     assert all("all 6 database files open through dNFS" in v["verdict"] for v in verdicts)  # 2 data, temp, ctl, 2 logs
     # An own-thread online log not open through dNFS is still caught.
     name = "/oradata/redo01.log"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (1, name)])
-    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"], r["dnfs_file_name"]) for r in listed] == [(1, "Redo log", name)]
-    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[0]["verdict"].startswith("PARTLY: 1 of 6") and verdicts[1]["verdict"].startswith("IN USE")
 
 
@@ -1947,8 +1987,8 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
     """
     tables = physical_standby()
     tables["v$database"] = (["database_role"], [(role,)])
-    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
-    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert [v["verdict"].split(":")[0] for v in verdicts] == ["IN USE", "IN USE"]
     for v in verdicts:
         assert v["verdict"].startswith(f"IN USE: all 4 database files ({role.lower()}: redo logs not counted"), v
@@ -1957,12 +1997,12 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
         ["inst_id", "filename"],
         [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
     )
-    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_type"]) for r in listed] == [(2, "Data file")]
-    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables)
     assert verdicts[1]["verdict"].startswith(f"PARTLY: 1 of 4 database files ({role.lower()}")
     # The primary's verdict carries no note, and still counts its own online logs.
-    primary = run_query("dnfs_check_verdict.sql", "verdict per instance", rac_with_standby_logs())
+    primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
     assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)
 
 
@@ -2367,8 +2407,8 @@ def rac_cdb_with_pdb_affinity():
 def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     """dba-review P5: a PDB open on one RAC instance only made the other instance's verdict PARTLY."""
     tables = rac_cdb_with_pdb_affinity()
-    assert run_query("dnfs_check_report.sql", "files not open through dNFS", tables) == []
-    verdicts = [v["verdict"] for v in run_query("dnfs_check_verdict.sql", "verdict per instance", tables)]
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables) == []
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables)]
     assert verdicts[0].startswith("IN USE: all 11 database files open through dNFS"), verdicts[0]
     assert not verdicts[0].endswith("not open here")
     # Instance 2: 11 files (5 data, 3 temp, 2 own redo logs, 1 control) less PDB2's 2 data files and its temp file, counted apart.
@@ -2377,9 +2417,9 @@ def test_dnfs_check_leaves_out_the_files_of_a_pdb_not_open_on_the_instance():
     # A file of a PDB open on the instance and not open through dNFS is still caught.
     name = "/oradata/pdb1/users01.dbf"
     tables["gv$dnfs_files"] = (["inst_id", "filename"], [r for r in tables["gv$dnfs_files"][1] if r != (2, name)])
-    listed = run_query("dnfs_check_report.sql", "files not open through dNFS", tables)
+    listed = run_query("dnfs_check.sql", "files not open through dNFS", tables)
     assert [(r["dnfs_inst_id"], r["dnfs_file_name"]) for r in listed] == [(2, name)]
-    verdict = run_query("dnfs_check_verdict.sql", "verdict per instance", tables)[1]["verdict"]
+    verdict = run_query("dnfs_check.sql", "verdict per instance", tables)[1]["verdict"]
     assert verdict.startswith("PARTLY: 1 of 8 database files") and verdict.endswith("3 files of PDBs not open here")
 
 
@@ -2387,7 +2427,7 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
     """Before 12.1 there is no GV$CONTAINERS; without its grant the old counting stays, with one line naming it."""
     tables = rac_cdb_with_pdb_affinity()
     granted = tuple(g for g in ALL_GRANTED if g != "GV_$CONTAINERS")
-    verdicts = run_query("dnfs_check_verdict.sql", "verdict per instance", tables, granted=granted)
+    verdicts = run_query("dnfs_check.sql", "verdict per instance", tables, granted=granted)
     assert verdicts[1]["verdict"].startswith("PARTLY: 3 of 11"), verdicts[1]
     said = [p for p in run("dnfs_check.sql", granted=granted).prompts if "GV_$CONTAINERS" in p]
     assert said == [
@@ -2395,8 +2435,8 @@ def test_dnfs_check_without_the_containers_grant_counts_every_file_and_says_so()
         " (CONTAINER=ALL in a CDB)."
     ]
     old = as_run(
-        "dnfs_check_verdict.sql",
-        core_queries(read(os.path.join(SQL, "dnfs_check_verdict.sql")))["verdict per instance"],
+        "dnfs_check.sql",
+        core_queries(read(os.path.join(SQL, "dnfs_check.sql")))["verdict per instance"],
         release="11.2.0.4",
     )
     assert "con_id" not in old.replace("0 as con_id", "").replace("c.con_id", "").replace("f.con_id", "")

@@ -139,8 +139,10 @@ from dual;
 -- of the pack read an empty stand-in for it (V$DATABASE.OPEN_MODE, a fixed
 -- view: MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY; Oracle Database
 -- Reference, V$DATABASE). The loops sleep with a stored package, and then
--- refuse with one line; so do the one-shot scripts, whose counts and sorts
--- may need a temporary segment there (ORA-01220).
+-- refuse with one line. The one-shot scripts run: their sorts hold one entry
+-- per file or path and fit in memory; one that needed a temporary segment
+-- would fail with ORA-01220 and nothing else (sql/README.md, "On a mounted
+-- database").
 define _dnfs_mounted = 0
 define _dnfs_all_objects = all_objects
 column mounted new_value _dnfs_mounted noprint
@@ -202,10 +204,6 @@ select
     end as sleep_call,
     case when (r.major >= 18 and l.session_visible > 0) or l.lock_visible > 0 then 1 else 0 end as can_sleep,
     case
-        when '&_dnfs_default_count' = '0' and &_dnfs_mounted = 1
-            then
-                'The database is mounted, not open: this script counts and sorts, which can fail there'
-                || ' (ORA-01220); nothing run. The dnfsmon agent reads these views as plain rows: use it.'
         when '&_dnfs_default_count' = '0' or l.lock_visible > 0 then null
         when &_dnfs_mounted = 1
             then
@@ -250,12 +248,9 @@ select
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 then '&_dnfs_loop_step'
         else '_dnfs_noop'
     end as first_step,
-    -- The part of the script that reads the dNFS views (_dnfs_report names
-    -- it): a loop's only when the loop runs, a one-shot script's only when
-    -- the database is open (mounted, its counts and sorts may need a
-    -- temporary segment: ORA-01220).
+    -- The part of a loop that reads the dNFS views (_dnfs_report names it):
+    -- only when the loop runs. A one-shot script reads them itself.
     case
-        when '&_dnfs_loop_step' = '_dnfs_noop' and &_dnfs_mounted = 0 then '&_dnfs_report'
         when &_dnfs_count >= 1 and &_dnfs_interval >= 1 and &_dnfs_can_sleep = 1 and '&_dnfs_loop_step' != '_dnfs_noop'
             then '&_dnfs_report'
         else '_dnfs_noop'
