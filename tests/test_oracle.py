@@ -2540,3 +2540,26 @@ def test_a_mounted_database_s_inventory_counted_by_the_parser_publishes_what_the
     assert published[0] and published[0] == published[1]
     servers = [dict(g) for m, _, g in published[1] if m == "dnfsmon_dnfs_server"]
     assert sorted(s["open_files"] for s in servers) == [5, 5, 6, 6]  # each file once, not once per process
+
+
+def test_a_pnum_read_twice_for_an_instance_is_reported_and_its_later_row_left_out():
+    """dba-review W4 (this round): an instance's processes are paired by PNUM, which the Reference
+    gives one process of an instance at a time but names no key of V$DNFS_STATS. A reading with a
+    PNUM twice (here under another CON_ID) keeps the first row, says so, and pairs the others."""
+    workload = simulator.Workload(instances=1, processes=5, pdbs=2)
+    documents = [simulated_document(t, workload) for t in (T0, T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    twice = list(stats["rows"][1])
+    twice[columns.index("CON_ID")] = 4
+    stats["rows"].append(twice)
+    found, problems = oracle.samples(oracle_db.to_raw(documents[1], T0 + 10), "h")
+    [table] = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert len(table.member_ids) == len(set(table.member_ids)) == workload.processes
+    pnum = twice[columns.index("PNUM")]
+    assert [str(p) for p in problems] == [
+        f"{oracle.RESULTS}: dnfs_stats: PNUM {pnum} of instance simdb1 read twice; the later row left out"
+    ]
+    outcome = points_between(*[oracle_db.to_raw(d, t) for d, t in zip(documents, (T0, T0 + 10))])
+    [io] = [p.fields for p in outcome.points if p.measurement == oracle.IO_MEASUREMENT and ("pdb", "4") not in p.tags]
+    assert io["processes_left_out"] == 0

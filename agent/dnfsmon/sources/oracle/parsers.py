@@ -107,8 +107,12 @@ def _io(context: Context) -> list[Sample]:
             group[1].append(row)
         else:  # one clock per statement (CLOCK_INSTANCE): never two identities for one instance
             context.problems.append(ParseError(RESULTS, f"dnfs_stats: rows of instance {dict(tags)} under two clocks"))
-    if placed_rows and "PNUM" not in result.index:
-        raise KeyError("PNUM")
+    if not placed_rows:
+        return []
+    pnum_at = result.index["PNUM"]  # a KeyError without it: a reading this source cannot use
+    for tags, (identity, rows) in placed_rows.items():
+        if len(set(map(operator.itemgetter(pnum_at), rows))) < len(rows):
+            placed_rows[tags] = (identity, _first_row_of_each_pnum(rows, pnum_at, tags, context.problems))
     sends = _sends_per_process(context.results.get("dnfs_channels"))
     # A mounted database's V$PROCESS rows come apart from V$DNFS_STATS's (queries.build_queries).
     holders = None if "SPID" in result.index else _processes(context.results.get("processes"))
@@ -116,6 +120,31 @@ def _io(context: Context) -> list[Sample]:
         _process_table(result, sends, holders, tags, identity, rows, t, started)
         for tags, (identity, rows) in placed_rows.items()
     ]
+
+
+def _first_row_of_each_pnum(
+    rows: list[Sequence], pnum_at: int, tags: rates.Key, problems: list[ParseError]
+) -> list[Sequence]:
+    """An instance's rows with a PNUM read twice left out after the first, and said.
+
+    A process is a member of its instance's sample by its PNUM (rates.Members: unique within the
+    sample). V$DNFS_STATS has a row per process, PNUM its V$PROCESS.PID (Oracle Database
+    Reference), which one instance gives one process at a time; the Reference names no key,
+    though, so a reading with a PNUM twice is reported rather than paired by chance."""
+    seen: set[object] = set()
+    kept = []
+    for row in rows:
+        if row[pnum_at] in seen:
+            problems.append(
+                ParseError(
+                    RESULTS,
+                    f"dnfs_stats: PNUM {row[pnum_at]} of instance {dict(tags).get('instance')} read twice; the later row left out",
+                )
+            )
+            continue
+        seen.add(row[pnum_at])
+        kept.append(row)
+    return kept
 
 
 # What a V$DNFS_STATS row without a V$PROCESS row has of it (the open statement's outer join gives NULLs).
