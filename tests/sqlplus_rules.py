@@ -58,6 +58,7 @@ RULES = {
     "script-not-found": "@ or @@ of a file that does not exist prints SP2-0310 and goes on",
     "login-settings": "a statement runs as the session is set: DEFINE, SQLTERMINATOR, SQLCASE, PAUSE and titles as the pack needs",
     "substitution-rescan": "a value holding the DEFINE character: whether SQL*Plus substitutes it again is not documented",
+    "xml-reverse-axis": "an XMLTABLE row is a copy of its node (no RETURNING SEQUENCE BY REF in 11.2): no parent, ancestor or preceding axis",
 }
 
 # SET system variables the pack may use, with SQL*Plus's defaults (SQL*Plus
@@ -207,6 +208,11 @@ VARIABLE_TYPES = re.compile(
 UNSUBSTITUTED = re.compile(r"&&?[A-Za-z_][A-Za-z0-9_#$]*")
 LOB_TYPES = ("clob", "nclob")
 # Tables a NEW_VALUE query may read for the checker to run it (SQLite).
+# An XQuery step that looks up or back from a node: ancestor::, ancestor-or-self::, parent::, its
+# abbreviation `..`, preceding:: and preceding-sibling:: (XQuery 1.0, 3.2.1.1 Axes; 3.2.4 Abbreviated Syntax).
+REVERSE_AXIS = re.compile(r"\b(?:ancestor(?:-or-self)?|parent|preceding(?:-sibling)?)\s*::|\.\.")
+XML_FUNCTION = re.compile(r"(?i)\b(xmltable|xmlquery)\s*\(")
+
 EXECUTABLE_TABLES = {"DUAL", "V$INSTANCE", "V$DATABASE", "ALL_OBJECTS", "DBA_USERS"}
 
 
@@ -637,6 +643,14 @@ class SqlPlus:
                     state.binds_set.add(bind)
             elif bind not in state.binds_set and not _frees_a_leftover(code, match):
                 self._find(path, number, "bind-stale", f":{bind} is read before this run sets it")
+        for function, path_text in _xml_paths(text):
+            if REVERSE_AXIS.search(path_text):
+                self._find(
+                    path,
+                    number,
+                    "xml-reverse-axis",
+                    f"{function.upper()} path {path_text!r} looks above its row's node",
+                )
         first = text.split()[0].lower()
         if first in WRITES and not state.sqlerror_exit:
             self._find(path, number, "whenever", f"{first} runs without WHENEVER SQLERROR EXIT: a failure goes on")
@@ -754,6 +768,33 @@ def _frees_a_leftover(code: str, match: re.Match) -> bool:
         re.search(r"dbms_lob\.(istemporary|freetemporary)\(\s*$", before)
         or re.match(r"\s+is\s+not\s+null\s+and\s+dbms_lob\.istemporary\(", after)
     )
+
+
+def _xml_paths(text: str) -> list[tuple[str, str]]:
+    """(function, literal) for every string literal inside an XMLTABLE or XMLQUERY call: its XQuery
+    and its columns' PATHs. SQL Language Reference, XMLTABLE: without RETURNING SEQUENCE BY REF
+    (12.1 and later; not in 11.2) each row is a copy of the node the XQuery targets, so what sits
+    above or before that node (its parent, ancestors, preceding nodes) is not in the copy; SQL*Plus
+    User's Guide, SET XQUERY NODE: BYVALUE copies the node, and its parent and sibling axes are then
+    undefined. The pack runs on 11.2.0.4, so no such path may appear at all."""
+    found = []
+    code = re.sub(r"--[^\n]*", "", text)
+    for call in XML_FUNCTION.finditer(code):
+        depth, position = 1, call.end()
+        while position < len(code) and depth:
+            char = code[position]
+            if char == "'":
+                end = position + 1
+                while end < len(code) and not (code[end] == "'" and code[end + 1 : end + 2] != "'"):
+                    end += 2 if code[end : end + 2] == "''" else 1
+                found.append((call.group(1).lower(), code[position + 1 : end]))
+                position = end
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+            position += 1
+    return found
 
 
 def _as_text(value: object) -> str:

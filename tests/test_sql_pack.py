@@ -113,6 +113,8 @@ RULE_EXAMPLES = {
     "script-not-found": "@@nowhere.sql\n",
     "login-settings": "set sqlcase upper\nselect 'x' from dual;\n",
     "substitution-rescan": 'set define off\ndefine x = "&y"\nset define on\nprompt &x\n',
+    "xml-reverse-axis": "select k from xmltable('/d/t/r' passing xmltype('<d/>')\n"
+    "    columns k varchar2(1) path 'ancestor::t/@k');\n",
 }
 
 
@@ -121,6 +123,26 @@ def test_every_rule_has_a_failing_example_and_a_line_in_the_readme():
     readme = read(os.path.join(SQL, "README.md"))
     table = re.findall(r"(?m)^\| `([a-z-]+)` \|", readme)
     assert sorted(table) == sorted(sqlplus_rules.RULES)
+
+
+def test_no_xml_path_in_the_pack_looks_above_or_before_its_row():
+    """dba-review F1: one XMLTABLE read both snapshots of a statement, each row's snapshot tag taken
+    with the column PATH 'ancestor::t/@k'. Without RETURNING SEQUENCE BY REF (not in 11.2) each row is
+    a copy of its node, so its ancestors are not there (SQL Language Reference, XMLTABLE; SQL*Plus
+    User's Guide, SET XQUERY NODE BYVALUE): the tag read NULL and @dnfs_iops and @dnfs_latency printed
+    nothing. Every file of the pack, whether a run reaches it or not, is read for such a path (the
+    runs' statements are checked by the rule xml-reverse-axis too)."""
+    found = []
+    for name in sorted(os.listdir(SQL)):
+        if name.endswith(".sql"):
+            for function, path in sqlplus_rules._xml_paths(read(os.path.join(SQL, name))):
+                if sqlplus_rules.REVERSE_AXIS.search(path):
+                    found.append((name, function, path))
+    assert found == []
+    for path in ("ancestor::t/@k", "../@k", "parent::t/@k", "preceding-sibling::r", "ancestor-or-self::t"):
+        assert sqlplus_rules.REVERSE_AXIS.search(path), path
+    for path in ("/s/r", "@k", "n", "following-sibling::r", "child::r/@k", "descendant::r"):
+        assert not sqlplus_rules.REVERSE_AXIS.search(path), path
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_EXAMPLES))
@@ -1122,20 +1144,12 @@ def run_core(script, core, tables, binds, defines=None):
     """Run a script's print query with its two snapshots (cur, prev) replaced by `tables`.
 
     `defines`: the substitution variables the caller of `script` sets, replaced as SQL*Plus would.
-    Where one XMLTABLE reads both snapshots (a `snapshots` CTE, each row tagged 'c' or 'v' in TAKEN),
-    that CTE is replaced by the two tagged, and the statement's own `cur` and `prev` pick them apart.
     """
     sql = core_queries(read(os.path.join(SQL, script)))[core]
     for name, value in (defines or {}).items():
         sql = re.sub(rf"&{name}\b", value, sql)
     tree = sqlglot.parse_one(sql, read="oracle")
     with_ = tree.args.get("with_") or tree.args["with"]
-    if "snapshots" in {cte.alias for cte in with_.expressions} and "cur" in tables:
-        (columns, cur), (_, prev) = tables["cur"], tables["prev"]
-        tagged = [["c", *row] for row in cur] + [["v", *row] for row in prev]
-        tables = {k: v for k, v in tables.items() if k not in ("cur", "prev")} | {
-            "snapshots": (["taken", *columns], tagged)
-        }
     with_.set("expressions", [cte for cte in with_.expressions if cte.alias not in tables])
     for placeholder in list(tree.find_all(exp.Placeholder)):
         value = binds[placeholder.name]
@@ -1492,30 +1506,6 @@ def test_dnfs_iops_hands_no_fractional_number_through_its_xml_and_compares_whole
     accumulate = read(os.path.join(SQL, "dnfs_iops_accumulate.sql"))
     assert re.search(r"round\(\(:dnfs_cur_t - :dnfs_prev_t\) \* 1000000\) as microseconds", accumulate)
     assert ":dnfs_cur_t - :dnfs_prev_t as seconds" not in accumulate
-
-
-def test_each_statement_reads_its_two_snapshots_with_one_xmltable_whose_columns_are_written_out():
-    """Review W5: the looping scripts' statements read their two snapshots with two XMLTABLEs whose
-    COLUMNS clauses were the same lines twice. Now one XMLTABLE reads one document holding both, each
-    tagged, so a statement lists a snapshot's columns once; the clause is written out (no
-    substitution variable), so the lint and the column-facts check still read every column."""
-    for script in ("dnfs_iops.sql", "dnfs_latency.sql"):
-        result = run(script, "5", "2")
-        assert [str(f) for f in result.findings] == []
-        read_twice = []
-        for file, line, sql in result.statements:
-            clauses = [
-                re.sub(r"\s+", " ", c).strip()
-                for c in re.findall(r"(?is)\bxmltable\(.*?\bcolumns\b(.*?)\n\s*\)\n", sql)
-            ]
-            assert all("&" not in c for c in clauses), (file, line)
-            if len(clauses) != len(set(clauses)):
-                read_twice.append((file, line))
-        assert read_twice == [], read_twice
-    # Each tagged document is read as the two snapshots it holds: the later one is 'c'.
-    for script in ("dnfs_iops_accumulate.sql", "dnfs_latency_print.sql", "dnfs_latency_hist_step.sql"):
-        text = read(os.path.join(SQL, script))
-        assert text.count("taken varchar2(1) path 'ancestor::t/@k'") == text.count("where taken = 'c'") >= 1, script
 
 
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():

@@ -56,25 +56,13 @@ begin
     from (
         -- core: per instance, the interval that just ended and the run so far
         with
-        snapshots as (
-            -- Both snapshots in one document, each under an element whose "k"
-            -- says which ('c' the one just taken, 'v' the previous), read by one
-            -- XMLTABLE, so their columns are listed once. XMLTABLE's PASSING
-            -- expression is the XMLType the XQuery string is evaluated over, and
-            -- a column's PATH an XPath expression from each row (SQL Language
-            -- Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES): 'ancestor::t/@k'
-            -- is the tag of the element that holds the row. sqlfluff's oracle
-            -- dialect cannot parse XMLTABLE, hence the noqa. A snapshot whose
-            -- query failed is NULL (its error is shown): no process, so the
-            -- interval adds nothing and the run keeps its totals.
+        cur as (
+            -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
+            -- A snapshot whose query failed is NULL (its error is shown): no
+            -- process, so the interval adds nothing and the run keeps its totals.
             select * from xmltable( -- noqa: PRS
-                '/d/t/s/p' passing xmlelement(
-                    "d",
-                    xmlelement("t", xmlattributes('c' as "k"), xmltype(nvl(:dnfs_cur, '<s/>'))),
-                    xmlelement("t", xmlattributes('v' as "k"), xmltype(nvl(:dnfs_prev, '<s/>')))
-                )
+                '/s/p' passing xmltype(nvl(:dnfs_cur, '<s/>'))
                 columns
-                taken varchar2(1) path 'ancestor::t/@k',
                 inst_id number path '@i',
                 pnum number path '@n',
                 spid varchar2(24) path '@s',
@@ -85,13 +73,19 @@ begin
                 nfs_writebytes number path '@wb'
             )
         ),
-        cur as (
-            select * from snapshots
-            where taken = 'c'
-        ),
         prev as (
-            select * from snapshots
-            where taken = 'v'
+            select * from xmltable( -- noqa: PRS
+                '/s/p' passing xmltype(nvl(:dnfs_prev, '<s/>'))
+                columns
+                inst_id number path '@i',
+                pnum number path '@n',
+                spid varchar2(24) path '@s',
+                serial number path '@e',
+                nfs_read number path '@r',
+                nfs_write number path '@w',
+                nfs_readbytes number path '@rb',
+                nfs_writebytes number path '@wb'
+            )
         ),
         run as (
             -- The run's totals so far (the rows of kind 'run'): none before the

@@ -12,35 +12,26 @@
 
 -- core: histogram of 'db file sequential read' in the interval
 with
-snapshots as (
-    -- Both snapshots in one document, each under an element whose "k" says
-    -- which ('c' the later, 'v' the earlier), read by one XMLTABLE, so their
-    -- columns are listed once: PASSING gives the XMLType the XQuery string
-    -- is evaluated over, each column's PATH is an XPath expression from the
-    -- row, 'ancestor::t/@k' the tag of the element that holds the row (SQL
-    -- Language Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES).
+cur as (
     -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
     select * from xmltable( -- noqa: PRS
-        '/d/t/s/b' passing xmlelement(
-            "d",
-            xmlelement("t", xmlattributes('c' as "k"), xmltype(:dnfs_hist_cur)),
-            xmlelement("t", xmlattributes('v' as "k"), xmltype(:dnfs_hist_prev))
-        )
+        '/s/b' passing xmltype(:dnfs_hist_cur)
         columns
-        taken varchar2(1) path 'ancestor::t/@k',
         inst_id number path '@i',
         bound_us number path '@u',
         wait_count number path '@c',
         startup varchar2(19) path '@s'
     )
 ),
-cur as (
-    select * from snapshots
-    where taken = 'c'
-),
 prev as (
-    select * from snapshots
-    where taken = 'v'
+    select * from xmltable( -- noqa: PRS
+        '/s/b' passing xmltype(:dnfs_hist_prev)
+        columns
+        inst_id number path '@i',
+        bound_us number path '@u',
+        wait_count number path '@c',
+        startup varchar2(19) path '@s'
+    )
 ),
 delta as (
     select
@@ -73,33 +64,21 @@ order by d.inst_id, d.bound_us;
 
 -- core: instances restarted between the two histogram snapshots
 with
-snapshots as (
-    -- Both snapshots in one document, each under an element whose "k" says
-    -- which ('c' the later, 'v' the earlier), read by one XMLTABLE, so their
-    -- columns are listed once: PASSING gives the XMLType the XQuery string
-    -- is evaluated over, each column's PATH is an XPath expression from the
-    -- row, 'ancestor::t/@k' the tag of the element that holds the row (SQL
-    -- Language Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES).
-    -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
+cur as (
     select * from xmltable( -- noqa: PRS
-        '/d/t/s/b' passing xmlelement(
-            "d",
-            xmlelement("t", xmlattributes('c' as "k"), xmltype(:dnfs_hist_cur)),
-            xmlelement("t", xmlattributes('v' as "k"), xmltype(:dnfs_hist_prev))
-        )
+        '/s/b' passing xmltype(:dnfs_hist_cur)
         columns
-        taken varchar2(1) path 'ancestor::t/@k',
         inst_id number path '@i',
         startup varchar2(19) path '@s'
     )
 ),
-cur as (
-    select * from snapshots
-    where taken = 'c'
-),
 prev as (
-    select * from snapshots
-    where taken = 'v'
+    select * from xmltable( -- noqa: PRS
+        '/s/b' passing xmltype(:dnfs_hist_prev)
+        columns
+        inst_id number path '@i',
+        startup varchar2(19) path '@s'
+    )
 )
 select distinct
     :dnfs_cur_clock || ' instance ' || c.inst_id || ' restarted (STARTUP_TIME ' || c.startup

@@ -20,22 +20,11 @@
 
 -- core: events between two snapshots, per instance and in total
 with
-snapshots as (
-    -- Both snapshots in one document, each under an element whose "k" says
-    -- which ('c' the later, 'v' the earlier), read by one XMLTABLE, so their
-    -- columns are listed once: PASSING gives the XMLType the XQuery string
-    -- is evaluated over, each column's PATH is an XPath expression from the
-    -- row, 'ancestor::t/@k' the tag of the element that holds the row (SQL
-    -- Language Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES).
+cur as (
     -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
     select * from xmltable( -- noqa: PRS
-        '/d/t/s/e' passing xmlelement(
-            "d",
-            xmlelement("t", xmlattributes('c' as "k"), xmltype(:dnfs_ev_cur)),
-            xmlelement("t", xmlattributes('v' as "k"), xmltype(:&_dnfs_from))
-        )
+        '/s/e' passing xmltype(:dnfs_ev_cur)
         columns
-        taken varchar2(1) path 'ancestor::t/@k',
         inst_id number path '@i',
         event varchar2(64) path '@n',
         total_waits number path '@w',
@@ -45,13 +34,18 @@ snapshots as (
         startup varchar2(19) path '@u'
     )
 ),
-cur as (
-    select * from snapshots
-    where taken = 'c'
-),
 prev as (
-    select * from snapshots
-    where taken = 'v'
+    select * from xmltable( -- noqa: PRS
+        '/s/e' passing xmltype(:&_dnfs_from)
+        columns
+        inst_id number path '@i',
+        event varchar2(64) path '@n',
+        total_waits number path '@w',
+        time_waited_micro number path '@t',
+        total_waits_fg number path '@wf',
+        time_waited_micro_fg number path '@tf',
+        startup varchar2(19) path '@u'
+    )
 ),
 delta as (
     -- An instance restarted in between (another STARTUP_TIME; V$INSTANCE)
@@ -107,33 +101,21 @@ order by d.inst_id nulls last, d.event;
 
 -- core: instances restarted between the two snapshots
 with
-snapshots as (
-    -- Both snapshots in one document, each under an element whose "k" says
-    -- which ('c' the later, 'v' the earlier), read by one XMLTABLE, so their
-    -- columns are listed once: PASSING gives the XMLType the XQuery string
-    -- is evaluated over, each column's PATH is an XPath expression from the
-    -- row, 'ancestor::t/@k' the tag of the element that holds the row (SQL
-    -- Language Reference, XMLTABLE, XMLELEMENT and XMLATTRIBUTES).
-    -- sqlfluff's oracle dialect cannot parse XMLTABLE, hence the noqa.
+cur as (
     select * from xmltable( -- noqa: PRS
-        '/d/t/s/e' passing xmlelement(
-            "d",
-            xmlelement("t", xmlattributes('c' as "k"), xmltype(:dnfs_ev_cur)),
-            xmlelement("t", xmlattributes('v' as "k"), xmltype(:&_dnfs_from))
-        )
+        '/s/e' passing xmltype(:dnfs_ev_cur)
         columns
-        taken varchar2(1) path 'ancestor::t/@k',
         inst_id number path '@i',
         startup varchar2(19) path '@u'
     )
 ),
-cur as (
-    select * from snapshots
-    where taken = 'c'
-),
 prev as (
-    select * from snapshots
-    where taken = 'v'
+    select * from xmltable( -- noqa: PRS
+        '/s/e' passing xmltype(:&_dnfs_from)
+        columns
+        inst_id number path '@i',
+        startup varchar2(19) path '@u'
+    )
 )
 select distinct
     &_dnfs_label || ' instance ' || c.inst_id || ' restarted (STARTUP_TIME ' || c.startup
