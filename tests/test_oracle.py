@@ -148,11 +148,29 @@ def to_char(column, value):
     return str(value)
 
 
+def v_process_rows(stats):
+    """V$PROCESS's rows (what a mounted database is asked for apart: queries.build_queries) of the
+    processes a recording's V$DNFS_STATS rows name, as the open statement joined them (PID = PNUM),
+    and two processes of each instance without dNFS I/O rows."""
+    at = {c: stats["columns"].index(c) for c in ("INST_ID", "PNUM", "SPID", "SERIAL#", "PNAME", "PROGRAM")}
+    rows = [[row[at[c]] for c in at] + [T0, 1] for row in stats["rows"]]
+    for inst in sorted({row[at["INST_ID"]] for row in stats["rows"]}):
+        rows += [
+            [inst, pid, str(900 + pid), 1, "PMON" if pid == 2 else None, "oracle (no dNFS)", T0, 1] for pid in (2, 3)
+        ]
+    return {
+        "columns": ["INST_ID", "PID", "SPID", "SERIAL#", "PNAME", "PROGRAM", "DB_TIME", "CLOCK_INSTANCE"],
+        "rows": rows,
+    }
+
+
 class FakeConnection:
     """Answers dnfsmon's SQL from a recorded results document, as python-oracledb would."""
 
     def __init__(self, document, discovered, failing=None):
-        self.by_name = document["results"]
+        self.by_name = dict(document["results"])
+        if "processes" not in self.by_name and "dnfs_stats" in self.by_name:
+            self.by_name["processes"] = v_process_rows(self.by_name["dnfs_stats"])
         self.discovered = discovered
         self.failing = failing or {}
         self.call_timeout = 0
@@ -2316,6 +2334,8 @@ def test_nothing_the_agent_sends_a_mounted_database_sorts(release):
         statements += [c.sql for c in oracle.read_groups(queries, inventory=True)]
         for sql in statements:
             assert sorting_constructs(sql) == [], sql
+            # Nor a join, whose hash table is a work area too (dba-review W4): V$PROCESS is read apart.
+            assert not list(sqlglot.parse_one(sqlcheck._parsable(sql), read="oracle").find_all(exp.Join)), sql
     if release.startswith("11."):
         return  # no SYSDG before 12.1: a mounted 11.2.0.4 standby is not read (config refuses it)
     # As the live reader sends them, from logon to the inventory: the container check too.
@@ -2387,6 +2407,77 @@ def mounted_read(release="19c", document=None):
     return found, connection.executed
 
 
+def test_a_mounted_database_s_processes_are_matched_by_the_parser_as_the_open_statement_joins_them():
+    """dba-review W4: a mounted database is sent V$DNFS_STATS and V$PROCESS apart, no join (whose hash
+    table is a work area, as a sort's is). The parser matches them on (INST_ID, PNUM = PID), as the
+    open statement's LEFT OUTER JOIN does: the same processes, holders, names and counters, and "?"
+    for a process V$PROCESS has no row of. Truth: the open statement run in SQLite over the same rows."""
+    import sqlite3
+
+    workload = simulator.Workload(instances=2)
+    document = simulated_document(T0, workload)
+    stats = document["results"]["dnfs_stats"]
+    process_rows = v_process_rows(stats)
+    # One process left V$PROCESS between the two scans: the join finds no row of it.
+    gone = (stats["rows"][3][stats["columns"].index("INST_ID")], stats["rows"][3][stats["columns"].index("PNUM")])
+    process_rows["rows"] = [r for r in process_rows["rows"] if (r[0], r[1]) != gone]
+    open_query, mounted_queries = (
+        [
+            q
+            for q in oracle.build_queries(facts_available("19c"), "cluster", mounted)
+            if q.name in ("dnfs_stats", "processes")
+        ]
+        for mounted in (False, True)
+    )
+    [open_query] = open_query
+    assert {q.name for q in mounted_queries} == {"dnfs_stats", "processes"}
+    database = sqlite3.connect(":memory:")
+    database.execute("CREATE TABLE stats (inst_id, pnum)")
+    at = [stats["columns"].index(c) for c in ("INST_ID", "PNUM")]
+    database.executemany("INSERT INTO stats VALUES (?, ?)", [[row[i] for i in at] for row in stats["rows"]])
+    database.execute("CREATE TABLE process (inst_id, pid, spid, serial_, pname, program)")
+    database.executemany("INSERT INTO process VALUES (?, ?, ?, ?, ?, ?)", [r[:6] for r in process_rows["rows"]])
+    # The open statement's join, as SQLite runs it (its clock left out).
+    joined = database.execute(
+        "SELECT s.inst_id, s.pnum, p.spid, p.serial_, p.pname, p.program FROM stats s "
+        "LEFT OUTER JOIN process p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
+    ).fetchall()
+    truth = {
+        (inst, pnum): (str(spid or "?"), str(serial or "?"), pname or "", program or "")
+        for inst, pnum, spid, serial, pname, program in joined
+    }
+    assert truth[gone] == ("?", "?", "", "")
+    mounted = json.loads(json.dumps(document))
+    mounted["results"]["dnfs_stats"] = {
+        "columns": [c for c in stats["columns"] if c not in ("SPID", "SERIAL#", "PNAME", "PROGRAM")],
+        "rows": [
+            [v for c, v in zip(stats["columns"], row) if c not in ("SPID", "SERIAL#", "PNAME", "PROGRAM")]
+            for row in stats["rows"]
+        ],
+    }
+    mounted["results"]["processes"] = process_rows
+    assert mounted["results"]["dnfs_stats"]["columns"] == list(
+        next(q for q in mounted_queries if q.name == "dnfs_stats").columns
+    )
+    found, problems = oracle.samples(oracle_db.to_raw(mounted, T0), "h")
+    assert not problems
+    tables = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    inst_of = {"simdb1": 1, "simdb2": 2}
+    matched = {
+        (inst_of[dict(t.key)["instance"]], int(pnum)): (*holder, pname, program)
+        for t in tables
+        for pnum, holder, pname, program in zip(
+            t.member_ids, t.member_identities, t.details["pname"], t.details["program"]
+        )
+    }
+    assert matched == truth
+    # And the counters are the open read's.
+    open_tables = [
+        s for s in oracle.samples(oracle_db.to_raw(document, T0), "h")[0] if s.measurement == oracle.IO_MEASUREMENT
+    ]
+    assert [t.columns for t in tables] == [t.columns for t in open_tables]
+
+
 def test_a_mounted_database_s_inventory_counted_by_the_parser_publishes_what_the_open_statements_count():
     """The mounted inventory reads V$DNFS_FILES (a row per process and open file) and V$IOSTAT_FILE
     (a row per file) as plain rows; the parser counts them. Truth: the open database's own statements
@@ -2449,3 +2540,26 @@ def test_a_mounted_database_s_inventory_counted_by_the_parser_publishes_what_the
     assert published[0] and published[0] == published[1]
     servers = [dict(g) for m, _, g in published[1] if m == "dnfsmon_dnfs_server"]
     assert sorted(s["open_files"] for s in servers) == [5, 5, 6, 6]  # each file once, not once per process
+
+
+def test_a_pnum_read_twice_for_an_instance_is_reported_and_its_later_row_left_out():
+    """dba-review W4 (this round): an instance's processes are paired by PNUM, which the Reference
+    gives one process of an instance at a time but names no key of V$DNFS_STATS. A reading with a
+    PNUM twice (here under another CON_ID) keeps the first row, says so, and pairs the others."""
+    workload = simulator.Workload(instances=1, processes=5, pdbs=2)
+    documents = [simulated_document(t, workload) for t in (T0, T0 + 10)]
+    stats = documents[1]["results"]["dnfs_stats"]
+    columns = stats["columns"]
+    twice = list(stats["rows"][1])
+    twice[columns.index("CON_ID")] = 4
+    stats["rows"].append(twice)
+    found, problems = oracle.samples(oracle_db.to_raw(documents[1], T0 + 10), "h")
+    [table] = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    assert len(table.member_ids) == len(set(table.member_ids)) == workload.processes
+    pnum = twice[columns.index("PNUM")]
+    assert [str(p) for p in problems] == [
+        f"{oracle.RESULTS}: dnfs_stats: PNUM {pnum} of instance simdb1 read twice; the later row left out"
+    ]
+    outcome = points_between(*[oracle_db.to_raw(d, t) for d, t in zip(documents, (T0, T0 + 10))])
+    [io] = [p.fields for p in outcome.points if p.measurement == oracle.IO_MEASUREMENT and ("pdb", "4") not in p.tags]
+    assert io["processes_left_out"] == 0

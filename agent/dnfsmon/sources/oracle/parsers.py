@@ -28,7 +28,7 @@ from .names import (
     SERVER_MEASUREMENT,
     STATUS_MEASUREMENT,
 )
-from .queries import PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS
+from .queries import PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS, PROCESS_COLUMNS
 from .rows import (
     Context,
     Instance,
@@ -107,18 +107,64 @@ def _io(context: Context) -> list[Sample]:
             group[1].append(row)
         else:  # one clock per statement (CLOCK_INSTANCE): never two identities for one instance
             context.problems.append(ParseError(RESULTS, f"dnfs_stats: rows of instance {dict(tags)} under two clocks"))
-    if placed_rows and "PNUM" not in result.index:
-        raise KeyError("PNUM")
+    if not placed_rows:
+        return []
+    pnum_at = result.index["PNUM"]  # a KeyError without it: a reading this source cannot use
+    for tags, (identity, rows) in placed_rows.items():
+        if len(set(map(operator.itemgetter(pnum_at), rows))) < len(rows):
+            placed_rows[tags] = (identity, _first_row_of_each_pnum(rows, pnum_at, tags, context.problems))
     sends = _sends_per_process(context.results.get("dnfs_channels"))
+    # A mounted database's V$PROCESS rows come apart from V$DNFS_STATS's (queries.build_queries).
+    holders = None if "SPID" in result.index else _processes(context.results.get("processes"))
     return [
-        _process_table(result, sends, tags, identity, rows, t, started)
+        _process_table(result, sends, holders, tags, identity, rows, t, started)
         for tags, (identity, rows) in placed_rows.items()
     ]
+
+
+def _first_row_of_each_pnum(
+    rows: list[Sequence], pnum_at: int, tags: rates.Key, problems: list[ParseError]
+) -> list[Sequence]:
+    """An instance's rows with a PNUM read twice left out after the first, and said.
+
+    A process is a member of its instance's sample by its PNUM (rates.Members: unique within the
+    sample). V$DNFS_STATS has a row per process, PNUM its V$PROCESS.PID (Oracle Database
+    Reference), which one instance gives one process at a time; the Reference names no key,
+    though, so a reading with a PNUM twice is reported rather than paired by chance."""
+    seen: set[object] = set()
+    kept = []
+    for row in rows:
+        if row[pnum_at] in seen:
+            problems.append(
+                ParseError(
+                    RESULTS,
+                    f"dnfs_stats: PNUM {row[pnum_at]} of instance {dict(tags).get('instance')} read twice; the later row left out",
+                )
+            )
+            continue
+        seen.add(row[pnum_at])
+        kept.append(row)
+    return kept
+
+
+# What a V$DNFS_STATS row without a V$PROCESS row has of it (the open statement's outer join gives NULLs).
+NO_PROCESS = (None, None, None, None)
+
+
+def _processes(processes: Optional[Results]) -> dict[tuple[object, object], tuple[object, ...]]:
+    """(INST_ID, PID) -> (SPID, SERIAL#, PNAME, PROGRAM) of a read's V$PROCESS rows, as the open
+    database's statement joins them to V$DNFS_STATS (PNUM = PID); empty without them."""
+    if processes is None or "PID" not in processes.index:
+        return {}
+    keys = zip(map(_column(processes, "INST_ID"), processes.rows), map(_column(processes, "PID"), processes.rows))
+    values = zip(*(map(_column(processes, c), processes.rows) for c in PROCESS_COLUMNS[1:]))
+    return dict(zip(keys, values))
 
 
 def _process_table(
     result: Results,
     sends: Mapping[tuple[object, object], list[int]],
+    processes: Optional[Mapping[tuple[object, object], tuple[object, ...]]],
     tags: rates.Key,
     identity: tuple[str, ...],
     rows: list[Sequence],
@@ -127,13 +173,17 @@ def _process_table(
 ) -> rates.Members:
     """One instance's V$DNFS_STATS rows as a rates.Members sample (see _io)."""
     pnums = list(map(operator.itemgetter(result.index["PNUM"]), rows))
-    spid, serial, pname, program, con_id, inst_id = (
-        _column(result, c) for c in ("SPID", "SERIAL#", "PNAME", "PROGRAM", "CON_ID", "INST_ID")
-    )
-    # (SPID, SERIAL#) from V$PROCESS; "?" where the outer join found none.
+    con_id, inst_id = _column(result, "CON_ID"), _column(result, "INST_ID")
+    # Each row's SPID, SERIAL#, PNAME and PROGRAM from V$PROCESS: joined in the statement, or
+    # (`processes`, a mounted database) matched here on (INST_ID, PNUM = PID).
+    if processes is None:
+        spids, serials, pnames, programs = ([*map(_column(result, c), rows)] for c in PROCESS_COLUMNS[1:])
+    else:
+        found = [processes.get(key, NO_PROCESS) for key in zip(map(inst_id, rows), pnums)]
+        spids, serials, pnames, programs = ([*column] for column in zip(*found)) if found else ([], [], [], [])
+    # (SPID, SERIAL#); "?" where no V$PROCESS row was found.
     holders = tuple(
-        (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS))
-        for process, slot in zip(map(spid, rows), map(serial, rows))
+        (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS)) for process, slot in zip(spids, serials)
     )
     # A process's PDB tag from its CON_ID, made once per value (by type too: True is not CON_ID 1).
     containers = list(zip(map(type, map(con_id, rows)), map(con_id, rows)))
@@ -144,8 +194,8 @@ def _process_table(
     channel = [sends.get((inst_id(row), pnum)) for row, pnum in zip(rows, pnums)] if sends else [None] * len(rows)
     details: dict[str, tuple[Optional[rates.Gauge], ...]] = {
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        "pname": tuple(str(value or "") for value in map(pname, rows)),
-        "program": tuple(str(value or "") for value in map(program, rows)),
+        "pname": tuple(str(value or "") for value in pnames),
+        "program": tuple(str(value or "") for value in programs),
     }
     if any(channel):
         details["channel_sends"] = tuple(None if c is None else c[0] for c in channel)

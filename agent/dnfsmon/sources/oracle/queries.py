@@ -78,6 +78,8 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
     the statement would (rows.group_channels). The same holds for the inventory's DISTINCT and
     GROUP BY: V$DNFS_FILES and V$IOSTAT_FILE are read as plain rows and counted by the parser
     (rows.group_files; V$IOSTAT_FILE in parsers._coverage), and the per-filer file latency is not read.
+    Nor is anything joined: V$DNFS_STATS and V$PROCESS are read apart ("processes") and matched by
+    the parser (parsers._io), as the open statement's outer join matches them.
     """
     local = scope == "instance"
     queries = []
@@ -127,35 +129,51 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
         sql = f"SELECT {', '.join(c.lower() for c in columns)} FROM v$database"
         queries.append(Query("database", sql, tuple(columns), ("V$DATABASE",)))
     if has("GV$DNFS_STATS") and has("GV$PROCESS"):
-        counters = _pick(has("GV$DNFS_STATS"), PROCESS_COUNTERS)
+        counters: Sequence[str] = _pick(has("GV$DNFS_STATS"), PROCESS_COUNTERS)
         other = _pick(has("GV$DNFS_STATS"), OTHER_OPS)
         container = _pick(has("GV$DNFS_STATS"), ["CON_ID"])
-        process = source("GV$PROCESS", ["PID", "SPID", "SERIAL#", "PNAME", "PROGRAM"])
+        process = source("GV$PROCESS", PROCESS_COLUMNS)
         # The other operations as one sum, computed in the statement: every one of them is read from
         # the view, but a sample brings 7 counters per process back rather than 25 (4 instances x 2000
         # processes: bench/RESULTS.md). NUMBER arithmetic is exact, and a NULL operation makes the sum
         # NULL (SQL Language Reference, "Nulls"), as a sum with a part missing must not be published.
         summed = " + ".join("s." + c.lower() for c in other) or "NULL"
         stats_columns = list(dict.fromkeys(["PNUM", *counters, *other, *container]))
-        sql = (
-            "SELECT s.inst_id, s.pnum, p.spid, p.serial#, p.pname, p.program, "
-            f"{', '.join('s.' + c.lower() for c in [*counters, *container])}, ({summed}) AS nfs_other_ops, "
-            f"{DB_TIME} FROM {source('GV$DNFS_STATS', stats_columns)} s "
-            f"LEFT OUTER JOIN {process} p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
-        )
-        columns = (
-            "INST_ID",
-            "PNUM",
-            "SPID",
-            "SERIAL#",
-            "PNAME",
-            "PROGRAM",
-            *counters,
-            *container,
-            OTHER_OPS_COUNTER,
-            *CLOCK_COLUMNS,
-        )
-        queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS", "GV$PROCESS"), local))
+        if mounted:
+            # Mounted: each view read as its plain rows, matched by the parser on (INST_ID, PNUM = PID)
+            # (parsers._io), not joined. A join's hash table is a work area that may spill to temp
+            # (Database Performance Tuning Guide, "Tuning the Program Global Area": work areas of sorts
+            # and hash joins), and before the database is open a spill of a sort fails (ORA-01220); a
+            # hash join's is not documented either way. V$ views are not read consistent ("About
+            # Dynamic Performance Views"), joined or not: the two reads are as near as one statement's
+            # two fixed-table scans were.
+            sql = (
+                f"SELECT s.inst_id, s.pnum, {', '.join('s.' + c.lower() for c in [*counters, *container])}, "
+                f"({summed}) AS nfs_other_ops, {DB_TIME} FROM {source('GV$DNFS_STATS', stats_columns)} s"
+            )
+            columns = ("INST_ID", "PNUM", *counters, *container, OTHER_OPS_COUNTER, *CLOCK_COLUMNS)
+            queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS"), local))
+            queries.append(simple("processes", "GV$PROCESS", ["INST_ID", *PROCESS_COLUMNS]))
+        else:
+            sql = (
+                "SELECT s.inst_id, s.pnum, p.spid, p.serial#, p.pname, p.program, "
+                f"{', '.join('s.' + c.lower() for c in [*counters, *container])}, ({summed}) AS nfs_other_ops, "
+                f"{DB_TIME} FROM {source('GV$DNFS_STATS', stats_columns)} s "
+                f"LEFT OUTER JOIN {process} p ON p.inst_id = s.inst_id AND p.pid = s.pnum"
+            )
+            columns = (
+                "INST_ID",
+                "PNUM",
+                "SPID",
+                "SERIAL#",
+                "PNAME",
+                "PROGRAM",
+                *counters,
+                *container,
+                OTHER_OPS_COUNTER,
+                *CLOCK_COLUMNS,
+            )
+            queries.append(Query("dnfs_stats", sql, columns, views("GV$DNFS_STATS", "GV$PROCESS"), local))
     if has("GV$DNFS_CHANNELS") and mounted:
         channel = has("GV$DNFS_CHANNELS")
         columns = ["INST_ID", "PNUM", "SVRNAME", "PATH", *_pick(channel, ["LOCAL", *CHANNEL_COUNTS])]
@@ -249,6 +267,8 @@ def build_queries(available: Mapping[str, set[str]], scope: str = "instance", mo
 # The channels query's result columns: per process (where PROCESS_CHANNELS is not NULL) and per path
 # (where CHANNELS is not NULL); the counts of a path row are its sums over every process's channel.
 PROCESS_CHANNEL_COLUMNS = ("PNUM", "PROCESS_SENDS", "PROCESS_CHANNELS")
+# What a process's V$PROCESS row gives its V$DNFS_STATS row (PID: the PNUM it is read under).
+PROCESS_COLUMNS = ("PID", "SPID", "SERIAL#", "PNAME", "PROGRAM")
 PATH_COUNT_COLUMN = "CHANNELS"
 
 
