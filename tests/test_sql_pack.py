@@ -498,6 +498,33 @@ def test_nothing_a_looping_script_sends_a_mounted_database_sorts(release):
         assert not any("DNFS" in v.upper() for _, _, sql in result.statements for v in views_in(sql)), script
 
 
+@pytest.mark.parametrize("script", LOOPING_SCRIPTS)
+def test_a_refused_loop_sends_no_pl_sql_block(script):
+    """dba-review W1: a refused loop still ran the blocks that reset its binds and free their LOBs with
+    DBMS_LOB. Mounted, a block calling a stored package fails, and under a login.sql's WHENEVER SQLERROR
+    EXIT the session ends before _dnfs_end.sql restores the DBA's settings. Those blocks now run only
+    when the loop does (its *_report.sql): a refused run (mounted, a refused argument, no sleep grant)
+    sends no PL/SQL block and nothing naming DBMS_LOB; a run that loops still frees every snapshot."""
+    refused_runs = [
+        run(script, release="11.2.0.4", open_mode="MOUNTED"),
+        run(script, release="19c", open_mode="MOUNTED"),
+        run(script, "0", "5"),
+        run(script, release="19c", granted=()),
+    ]
+    for result in refused_runs:
+        assert [str(f) for f in result.findings] == [] and sqlplus_rules.leftovers(result) == []
+        assert any("nothing run" in p for p in result.prompts), result.prompts
+        sent = [(f, sql) for f, _, sql in result.statements]
+        assert not any(re.match(r"(?i)\s*(begin|declare)\b", sql) for _, sql in sent), sent
+        assert not any("dbms_lob" in sql.lower() for _, sql in sent), sent
+    looped = run(script, "5", "2")
+    assert [str(f) for f in looped.findings] == [] and sqlplus_rules.leftovers(looped) == []
+    # Each CLOB bind freed at the start (what an earlier run left) and at the end.
+    lobs = len(re.findall(r"(?m)^variable \w+ clob$", read(os.path.join(SQL, script))))
+    frees = [f for f, _, sql in looped.statements if "dbms_lob.freetemporary" in sql.lower()]
+    assert lobs >= 4 and frees.count("_dnfs_free_lob.sql") >= 2 * lobs
+
+
 @pytest.mark.parametrize("release", ("11.2.0.4", "19c"))
 def test_the_one_shot_scripts_run_on_a_mounted_database(release):
     """dba-review F2: @dnfs_check, @dnfs_channels, @dnfs_servers and @dnfs_files refused in MOUNT,

@@ -2,6 +2,25 @@
 -- Purpose:     The first snapshot, the loop and the whole run's lines of
 --              dnfs_iops.sql (see there).
 
+-- Bind variables belong to the SQL*Plus session and keep their values from
+-- one script to the next (declaring one again is not documented to clear
+-- it): start clean, or this run would diff against the previous run's last
+-- snapshot (or the other looping script's clock), and stop after one
+-- interval when the previous run ended with Ctrl-C.
+-- The CLOB snapshots are freed first (dnfs_iops_free.sql: a CLOB bind's temporary
+-- LOB stays allocated until freed), and again at the end.
+@@dnfs_iops_free.sql
+begin
+    :dnfs_stop := null;
+    :dnfs_prev_t := null;
+    :dnfs_cur_t := null;
+    :dnfs_cur_n := null;
+    :dnfs_cur_clock := null;
+    :dnfs_iv_us := null;
+    :dnfs_run_us := null;
+    :dnfs_run_next_us := null;
+end;
+/
 @@dnfs_iops_snapshot.sql
 @@dnfs_iops_shift.sql
 
@@ -44,3 +63,5 @@ column write_mbps clear
 column avg_read_kb clear
 column avg_write_kb clear
 column note clear
+-- The snapshots' LOBs freed (see the start of this file).
+@@dnfs_iops_free.sql

@@ -51,27 +51,13 @@ variable dnfs_hist_prev_t number
 variable dnfs_hist_cur_t number
 variable dnfs_ev_first clob
 variable dnfs_first_t number
--- Bind variables belong to the SQL*Plus session and keep their values from
--- one script to the next (declaring one again is not documented to clear
--- it): start clean, or this run would diff against the previous run's last
--- snapshot (or the other looping script's clock), and stop after one
--- interval when the previous run ended with Ctrl-C.
--- The CLOB snapshots are freed first (dnfs_latency_free.sql: a CLOB bind's temporary
--- LOB stays allocated until freed), and again at the end.
-@@dnfs_latency_free.sql
-begin
-    :dnfs_stop := null;
-    :dnfs_prev_t := null;
-    :dnfs_cur_t := null;
-    :dnfs_cur_clock := null;
-    :dnfs_hist_prev_t := null;
-    :dnfs_hist_cur_t := null;
-    :dnfs_first_t := null;
-end;
-/
 -- What reads the views (dnfs_latency_report.sql: the first snapshot, the loop and the whole
 -- run's lines) runs only when the loop does: a refused run (an argument, no
--- sleep, a mounted database) reads no view (_dnfs_start.sql).
+-- sleep, a mounted database) reads no view (_dnfs_start.sql), and runs no
+-- PL/SQL block: the binds are reset and their LOBs freed there, at its start
+-- and its end. Mounted, a block calling DBMS_LOB (a stored package) fails,
+-- and under a login.sql's WHENEVER SQLERROR EXIT would end the session before
+-- _dnfs_end.sql puts the DBA's settings back. What an earlier run left is
+-- freed by the next run whose loop runs.
 @@&_dnfs_report_step..sql
-@@dnfs_latency_free.sql
 @@_dnfs_end.sql

@@ -2,6 +2,24 @@
 -- Purpose:     The histogram's grant probe, the first snapshots, the loop and
 --              the whole run's lines of dnfs_latency.sql (see there).
 
+-- Bind variables belong to the SQL*Plus session and keep their values from
+-- one script to the next (declaring one again is not documented to clear
+-- it): start clean, or this run would diff against the previous run's last
+-- snapshot (or the other looping script's clock), and stop after one
+-- interval when the previous run ended with Ctrl-C.
+-- The CLOB snapshots are freed first (dnfs_latency_free.sql: a CLOB bind's temporary
+-- LOB stays allocated until freed), and again at the end.
+@@dnfs_latency_free.sql
+begin
+    :dnfs_stop := null;
+    :dnfs_prev_t := null;
+    :dnfs_cur_t := null;
+    :dnfs_cur_clock := null;
+    :dnfs_hist_prev_t := null;
+    :dnfs_hist_cur_t := null;
+    :dnfs_first_t := null;
+end;
+/
 -- The histogram part runs only when its view is readable (ALL_OBJECTS lists
 -- a SYS view only to a user who may select from it). Mounted, this file does
 -- not run (_dnfs_start.sql).
@@ -78,3 +96,5 @@ column hist_snapshot clear
 column hist_shift clear
 column hist_message clear
 undefine _dnfs_hist_step _dnfs_hist_snapshot _dnfs_hist_shift _dnfs_hist_message
+-- The snapshots' LOBs freed (see the start of this file).
+@@dnfs_latency_free.sql
