@@ -1575,6 +1575,35 @@ def test_dnfs_iops_hands_no_fractional_number_through_its_xml_and_compares_whole
     assert ":dnfs_cur_t - :dnfs_prev_t as seconds" not in accumulate
 
 
+# Expressions that give a NUMBER. Concatenated with ||, a NUMBER is converted implicitly, with the
+# session's NLS_NUMERIC_CHARACTERS (SQL Language Reference, "Implicit Data Conversion"; TO_CHAR
+# (number): without a format model the decimal character is the session's), while COLUMN FORMAT
+# masks and a model's '.' print a period (Format Models: "." returns a decimal point).
+NUMERIC_EXPRESSIONS = (exp.Round, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Sum, exp.Avg, exp.Count)
+
+
+def test_no_number_is_concatenated_without_a_format_model():
+    """dba-review W3: 'Average over the whole run: ' || round(:dnfs_run_us / 1e6, 1) || ' s' printed
+    "60,5 s" in a session with NLS_NUMERIC_CHARACTERS ',.', next to columns printed with '.'. Every
+    statement each user script sends is parsed: no || takes a numeric expression but through TO_CHAR
+    with a model, and both run notes use TO_CHAR(x, 'FM9999990.0')."""
+    found = []
+    for script in USER_SCRIPTS:
+        args = ("5", "2") if script in LOOPING_SCRIPTS else ()
+        for file, line, sql in run(script, *args).statements:
+            tree = sqlglot.parse_one(_parsable(sql), read="oracle")
+            for pipe in tree.find_all(exp.DPipe):
+                found += [
+                    (file, line) for side in (pipe.this, pipe.expression) if isinstance(side, NUMERIC_EXPRESSIONS)
+                ]
+    assert found == []
+    for script, note in (
+        ("dnfs_iops_report.sql", ":dnfs_run_us / 1000000"),
+        ("dnfs_latency_report.sql", ":dnfs_cur_t - :dnfs_first_t"),
+    ):
+        assert f"to_char(round({note}, 1), 'FM9999990.0') || ' s'" in read(os.path.join(SQL, script)), script
+
+
 def test_the_pack_states_the_new_process_assumption_as_one_and_what_reading_the_channels_does():
     """dba-review P1: "a new process counts from zero, as its counters started at zero with it" was stated as fact.
 

@@ -44,7 +44,10 @@ prompt &_dnfs_header
 -- on RAC the instances together (Time 'total'); nothing when no interval ran
 -- (a refused run, or one stopped before its first snapshot).
 column dnfs_run_note heading 'Whole run' format a80
-select 'Average over the whole run: ' || round(:dnfs_run_us / 1000000, 1) || ' s' as dnfs_run_note
+-- TO_CHAR with a format model: a number concatenated as it is would take the
+-- session's NLS_NUMERIC_CHARACTERS ("60,5 s"), the '.' in a model never does
+-- (SQL Language Reference, Format Models: the period "returns a decimal point").
+select 'Average over the whole run: ' || to_char(round(:dnfs_run_us / 1000000, 1), 'FM9999990.0') || ' s' as dnfs_run_note
 from dual
 where :dnfs_run_us > 0;
 column dnfs_run_note clear

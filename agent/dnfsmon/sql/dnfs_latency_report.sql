@@ -72,7 +72,9 @@ prompt &_dnfs_header
 -- 'total'); nothing when no interval ran (a refused run, or one stopped before
 -- its first snapshot).
 column dnfs_run_note heading 'Whole run' format a80
-select 'Average over the whole run: ' || round(:dnfs_cur_t - :dnfs_first_t, 1) || ' s' as dnfs_run_note
+-- TO_CHAR with a format model, as dnfs_iops_report.sql does (a decimal point
+-- whatever the session's NLS_NUMERIC_CHARACTERS).
+select 'Average over the whole run: ' || to_char(round(:dnfs_cur_t - :dnfs_first_t, 1), 'FM9999990.0') || ' s' as dnfs_run_note
 from dual
 where :dnfs_cur_t > :dnfs_first_t;
 column dnfs_run_note clear
