@@ -526,6 +526,24 @@ def test_a_refused_loop_sends_no_pl_sql_block(script):
 
 
 @pytest.mark.parametrize("release", ("11.2.0.4", "19c"))
+def test_a_mounted_loop_names_an_open_instance_or_the_primary(release):
+    """dba-review W2: the test is V$DATABASE.OPEN_MODE of the connected instance, so on RAC another
+    instance may be open; the refusal named only the agent, which cannot read a mounted 11.2 database
+    (SYSDG is 12.1 and later). The line names an open instance (RAC) or the primary, and the manual
+    says what is not detected (a PDB left MOUNTED in an open CDB)."""
+    for script in LOOPING_SCRIPTS:
+        result = run(script, release=release, open_mode="MOUNTED")
+        refused = [p for p in result.prompts if "mounted, not open" in p]
+        assert len(refused) == 1, result.prompts
+        assert "Connect to an open instance (RAC) or the primary" in refused[0], refused[0]
+        assert "from 12.1 the dnfsmon agent" in refused[0], refused[0]
+        assert len(refused[0]) <= sqlplus_rules.MAX_SUBSTITUTION_VALUE
+    section = read(os.path.join(SQL, "README.md")).split("## On a mounted database", 1)[1].split("\n## ", 1)[0]
+    section = re.sub(r"\s+", " ", section)
+    assert "Not detected: a PDB left MOUNTED in an open CDB" in section and "ORA-01219" in section
+
+
+@pytest.mark.parametrize("release", ("11.2.0.4", "19c"))
 def test_the_one_shot_scripts_run_on_a_mounted_database(release):
     """dba-review F2: @dnfs_check, @dnfs_channels, @dnfs_servers and @dnfs_files refused in MOUNT,
     sending 11.2.0.4 DBAs to an agent that cannot read a mounted 11.2 database (SYSDG is 12.1 and later)

@@ -138,7 +138,9 @@ from dual;
 -- ORA-01219: "queries allowed on fixed tables or views only"), so the probes
 -- of the pack read an empty stand-in for it (V$DATABASE.OPEN_MODE, a fixed
 -- view: MOUNTED, READ WRITE, READ ONLY, READ ONLY WITH APPLY; Oracle Database
--- Reference, V$DATABASE). The loops sleep with a stored package, and then
+-- Reference, V$DATABASE), of this instance: another RAC instance may be open.
+-- A PDB left MOUNTED in an open CDB is not seen here (sql/README.md, "On a
+-- mounted database"). The loops sleep with a stored package, and then
 -- refuse with one line. The one-shot scripts run: their sorts hold one entry
 -- per file or path and fit in memory; one that needed a temporary segment
 -- would fail with ORA-01220 and nothing else (sql/README.md, "On a mounted
@@ -208,7 +210,8 @@ select
         when &_dnfs_mounted = 1
             then
                 'The database is mounted, not open: the looping scripts sleep with a stored package, which'
-                || ' needs it open (nothing run; the dnfsmon agent reads the views when mounted).'
+                || ' needs it open (nothing run). Connect to an open instance (RAC) or the primary; from 12.1'
+                || ' the dnfsmon agent reads the views when mounted.'
         when r.major >= 18 and l.session_visible = 0
             then
                 'The pack sleeps with DBMS_SESSION.SLEEP, which this user may not execute: GRANT EXECUTE ON'
