@@ -547,8 +547,9 @@ def test_a_mounted_loop_names_an_open_instance_or_the_primary(release):
 def test_the_one_shot_scripts_run_on_a_mounted_database(release):
     """dba-review F2: @dnfs_check, @dnfs_channels, @dnfs_servers and @dnfs_files refused in MOUNT,
     sending 11.2.0.4 DBAs to an agent that cannot read a mounted 11.2 database (SYSDG is 12.1 and later)
-    and dropping a standby's dNFS check. Their sorts hold small rows, one per file, path or process and
-    file; one needing a temporary segment would fail with ORA-01220 alone (Database Error Messages).
+    and dropping a standby's dNFS check. Their sorts over GV$DNFS_FILES take processes x files rows (dba-review
+    N2); one needing a temporary segment fails with ORA-01220 (Database Error Messages), and under WHENEVER
+    SQLERROR EXIT SQL*Plus exits before the settings are put back (SQL*Plus User's Guide): the manual says so.
     Mounted, each reads the dNFS views it reads open, prints no refusal, and joins no dNFS view to
     GV$PROCESS; the manual says so, and that the loops refuse."""
     for script in ONE_SHOT_SCRIPTS:
@@ -563,7 +564,9 @@ def test_the_one_shot_scripts_run_on_a_mounted_database(release):
     section = read(os.path.join(SQL, "README.md")).split("## On a mounted database", 1)[1].split("\n## ", 1)[0]
     section = re.sub(r"\s+", " ", section)
     assert "@dnfs_check, @dnfs_files, @dnfs_servers and @dnfs_channels run" in section
-    assert "sorts run in memory" in section and "fails with ORA-01220" in section
+    assert "processes x files" in section and "fails with ORA-01220" in section
+    assert "WHENEVER SQLERROR EXIT: then SQL*Plus exits there, before the pack puts your settings back" in section
+    assert "What the probes and the loops send a mounted database" in section
     assert "they refuse with one line" in section
 
 
@@ -571,14 +574,15 @@ def test_the_one_shot_scripts_read_the_views_in_their_own_file():
     """dba-review W5: the one-shot scripts read the views through `@@&_dnfs_report_step..sql`, a script
     name that is a substitution variable, which SQLcl fails (oracle/oracle-db-tools issue 52) while
     sql/README.md listed only the loops as unsupported there. Their queries are in their own file
-    again: every statement reading a dNFS view is sent from the script itself, and none reaches a
-    substituted @@ in a script called with @@."""
+    again: every statement reading a dNFS view is sent from the script itself, and the one substituted
+    @@ in a script called with @@ they reach is _dnfs_end.sql's, after their output (sql/README.md, SQLcl)."""
     for script in ONE_SHOT_SCRIPTS:
         result = run(script)
         reading = {f for f, _, sql in result.statements if any("DNFS" in v for v in views_in(sql))}
         assert reading == {script}, (script, reading)
         assert "_dnfs_report_step" not in read(os.path.join(SQL, script)), script
-        assert not nested_substituted_call(script), script
+        assert nested_substituted_call(script), script
+        assert not nested_substituted_call(script, skipping=("_dnfs_end.sql",)), script
 
 
 def test_the_event_list_is_defined_once_and_is_the_agents():
@@ -1180,11 +1184,15 @@ def test_the_password_life_is_days_unlimited_or_default_and_nothing_else_reaches
     assert bool(database.execute(sql, {"life": life}).fetchone()[0]) is accepted
 
 
-def nested_substituted_call(script, called_with_at_at=False):
-    """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?"""
+def nested_substituted_call(script, called_with_at_at=False, skipping=()):
+    """Does `script` reach an @@ whose script name is a substitution variable, in a script itself called with @@?
+
+    The substitution character is & or, where the pack has SET DEFINE ^ (_dnfs_end.sql), ^."""
     text = read(os.path.join(SQL, script))
     for target in re.findall(r"(?im)^\s*@@(\S+)", text):
-        if "&" in target:
+        if target in skipping:
+            continue
+        if "&" in target or "^" in target:
             if called_with_at_at:
                 return True
             # The part that reads the views: the script's own _dnfs_report when _dnfs_start.sql lets it run.
@@ -1192,12 +1200,12 @@ def nested_substituted_call(script, called_with_at_at=False):
             if (
                 target == "&_dnfs_report_step..sql"
                 and report
-                and nested_substituted_call(f"{report.group(1)}.sql", True)
+                and nested_substituted_call(f"{report.group(1)}.sql", True, skipping)
             ):
                 return True
             continue
         target = target if target.endswith(".sql") else target + ".sql"
-        if os.path.exists(os.path.join(SQL, target)) and nested_substituted_call(target, True):
+        if os.path.exists(os.path.join(SQL, target)) and nested_substituted_call(target, True, skipping):
             return True
     return False
 
@@ -1951,21 +1959,22 @@ def test_dnfs_latency_prints_the_run_after_its_last_interval_from_its_first_snap
 # --- dnfs_check over recorded rows ---
 
 
-def as_run(script, sql, release="19c", granted=ALL_GRANTED):
+def as_run(script, sql, release="19c", granted=ALL_GRANTED, open_mode="READ WRITE"):
     """The statement `sql` of `script` as the checker's run sent it: its substitution variables replaced.
 
     A `*_report.sql` is run by its user script (dnfs_iops_report.sql by dnfs_iops.sql)."""
     text = read(os.path.join(SQL, script))
     line = text[: text.index(sql)].count("\n") + 1
     entry = re.sub(r"_report\.sql$", ".sql", script)
-    sent = [s for f, n, s in run(entry, release=release, granted=granted).statements if (f, n) == (script, line)]
+    statements = run(entry, release=release, granted=granted, open_mode=open_mode).statements
+    sent = [s for f, n, s in statements if (f, n) == (script, line)]
     assert sent, (script, line)
     return sent[0].rstrip().rstrip(";")
 
 
-def run_query(script, core, tables, release="19c", granted=ALL_GRANTED):
+def run_query(script, core, tables, release="19c", granted=ALL_GRANTED, open_mode="READ WRITE"):
     """Run a script's query marked '-- core: <name>', as sent on `release`, in SQLite over `tables` named as the views."""
-    sql = as_run(script, core_queries(read(os.path.join(SQL, script)))[core], release, granted)
+    sql = as_run(script, core_queries(read(os.path.join(SQL, script)))[core], release, granted, open_mode)
     connection = sqlite3.connect(":memory:")
     connection.execute("create table dual (dummy)")
     connection.execute("insert into dual values ('X')")
@@ -2078,6 +2087,58 @@ def test_dnfs_check_on_a_standby_role_leaves_redo_out_and_says_so(role):
     # The primary's verdict carries no note, and still counts its own online logs.
     primary = run_query("dnfs_check.sql", "verdict per instance", rac_with_standby_logs())
     assert all(v["verdict"].startswith("IN USE: all 6 database files open through dNFS") for v in primary)
+
+
+def mounted_standby(redo_apply=True):
+    """The physical standby mounted, not open: no process has a temp file open, and the data files only under Redo Apply.
+
+    A temp file cannot be used before the database is open (ORA-01220:
+    temporary tablespace usage not allowed before database is open), so
+    GV$DNFS_FILES never lists one; the data files are opened by the recovery
+    processes, so they are listed only while Redo Apply runs (Data Guard
+    Concepts and Administration, applying redo to a physical standby).
+    """
+    tables = physical_standby()
+    temp = {name for _, name, _ in tables["gv$tempfile"][1]}
+    data = {name for _, name, _ in tables["gv$datafile"][1]}
+    left_out = temp if redo_apply else temp | data
+    opened = [r for r in tables["gv$dnfs_files"][1] if r[1] not in left_out]
+    tables["gv$dnfs_files"] = (["inst_id", "filename"], opened)
+    return tables
+
+
+def test_dnfs_check_on_a_mounted_database_leaves_temp_files_out_and_cannot_tell_without_redo_apply():
+    """dba-review N1: mounted, the unopened temp files made every standby "PARTLY"; without Redo Apply
+    no data file is open, which says nothing about dNFS."""
+    mounted = {"open_mode": "MOUNTED"}
+    tables = mounted_standby()
+    assert run_query("dnfs_check.sql", "files not open through dNFS", tables, **mounted) == []
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables, **mounted)]
+    assert not any("PARTLY" in v for v in verdicts), verdicts
+    for v in verdicts:  # 2 data files and the control file; no temp file, no redo log
+        assert v.startswith("IN USE: all 3 database files (physical standby: redo logs not counted"), v
+        assert v.endswith("; mounted: temp files not counted, data files are open only while Redo Apply runs"), v
+    # A data file not open through dNFS while Redo Apply runs is still caught.
+    tables["gv$dnfs_files"] = (
+        ["inst_id", "filename"],
+        [r for r in tables["gv$dnfs_files"][1] if r != (2, "/oradata/users01.dbf")],
+    )
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables, **mounted)]
+    assert verdicts[0].startswith("IN USE") and verdicts[1].startswith("PARTLY: 1 of 3 database files"), verdicts
+    # No Redo Apply: no process has a data file open, on either instance.
+    tables = mounted_standby(redo_apply=False)
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", tables, **mounted)]
+    assert (
+        verdicts
+        == [
+            "CANNOT TELL: mounted, and no process has a data file open (they are open only while Redo Apply runs;"
+            " temp files are not counted mounted)"
+        ]
+        * 2
+    )
+    # Open, the same files give the old verdicts: the temp file is counted and missing from GV$DNFS_FILES.
+    verdicts = [v["verdict"] for v in run_query("dnfs_check.sql", "verdict per instance", mounted_standby())]
+    assert all(v.startswith("PARTLY: 1 of 4 database files") and "mounted" not in v for v in verdicts), verdicts
 
 
 # --- the manual's sample output comes from these queries ---

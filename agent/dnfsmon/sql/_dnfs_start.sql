@@ -141,9 +141,9 @@ from dual;
 -- Reference, V$DATABASE), of this instance: another RAC instance may be open.
 -- A PDB left MOUNTED in an open CDB is not seen here (sql/README.md, "On a
 -- mounted database"). The loops sleep with a stored package, and then
--- refuse with one line. The one-shot scripts run: their sorts hold one entry
--- per file or path and fit in memory; one that needed a temporary segment
--- would fail with ORA-01220 and nothing else (sql/README.md, "On a mounted
+-- refuse with one line. The one-shot scripts run and sort in memory: a sort
+-- over GV$DNFS_FILES takes processes x files rows, and one that needs a
+-- temporary segment fails with ORA-01220 (sql/README.md, "On a mounted
 -- database").
 define _dnfs_mounted = 0
 define _dnfs_all_objects = all_objects
@@ -179,8 +179,8 @@ with release as (
         to_number(substr(version, 1, instr(version, '.') - 1)) as major
     from v$instance
 ),
--- EXISTS rather than COUNT: mounted, nothing the pack sends may aggregate or
--- sort (sql/README.md, "On a mounted database").
+-- EXISTS rather than COUNT: mounted, nothing the probes and the loops send may
+-- aggregate or sort (sql/README.md, "On a mounted database").
 packages as (
     select
         case

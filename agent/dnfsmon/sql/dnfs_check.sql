@@ -20,6 +20,10 @@
 --              online logs are unused: the verdict says so. A file on local disk
 --              or ASM is listed too: you judge. A file no process has opened
 --              yet (an unused temp file) is listed until one does.
+--              Mounted, not open: temp files are not counted (no process
+--              opens one before the database is open: ORA-01220), and the
+--              data files are open only while Redo Apply runs; with none open
+--              on an instance its verdict is CANNOT TELL, not PARTLY.
 --              Reading GV$DNFS_CHANNELS resets its send/receive counts for
 --              the next reader (the agent's next interval shows fewer).
 --              Alert log: V$DIAG_ALERT_EXT from 12.2 (SELECT on
@@ -93,6 +97,9 @@ with database_files as (
         name as file_name,
         &_dnfs_file_con_id as con_id
     from gv$tempfile
+    -- Mounted, no process opens a temp file (ORA-01220: temporary tablespace
+    -- usage not allowed before the database is open), so none is expected.
+    where &_dnfs_mounted = 0
     union all
     -- The online logs of this instance's own thread only: GV$LOGFILE lists
     -- every thread's logs (RAC) and the standby logs (Data Guard), which
@@ -195,18 +202,22 @@ with servers as (
 database_files as (
     select
         inst_id,
+        1 as data_file,
         name as file_name,
         &_dnfs_file_con_id as con_id
     from gv$datafile
     union all
     select
         inst_id,
+        0 as data_file,
         name as file_name,
         &_dnfs_file_con_id as con_id
     from gv$tempfile
+    where &_dnfs_mounted = 0
     union all
     select
         lf.inst_id,
+        0 as data_file,
         lf.member as file_name,
         0 as con_id
     from gv$logfile lf
@@ -217,6 +228,7 @@ database_files as (
     union all
     select
         inst_id,
+        0 as data_file,
         name as file_name,
         0 as con_id
     from gv$controlfile
@@ -237,7 +249,9 @@ coverage as (
         f.inst_id,
         sum(case when c.con_id is null then 1 else 0 end) as files,
         sum(case when c.con_id is null and d.filename is null then 1 else 0 end) as not_dnfs,
-        sum(case when c.con_id is null then 0 else 1 end) as not_open_here
+        sum(case when c.con_id is null then 0 else 1 end) as not_open_here,
+        sum(case when c.con_id is null and f.data_file = 1 and d.filename is not null then 1 else 0 end)
+            as data_files_open
     from database_files f
     left outer join closed_containers c on f.inst_id = c.inst_id and f.con_id = c.con_id
     left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
@@ -248,7 +262,12 @@ redo as (
         case
             when database_role in ('PRIMARY', 'LOGICAL STANDBY', 'SNAPSHOT STANDBY') then ''
             else ' (' || lower(database_role) || ': redo logs not counted, RFS writes one standby log at a time)'
-        end as redo_note
+        end as redo_note,
+        case
+            when &_dnfs_mounted = 1
+                then '; mounted: temp files not counted, data files are open only while Redo Apply runs'
+            else ''
+        end as mounted_note
     from v$database
 ),
 paths as (
@@ -277,16 +296,24 @@ select
             then
                 'CANNOT TELL: no database files visible (instance not open, or in a CDB the user lacks'
                 || ' CONTAINER_DATA)'
+        -- Mounted, the data files are open only while Redo Apply (recovery)
+        -- runs: with none open, an unopened file says nothing about dNFS.
+        when &_dnfs_mounted = 1 and c.data_files_open = 0
+            then
+                'CANNOT TELL: mounted, and no process has a data file open (they are open only while Redo Apply'
+                || ' runs; temp files are not counted mounted)'
         when c.not_dnfs = 0
             then
                 'IN USE: all ' || c.files || ' database files' || r.redo_note || ' open through dNFS; '
                 || nvl(p.filers, 0) || ' filer(s), fewest active paths to one filer: ' || nvl(p.fewest_paths, 0)
                 || case when c.not_open_here > 0 then '; ' || c.not_open_here || ' files of PDBs not open here' else '' end
+                || r.mounted_note
         else
             'PARTLY: ' || c.not_dnfs || ' of ' || c.files || ' database files' || r.redo_note
             || ' not open through dNFS (listed above: local disk/ASM, or a fallback to kernel NFS: check the'
             || ' alert log)'
             || case when c.not_open_here > 0 then '; ' || c.not_open_here || ' files of PDBs not open here' else '' end
+            || r.mounted_note
     end as verdict
 from gv$instance i
 cross join redo r
