@@ -2563,3 +2563,29 @@ def test_a_pnum_read_twice_for_an_instance_is_reported_and_its_later_row_left_ou
     outcome = points_between(*[oracle_db.to_raw(d, t) for d, t in zip(documents, (T0, T0 + 10))])
     [io] = [p.fields for p in outcome.points if p.measurement == oracle.IO_MEASUREMENT and ("pdb", "4") not in p.tags]
     assert io["processes_left_out"] == 0
+
+
+def test_a_pid_read_twice_on_a_mounted_database_keeps_the_first_row_as_the_open_join_does():
+    """Mounted, V$PROCESS is read apart and matched by the parser: a PID listed twice for one
+    instance keeps its first row and is said, as the open statement's join (two rows of the
+    process, the later left out by _io) does; never the last row, silently."""
+    workload = simulator.Workload(instances=1, processes=5)
+    document = simulated_document(T0, workload)
+    stats = document["results"]["dnfs_stats"]
+    processes = v_process_rows(stats)
+    first = processes["rows"][2]
+    later = [first[0], first[1], "77777", 9, None, "oracle (a later row)", T0, 1]
+    processes["rows"].append(later)
+    drop = ("SPID", "SERIAL#", "PNAME", "PROGRAM")
+    document["results"]["dnfs_stats"] = {
+        "columns": [c for c in stats["columns"] if c not in drop],
+        "rows": [[v for c, v in zip(stats["columns"], row) if c not in drop] for row in stats["rows"]],
+    }
+    document["results"]["processes"] = processes
+    found, problems = oracle.samples(oracle_db.to_raw(document, T0), "h")
+    [table] = [s for s in found if s.measurement == oracle.IO_MEASUREMENT]
+    holder = dict(zip(table.member_ids, table.member_identities))[str(first[1])]
+    assert holder == (str(first[2]), str(first[3]))
+    assert [str(p) for p in problems] == [
+        f"{oracle.RESULTS}: processes: PID {first[1]} of INST_ID {first[0]} read twice; the later row left out"
+    ]

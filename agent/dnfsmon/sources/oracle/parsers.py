@@ -115,7 +115,7 @@ def _io(context: Context) -> list[Sample]:
             placed_rows[tags] = (identity, _first_row_of_each_pnum(rows, pnum_at, tags, context.problems))
     sends = _sends_per_process(context.results.get("dnfs_channels"))
     # A mounted database's V$PROCESS rows come apart from V$DNFS_STATS's (queries.build_queries).
-    holders = None if "SPID" in result.index else _processes(context.results.get("processes"))
+    holders = None if "SPID" in result.index else _processes(context.results.get("processes"), context.problems)
     return [
         _process_table(result, sends, holders, tags, identity, rows, t, started)
         for tags, (identity, rows) in placed_rows.items()
@@ -151,14 +151,29 @@ def _first_row_of_each_pnum(
 NO_PROCESS = (None, None, None, None)
 
 
-def _processes(processes: Optional[Results]) -> dict[tuple[object, object], tuple[object, ...]]:
+def _processes(
+    processes: Optional[Results], problems: list[ParseError]
+) -> dict[tuple[object, object], tuple[object, ...]]:
     """(INST_ID, PID) -> (SPID, SERIAL#, PNAME, PROGRAM) of a read's V$PROCESS rows, as the open
-    database's statement joins them to V$DNFS_STATS (PNUM = PID); empty without them."""
+    database's statement joins them to V$DNFS_STATS (PNUM = PID); empty without them.
+
+    A PID read twice for one instance would give the open statement's join two rows of the
+    process, of which _io keeps the first and says so: here too the first row is kept, and said."""
     if processes is None or "PID" not in processes.index:
         return {}
     keys = zip(map(_column(processes, "INST_ID"), processes.rows), map(_column(processes, "PID"), processes.rows))
     values = zip(*(map(_column(processes, c), processes.rows) for c in PROCESS_COLUMNS[1:]))
-    return dict(zip(keys, values))
+    pairs = list(zip(keys, values))
+    found = dict(reversed(pairs))  # the first row of each (INST_ID, PID)
+    if len(found) < len(pairs):
+        seen: set[tuple[object, object]] = set()
+        for (inst_id, pid), _ in pairs:
+            if (inst_id, pid) in seen:
+                problems.append(
+                    ParseError(RESULTS, f"processes: PID {pid} of INST_ID {inst_id} read twice; the later row left out")
+                )
+            seen.add((inst_id, pid))
+    return found
 
 
 def _process_table(
