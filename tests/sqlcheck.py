@@ -114,6 +114,13 @@ def violations(sql: str, release: str) -> list[str]:
                 continue
             if column.table:
                 view = views.get(column.table)
+                # A correlated subquery names a table of an enclosing query (SQL Language
+                # Reference, "Using Subqueries": a correlated subquery references a column of a
+                # table in the parent statement).
+                outer = scope.parent
+                while view is None and outer is not None:
+                    view = {alias: _view(source) for alias, source in outer.sources.items()}.get(column.table)
+                    outer = outer.parent
                 if view is None:
                     problems.append(f"{column.table}.{name}: unknown table alias")
                     continue

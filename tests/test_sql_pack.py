@@ -2141,6 +2141,23 @@ def test_dnfs_check_on_a_mounted_database_leaves_temp_files_out_and_cannot_tell_
     assert all(v.startswith("PARTLY: 1 of 4 database files") and "mounted" not in v for v in verdicts), verdicts
 
 
+def test_dnfs_check_sorts_files_not_processes_times_files():
+    """dba-review N2: GV$DNFS_FILES has a row per process per file (about 70 x 3000 on a recovering
+    standby), and mounted only in-memory sorts work (ORA-01220). dnfs_check reads it only in an
+    EXISTS per file: no SELECT whose FROM is GV$DNFS_FILES removes duplicates, groups or aggregates."""
+    sent = [sql for f, _, sql in run("dnfs_check.sql", open_mode="MOUNTED").statements if f == "dnfs_check.sql"]
+    reading = [sql for sql in sent if "GV$DNFS_FILES" in views_in(sql)]
+    assert len(reading) == 2, reading  # the list and the verdict
+    for sql in reading:
+        tree = sqlglot.parse_one(sql.rstrip().rstrip(";"), read="oracle")
+        for select in tree.find_all(exp.Select):
+            sources = [select.args.get("from_"), *(select.args.get("joins") or [])]
+            tables = {t.name.lower() for s in sources if s for t in s.find_all(exp.Table)}
+            if "gv$dnfs_files" in tables:
+                assert not select.args.get("distinct") and not select.args.get("group"), select.sql()
+                assert not list(select.find_all(exp.AggFunc)), select.sql()
+
+
 # --- the manual's sample output comes from these queries ---
 
 

@@ -129,21 +129,22 @@ with database_files as (
 ),
 closed_containers as (
     &_dnfs_closed_containers
-),
-dnfs_open as (
-    select distinct
-        inst_id,
-        filename
-    from gv$dnfs_files
 )
+-- NOT EXISTS, not a DISTINCT of GV$DNFS_FILES: that view has a row per
+-- process per file, and mounted only in-memory sorts work (ORA-01220); the
+-- anti-join sorts nothing, and the ORDER BY sorts files only.
 select
     f.inst_id as dnfs_inst_id,
     f.file_type as dnfs_file_type,
     f.file_name as dnfs_file_name
 from database_files f
-left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
 left outer join closed_containers c on f.inst_id = c.inst_id and f.con_id = c.con_id
-where d.filename is null and c.con_id is null
+where
+    c.con_id is null
+    and not exists (
+        select 1 from gv$dnfs_files d
+        where d.inst_id = f.inst_id and d.filename = f.file_name
+    )
 order by f.inst_id, f.file_type, f.file_name;
 -- core: end
 
@@ -236,11 +237,21 @@ database_files as (
 closed_containers as (
     &_dnfs_closed_containers
 ),
-dnfs_open as (
-    select distinct
-        inst_id,
-        filename
-    from gv$dnfs_files
+-- EXISTS per file, not a DISTINCT of GV$DNFS_FILES (a row per process per
+-- file): the aggregation below then holds one row per file.
+files_seen as (
+    select
+        f.inst_id,
+        f.data_file,
+        f.con_id,
+        case
+            when exists (
+                select 1 from gv$dnfs_files d
+                where d.inst_id = f.inst_id and d.filename = f.file_name
+            ) then 1
+            else 0
+        end as on_dnfs
+    from database_files f
 ),
 coverage as (
     -- A file of a container not open on the instance is counted apart: no
@@ -248,13 +259,11 @@ coverage as (
     select
         f.inst_id,
         sum(case when c.con_id is null then 1 else 0 end) as files,
-        sum(case when c.con_id is null and d.filename is null then 1 else 0 end) as not_dnfs,
+        sum(case when c.con_id is null and f.on_dnfs = 0 then 1 else 0 end) as not_dnfs,
         sum(case when c.con_id is null then 0 else 1 end) as not_open_here,
-        sum(case when c.con_id is null and f.data_file = 1 and d.filename is not null then 1 else 0 end)
-            as data_files_open
-    from database_files f
+        sum(case when c.con_id is null and f.data_file = 1 and f.on_dnfs = 1 then 1 else 0 end) as data_files_open
+    from files_seen f
     left outer join closed_containers c on f.inst_id = c.inst_id and f.con_id = c.con_id
-    left outer join dnfs_open d on f.inst_id = d.inst_id and f.file_name = d.filename
     group by f.inst_id
 ),
 redo as (
