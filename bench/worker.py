@@ -3,7 +3,7 @@
     worker.py parse ROOT REPEATS      read and parse ROOT/1/mountstats
     worker.py diff OLD NEW REPEATS    read and parse both, diff, published fields
     worker.py oracle OLD NEW REPEATS  one Oracle sample as the live reader runs it: NEW's rows as the
-                                      driver returns the combined statements (text), split into the
+                                      driver returns the combined statements, split into the
                                       results document, note its inventory, parse, diff against OLD's
                                       samples (read the same way before the clock starts), publish
     worker.py oracle-floor NEW REPEATS  the naive floor: sum every number in NEW's rows (decoded
@@ -58,20 +58,22 @@ def diff(old_root: str, new_root: str) -> int:
 
 class Session:
     """Stands in for a python-oracledb connection: answers each combined statement with the rows
-    the driver would return for a results document, every value the text TO_CHAR gives
-    (sources.oracle.wire.combine), made before the clock starts."""
+    the driver would return for a results document (sources.oracle.wire.Combined: a NUMBER as an
+    int when whole, a float otherwise; the times as their TO_CHAR text), made before the clock starts."""
 
     def __init__(self, document: dict, queries: list[oracle.Query]):
         self.answers = {}
         for combined in oracle.read_groups(queries, inventory=True):
-            width = max(len(q.columns) for q in combined.queries)
+            width = 1 + max(max(at, default=0) for at in combined.positions)
             rows = []
-            for query in combined.queries:
+            for query, positions in zip(combined.queries, combined.positions):
                 recorded = document["results"][query.name]
                 for row in recorded["rows"]:
                     values = dict(zip(recorded["columns"], row))
-                    texts = [to_char(column, values[column]) for column in query.columns]
-                    rows.append((query.name, *texts, *[None] * (width - len(texts))))
+                    answer: list[object] = [query.name, *[None] * (width - 1)]
+                    for column, at in zip(query.columns, positions):
+                        answer[at] = fetched(column, values[column])
+                    rows.append(tuple(answer))
             self.answers[combined.sql] = rows
 
     def cursor(self) -> Session:
@@ -90,16 +92,16 @@ class Session:
         return list(self.rows)
 
 
-def to_char(column: str, value: object) -> object:
-    """What Oracle's TO_CHAR returns for a document's value (the combined statements' formats)."""
+def fetched(column: str, value: object) -> object:
+    """What python-oracledb returns for a document's value in a combined statement."""
     if value is None:
         return None
-    if column == "DB_TIME":
+    if column == "DB_TIME":  # TO_CHAR(timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.FF6')
         moment = datetime.datetime.fromtimestamp(float(value), datetime.timezone.utc)  # type: ignore[arg-type]
         return moment.strftime(oracle.DB_TIME_FORMAT)
     if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+        return int(value)
+    return value
 
 
 def live_session(path: str) -> tuple[oracle_db.Database, float]:

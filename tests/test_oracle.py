@@ -148,6 +148,43 @@ def to_char(column, value):
     return str(value)
 
 
+# One branch of a combined statement, and one item of its select list, as the SQL text writes them.
+BRANCH = re.compile(r"SELECT '(\w+)' AS q, (.*?) FROM \(")
+SELECTED = re.compile(
+    r"(?:CAST\(r\.([\w#]+) AS NUMBER\)|CAST\(NULL AS NUMBER\)|TO_CHAR\(r\.([\w#]+)(?:, '[^']*')?\)|NULL) AS (\w+)"
+)
+
+
+def driver_answer(sql, by_name):
+    """(column names, rows) python-oracledb returns for a combined statement over recorded results,
+    read from the statement's text alone: each branch's select list says which recorded column goes
+    to which result column, and how it travels. A CAST(... AS NUMBER) is an unconstrained NUMBER,
+    which the driver returns as an int when the value is whole and a float otherwise
+    (python-oracledb User Guide, "Executing SQL", fetch data types); a TO_CHAR is the text Oracle
+    writes (to_char); a NULL is None."""
+    names, rows = None, []
+    for branch in re.split(r" UNION ALL (?=SELECT ')", sql):
+        found = BRANCH.match(branch)
+        assert found, branch
+        items = SELECTED.findall(found.group(2))
+        assert ", ".join(m.group(0) for m in SELECTED.finditer(found.group(2))) == found.group(2), branch
+        names = names or ["Q", *(alias.upper() for _, _, alias in items)]
+        recorded = by_name[found.group(1)]
+        for row in recorded["rows"]:
+            values = dict(zip(recorded["columns"], row))
+            answer = [found.group(1)]
+            for number, text, _ in items:
+                if number:
+                    value = values[number.upper()]
+                    answer.append(int(value) if isinstance(value, float) and value.is_integer() else value)
+                elif text:
+                    answer.append(to_char(text.upper(), values[text.upper()]))
+                else:
+                    answer.append(None)
+            rows.append(tuple(answer))
+    return names, rows
+
+
 def v_process_rows(stats):
     """V$PROCESS's rows (what a mounted database is asked for apart: queries.build_queries) of the
     processes a recording's V$DNFS_STATS rows name, as the open statement joined them (PID = PNUM),
@@ -221,15 +258,7 @@ class FakeConnection:
         for query in combined.queries:  # Oracle fails the whole statement
             if query.name in self.failing:
                 return self.failing[query.name]
-        width = max(len(q.columns) for q in combined.queries)
-        rows = []
-        for query in combined.queries:
-            recorded = self.by_name[query.name]
-            for row in recorded["rows"]:
-                values = dict(zip(recorded["columns"], row))
-                texts = [to_char(c, values[c]) for c in query.columns]
-                rows.append([query.name, *texts, *[None] * (width - len(texts))])
-        return ["Q", *(f"C{n}" for n in range(1, width + 1))], rows
+        return driver_answer(sql, self.by_name)
 
     def close(self):
         pass
@@ -1294,56 +1323,56 @@ def test_a_session_is_set_to_the_gregorian_calendar_before_any_query(monkeypatch
     assert "NLS_CALENDAR = 'GREGORIAN'" in oracle_db.SESSION_SQL
 
 
-def test_split_converts_column_by_column_as_value_by_value():
-    """split() converts whole-number columns with int() in one pass; every other value as _from_text does."""
+def test_split_gives_each_query_the_values_the_driver_returned_in_its_columns():
+    """split() hands each query its columns' values as the driver returned them (numbers as the
+    NUMBERs were fetched: an int stays exact past 2**53, a fraction stays a float, a NULL None), and
+    the clock's text as epoch seconds; a query's rows returned in several runs are all kept, in order."""
     stats = oracle.Query("dnfs_stats", "", ("INST_ID", "SPID", "NFS_READ", "NFS_READBYTES", "DB_TIME"), ())
     other = oracle.Query("system_event", "", ("INST_ID", "EVENT", "TIME_WAITED_MICRO"), ())
-    combined = oracle.Combined("counters", "", (stats, other))
+    combined = oracle.combine("counters", [stats, other])
     moment = "2026-11-24T22:40:25.123456"
-    rows = [
-        ("dnfs_stats", "1", "4711", "12", "-3", moment),
-        ("dnfs_stats ", "2", None, None, "1.5", moment),
-        ("system_event", "1", "db file sequential read", ".25", None, None),
-        ("system_event", "2", "log file sync", "1E+40", None, None),
-        ("system_event", "3", "direct path read", "-0", None, None),
-    ]
-    reference: dict = {"dnfs_stats": [], "system_event": []}
-    for row in rows:
-        query = stats if row[0].strip() == "dnfs_stats" else other
-        reference[query.name].append([oracle.wire._from_text(c, v) for c, v in zip(query.columns, row[1:])])
+    epoch = datetime.datetime(2026, 11, 24, 22, 40, 25, 123456, datetime.timezone.utc).timestamp()
+    recorded = {
+        "dnfs_stats": {
+            "columns": list(stats.columns),
+            "rows": [[1, "4711", 12, 2**63 + 5, epoch], [2, None, None, 1.5, epoch], [3, "9", 0, 7, epoch]],
+        },
+        "system_event": {
+            "columns": list(other.columns),
+            "rows": [[1, "db file sequential read", 0.25], [2, "log file sync", 10**40]],
+        },
+    }
+    _, rows = driver_answer(combined.sql, recorded)
+    assert [type(v) for v in rows[0]].count(str) == 3  # the name, SPID and the clock's text
+    assert moment in rows[0]
+    # UNION ALL names no order of its branches' rows: one query's rows before and after the other's.
+    rows = [rows[1], rows[3], rows[0], rows[4], rows[2]]
     result = oracle.split(combined, rows)
-    assert {name: data["rows"] for name, data in result.items()} == reference
-    assert [type(v) for v in result["dnfs_stats"]["rows"][0]] == [int, str, int, int, float]
-    utc = datetime.timezone.utc
-    assert result["dnfs_stats"]["rows"][0][-1] == datetime.datetime(2026, 11, 24, 22, 40, 25, 123456, utc).timestamp()
-    assert [type(v) for v in result["system_event"]["rows"][2]] == [int, str, int]
+    assert result["dnfs_stats"] == {
+        "columns": list(stats.columns),
+        "rows": [recorded["dnfs_stats"]["rows"][i] for i in (1, 0, 2)],
+    }
+    assert result["system_event"]["rows"] == recorded["system_event"]["rows"]
+    assert result["dnfs_stats"]["rows"][1][3] == 2**63 + 5 and type(result["dnfs_stats"]["rows"][0][3]) is float
 
 
-def test_split_converts_a_column_with_nulls_in_one_pass_not_value_by_value(monkeypatch):
-    """The channels statement's process rows have no path and its path rows no process, so most of
-    its columns hold NULLs beside whole numbers: those are converted as one column too (counted, not
-    timed: at 4 instances x 2000 processes, one call per value was some 70 000 calls a sample)."""
-    calls = []
-    per_value = oracle.wire._from_text
-
-    def counted(column, value, times=None):
-        calls.append((column, value))
-        return per_value(column, value, times)
-
-    monkeypatch.setattr(oracle.wire, "_from_text", counted)
-    raw, _ = live_read(simulated_document(T0, simulator.Workload(processes=200)))
-    channels = oracle.load(raw)["results"]["dnfs_channels"]
-    assert len(channels["rows"]) > 400 and any(None in row for row in channels["rows"])
-    # Per value only for what int() cannot take as it is: the clock (once per text) and non-whole numbers.
-    whole = [(c, v) for c, v in calls if c != "DB_TIME" and v is not None and str(v).strip().lstrip("-").isdigit()]
-    assert whole == []
-    assert len(calls) < 50
-    # The same values as one call per value gives.
-    monkeypatch.setattr(oracle.wire, "_from_text", per_value)
-    statement = oracle.read_groups(oracle.build_queries(facts_available("19c"), "cluster"), inventory=True)[0]
-    texts = [("dnfs_channels", *map(to_char, channels["columns"], row), None, None) for row in channels["rows"]]
-    expected = [[per_value(c, v) for c, v in zip(channels["columns"], row[1:])] for row in texts]
-    assert oracle.split(statement, texts)["dnfs_channels"]["rows"] == expected
+@pytest.mark.parametrize("release", sorted(oracle_facts.VERSION_STRINGS))
+def test_the_combined_statements_send_every_number_as_a_number_not_as_text(release):
+    """A column that is not text (wire.TEXT_COLUMNS, the two times) travels as an unconstrained
+    NUMBER, which the driver turns into an int in its compiled decoder: none as TO_CHAR text that
+    the agent would then convert value by value (some 240 000 a sample at 4 instances x 2000
+    processes, which cost more than the whole parse: bench/RESULTS.md)."""
+    for scope, mounted in itertools.product(oracle.SCOPES, (False, True)):
+        queries = oracle.build_queries(facts_available(release), scope, mounted)
+        for combined in [*oracle.read_groups(queries, inventory=True), *(oracle.combine(q.name, [q]) for q in queries)]:
+            for branch in re.split(r" UNION ALL (?=SELECT ')", combined.sql):
+                query = next(q for q in combined.queries if branch.startswith(f"SELECT '{q.name}' AS q,"))
+                for column in query.columns:
+                    lower = column.lower()
+                    if column in ("DB_TIME", "STARTUP_TIME") or column in oracle.wire.TEXT_COLUMNS:
+                        assert f"TO_CHAR(r.{lower}" in branch, (release, column)
+                    else:
+                        assert f"CAST(r.{lower} AS NUMBER) AS n" in branch and f"TO_CHAR(r.{lower})" not in branch
 
 
 def io_samples(document):

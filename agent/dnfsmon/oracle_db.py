@@ -313,7 +313,8 @@ def describe(error: Exception, views: tuple[str, ...] = (), user: str = "") -> s
 # ORACLE_FORMATS) are Gregorian, but datetime format elements such as YYYY follow the session's
 # calendar (Oracle Database Reference, NLS_CALENDAR): a database or logon trigger set to
 # 'Thai Buddha' would date every point 543 years ahead, and others could not be parsed at all.
-# NLS_NUMERIC_CHARACTERS likewise keeps '.' the decimal character of any number shown as text.
+# NLS_NUMERIC_CHARACTERS likewise keeps '.' the decimal character of any number shown as text
+# (the combined statements send their numbers as NUMBERs, which no NLS setting changes on the way).
 # Setting NLS parameters needs no privilege (SQL Language Reference, ALTER SESSION, Prerequisites).
 SESSION_SQL = "ALTER SESSION SET NLS_CALENDAR = 'GREGORIAN' NLS_NUMERIC_CHARACTERS = '.,'"
 

@@ -1,13 +1,13 @@
-"""One round trip per sample: several queries as one statement, and its text rows back
-as each query's values (the I/O itself is in dnfsmon.oracle_db and dnfsmon.simulator)."""
+"""One round trip per sample: several queries as one statement, and its rows back as each
+query's values (the I/O itself is in dnfsmon.oracle_db and dnfsmon.simulator)."""
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Optional, cast
 
 from .queries import Query
 
@@ -46,123 +46,115 @@ ORACLE_FORMATS = {"DB_TIME": 'YYYY-MM-DD"T"HH24:MI:SS.FF6', "STARTUP_TIME": 'YYY
 DB_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
 
 
+def is_text(column: str) -> bool:
+    """True for a column the statement returns as text: a text column, or a time in its format."""
+    return column in TEXT_COLUMNS or column in ORACLE_FORMATS
+
+
 @dataclass(frozen=True)
 class Combined:
     """Several queries as one statement: one execute and one fetch (review D1/D2).
 
-    A long-format UNION ALL: each branch wraps one query and returns its name
-    and its columns as text (TO_CHAR keeps every digit of a NUMBER), padded
-    with NULLs to the widest query. UNION ALL of CHAR literals of different
-    lengths gives VARCHAR2 (SQL Language Reference, "The UNION [ALL],
-    INTERSECT, MINUS Operators"), so the names come back unpadded. One
-    SYSTIMESTAMP per statement: every query of the statement has the same
-    clock reading, taken with its counters.
+    A long-format UNION ALL. Each branch wraps one query and returns its
+    name, then its NUMBER columns in the number slots (N1, N2, ...) and its
+    text columns in the text slots (T1, T2, ...), each padded with NULLs to
+    the widest query: a slot holds one datatype in every branch, as UNION ALL
+    requires (SQL Language Reference, "The UNION [ALL], INTERSECT, MINUS
+    Operators"). UNION ALL of CHAR literals of different lengths gives
+    VARCHAR2, so the names come back unpadded.
+
+    The numbers travel as NUMBERs, not as text: each is CAST to an
+    unconstrained NUMBER, which python-oracledb returns as an int when the
+    value is whole and a float otherwise (python-oracledb User Guide,
+    "Executing SQL", the fetch data types' note on NUMBER) in its compiled
+    decoder, thin and thick alike. Every digit is kept, and no NLS setting
+    of the session can change a number on its way. The times are TO_CHAR
+    text in Gregorian masks (oracle_db.SESSION_SQL), one SYSTIMESTAMP per
+    statement: every query of the statement has the same clock reading,
+    taken with its counters.
     """
 
     name: str
     sql: str
     queries: tuple[Query, ...]
+    # Each query's columns' positions in the statement's rows, in the order of Query.columns.
+    positions: tuple[tuple[int, ...], ...]
 
 
 def combine(name: str, queries: Sequence[Query]) -> Combined:
-    width = max(len(q.columns) for q in queries)
+    numbers_width = max(sum(not is_text(c) for c in q.columns) for q in queries)
+    texts_width = max(sum(is_text(c) for c in q.columns) for q in queries)
     branches = []
+    positions = []
     for query in queries:
-        values = [
-            f"TO_CHAR(r.{c.lower()}, '{ORACLE_FORMATS[c]}')" if c in ORACLE_FORMATS else f"TO_CHAR(r.{c.lower()})"
-            for c in query.columns
-        ]
-        values += ["NULL"] * (width - len(values))
-        select = ", ".join(f"{value} AS c{number}" for number, value in enumerate(values, start=1))
+        numbers: list[str] = []
+        texts: list[str] = []
+        at = []
+        for column in query.columns:
+            if column in ORACLE_FORMATS:
+                texts.append(f"TO_CHAR(r.{column.lower()}, '{ORACLE_FORMATS[column]}')")
+            elif is_text(column):
+                texts.append(f"TO_CHAR(r.{column.lower()})")
+            else:
+                numbers.append(f"CAST(r.{column.lower()} AS NUMBER)")
+            # Row position: the name first, then the number slots, then the text slots.
+            at.append(numbers_width + len(texts) if is_text(column) else len(numbers))
+        numbers += ["CAST(NULL AS NUMBER)"] * (numbers_width - len(numbers))
+        texts += ["NULL"] * (texts_width - len(texts))
+        select = ", ".join(
+            [f"{value} AS n{number}" for number, value in enumerate(numbers, start=1)]
+            + [f"{value} AS t{number}" for number, value in enumerate(texts, start=1)]
+        )
         branches.append(f"SELECT '{query.name}' AS q, {select} FROM ({query.sql}) r")
-    return Combined(name, " UNION ALL ".join(branches), tuple(queries))
+        positions.append(tuple(at))
+    return Combined(name, " UNION ALL ".join(branches), tuple(queries), tuple(positions))
 
 
 def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
     """The long-format rows of a combined statement back as each query's {"columns", "rows"}.
 
-    Converted column by column (_from_texts): a sample at 4 instances x 2000
-    processes brings some 650 000 values, and one call per value cost about
-    twice all the source's own work (bench/README.md).
+    The driver has made the numbers already (Combined): each row's values are
+    picked from their slots in one C call, each query's rows taken a run at a
+    time (UNION ALL returns a branch's rows together; a query's rows in several
+    runs are gathered all the same), and only the clock's text is converted,
+    once per distinct text.
     """
-    return _split(combined, rows)
-
-
-def _split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
-    by_name = {q.name: q for q in combined.queries}
-    texts: dict[str, list[Sequence[object]]] = {q.name: [] for q in combined.queries}
-    names = map(str.strip, map(str, map(operator.itemgetter(0), rows)))
-    for name, row in zip(names, rows):
-        texts[by_name[name].name].append(row)
+    pickers = {q.name: _picker(at) for q, at in zip(combined.queries, combined.positions)}
+    found: dict[str, list[list[object]]] = {q.name: [] for q in combined.queries}
+    for name, run in itertools.groupby(rows, key=operator.itemgetter(0)):
+        query_name = str(name).strip()
+        found[query_name].extend(map(list, map(pickers[query_name], run)))
     results: dict[str, dict] = {}
-    times: dict[str, float] = {}
     for query in combined.queries:
-        width = len(query.columns)
-        rows_of = texts[query.name]
-        if not rows_of:
-            values: list[list[object]] = []
-        elif min(map(len, rows_of)) > width:
-            by_column = list(zip(*rows_of))  # the statement's rows, column by column
-            columns = [_from_texts(column, by_column[number], times) for number, column in enumerate(query.columns, 1)]
-            values = list(map(list, zip(*columns)))
-        else:  # a row narrower than its query (never from the statement combine() writes)
-            values = [[_from_text(c, v, times) for c, v in zip(query.columns, row[1:])] for row in rows_of]
+        values = found[query.name]
+        if "DB_TIME" in query.columns and values:
+            _times_as_epoch(values, query.columns.index("DB_TIME"))
         results[query.name] = {"columns": list(query.columns), "rows": values}
     return results
 
 
-# The characters of a TO_CHAR of a whole NUMBER (no decimal point, no exponent).
-WHOLE_NUMBER_CHARACTERS = frozenset("-0123456789")
+def _picker(positions: Sequence[int]) -> Callable[[Sequence[object]], tuple]:
+    """row -> the values at `positions`, as a tuple (itemgetter gives a bare value for one position)."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda row: (row[only],)
+    return operator.itemgetter(*positions)
 
 
-def _from_texts(column: str, values: Sequence[object], times: dict[str, float]) -> Sequence[object]:
-    """_from_text of each value of one column. A column of whole numbers, the most common by far,
-    is converted by int() in one C loop: for such text int() gives what _from_text gives."""
-    if column in TEXT_COLUMNS:
-        return values
-    if column == "DB_TIME":  # the same text on every row
-        converted = {text: _from_text(column, text, times) for text in set(values)}
-        return list(map(converted.__getitem__, values))
-    if None in values:
-        # NULLs among them (the channels statement's process rows have no path, its path rows no
-        # process; a query narrower than the statement is padded): the others converted as one
-        # column, each NULL kept in its place.
-        present = [value for value in values if value is not None]
-        if not present:
-            return values
-        converted_values = iter(_from_texts(column, present, times))
-        return [None if value is None else next(converted_values) for value in values]
-    try:
-        joined = "".join(cast("Sequence[str]", values))
-    except TypeError:  # a NULL (None) among them
-        joined = ""
-    if joined and WHOLE_NUMBER_CHARACTERS.issuperset(joined):
-        try:
-            return list(map(int, cast("Sequence[str]", values)))
-        except ValueError:  # a "-" inside a number, or an empty text
-            pass
-    return [_from_text(column, value, times) for value in values]
+def _times_as_epoch(rows: list[list[object]], position: int) -> None:
+    """The DB_TIME text of each row (TO_CHAR, Combined) as seconds since the epoch, in place; one
+    strptime per distinct text (one SYSTIMESTAMP per statement: one text on every row)."""
+    converted = {text: time_of(text) for text in {row[position] for row in rows}}
+    for row in rows:
+        row[position] = converted[row[position]]
 
 
-def _from_text(column: str, value: object, times: Optional[dict[str, float]] = None) -> object:
-    """A TO_CHAR value as the JSON value the parsers read: DB_TIME as epoch seconds, numbers as numbers.
-
-    times: DB_TIME texts already converted (one SYSTIMESTAMP per statement, on
-    every row: strptime once, not per row).
-    """
-    if value is None or column in TEXT_COLUMNS:
-        return value
-    text = str(value).strip()
-    if column == "DB_TIME":
-        if times is not None and text in times:
-            return times[text]
-        moment = datetime.datetime.strptime(text, DB_TIME_FORMAT).replace(tzinfo=datetime.timezone.utc)
-        if times is not None:
-            times[text] = moment.timestamp()
-        return moment.timestamp()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    return float(text)
+def time_of(text: object) -> object:
+    """A DB_TIME text (UTC, DB_TIME_FORMAT) as seconds since the epoch; None stays None."""
+    if text is None:
+        return None
+    moment = datetime.datetime.strptime(str(text).strip(), DB_TIME_FORMAT)
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def read_groups(queries: Sequence[Query], inventory: bool) -> list[Combined]:
