@@ -1380,6 +1380,31 @@ def io_samples(document):
     return process_samples(oracle.samples(raw, "h")[0])
 
 
+def test_an_instance_s_process_rows_are_placed_as_row_by_row_placing_would_place_them():
+    """_io places an instance's V$DNFS_STATS rows a run at a time (rows of one INST_ID and
+    CLOCK_INSTANCE together), not row by row. The outcome is what placing each row gives: rows of
+    an instance in two runs are all its processes, and a CLOCK_INSTANCE equal in value but of
+    another type (True for 1, in a damaged capture) is another clock, which Context.place tells
+    apart: that row is reported and left out, not placed with its run."""
+    document = simulated_document(T0, simulator.Workload(instances=2, processes=6))
+    stats = document["results"]["dnfs_stats"]
+    inst_id, clock = stats["columns"].index("INST_ID"), stats["columns"].index("CLOCK_INSTANCE")
+    reference = sorted(s.state_key for s in io_samples(document))
+    # An instance-2 row moved between instance 1's: instance 1 comes in two runs.
+    rows = stats["rows"]
+    second = next(n for n, row in enumerate(rows) if row[inst_id] == 2)
+    rows.insert(1, rows.pop(second))
+    assert [row[inst_id] for row in rows[:3]] == [1, 2, 1]
+    assert sorted(s.state_key for s in io_samples(document)) == reference
+    # Instance 1's third row read under a clock that is True, not 1.
+    assert rows[2][clock] == 1 and rows[2][inst_id] == 1
+    rows[2][clock] = True
+    raw = Raw({}, T0, T0, documents={oracle.RESULTS: document})
+    found, problems = oracle.samples(raw, "h")
+    assert any("under two clocks" in str(p) for p in problems)
+    assert len(process_samples(found)) == len(reference) - 1
+
+
 def test_process_counters_are_taken_row_by_row_only_when_a_column_holds_other_than_counters(monkeypatch):
     """A reading whose counter columns are all plain counters gives each process its row's values
     without a check per value; one value that is not a counter (negative, NULL, a float) sends the

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Optional
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Optional, cast
 
 from ... import oracle_facts, rates
 from ...rates import Sample
@@ -93,18 +94,18 @@ def _io(context: Context) -> list[Sample]:
         return []
     _, t, started = timed
     # The rows of each instance, in the order read, with the instance's identity.
-    placed_rows: dict[rates.Key, tuple[tuple[str, ...], list[Sequence]]] = {}
+    placed_rows: dict[rates.Key, tuple[tuple[str, ...], list[list]]] = {}
     place = context.place(result)
-    for row in result.rows:
-        placed = place(row)
+    for run in _runs_of_one_instance(result):
+        placed = place(run[0])
         if placed is None:  # an instance that left between queries
             continue
         tags, identity = placed
         group = placed_rows.get(tags)
         if group is None:
-            placed_rows[tags] = (identity, [row])
+            placed_rows[tags] = (identity, run)
         elif group[0] == identity:
-            group[1].append(row)
+            group[1].extend(run)
         else:  # one clock per statement (CLOCK_INSTANCE): never two identities for one instance
             context.problems.append(ParseError(RESULTS, f"dnfs_stats: rows of instance {dict(tags)} under two clocks"))
     if not placed_rows:
@@ -122,9 +123,20 @@ def _io(context: Context) -> list[Sample]:
     ]
 
 
-def _first_row_of_each_pnum(
-    rows: list[Sequence], pnum_at: int, tags: rates.Key, problems: list[ParseError]
-) -> list[Sequence]:
+def _runs_of_one_instance(result: Results) -> Iterable[list[list]]:
+    """The rows in runs that Context.place places alike: the same INST_ID and CLOCK_INSTANCE, each
+    of one type (place tells 1 from True). A GV$ view returns an instance's rows together, so there
+    are about as many runs as instances, and each is placed once rather than row by row."""
+    columns = [operator.itemgetter(result.index[c]) for c in ("INST_ID", "CLOCK_INSTANCE") if c in result.index]
+    for _, grouped in itertools.groupby(result.rows, key=_values(result, ("INST_ID", "CLOCK_INSTANCE"))):
+        run = list(grouped)
+        if any(len(set(map(type, map(column, run)))) > 1 for column in columns):
+            yield from ([row] for row in run)  # equal values of other types (a damaged capture)
+        else:
+            yield run
+
+
+def _first_row_of_each_pnum(rows: list[list], pnum_at: int, tags: rates.Key, problems: list[ParseError]) -> list[list]:
     """An instance's rows with a PNUM read twice left out after the first, and said.
 
     A process is a member of its instance's sample by its PNUM (rates.Members: unique within the
@@ -178,39 +190,42 @@ def _processes(
 
 def _process_table(
     result: Results,
-    sends: Mapping[tuple[object, object], list[int]],
+    sends: Mapping[tuple[object, object], tuple[int, int]],
     processes: Optional[Mapping[tuple[object, object], tuple[object, ...]]],
     tags: rates.Key,
     identity: tuple[str, ...],
-    rows: list[Sequence],
+    rows: list[list],
     t: float,
     started: Optional[float],
 ) -> rates.Members:
-    """One instance's V$DNFS_STATS rows as a rates.Members sample (see _io)."""
-    pnums = list(map(operator.itemgetter(result.index["PNUM"]), rows))
-    con_id, inst_id = _column(result, "CON_ID"), _column(result, "INST_ID")
+    """One instance's V$DNFS_STATS rows as a rates.Members sample (see _io). The rows are turned
+    into columns once (zip, in C), and each column is read as a whole from there."""
+    by_column = list(zip(*rows)) if rows else [()] * len(result.columns)
+    nothing = (None,) * len(rows)
+
+    def column(name: str) -> tuple:
+        position = result.index.get(name)
+        return nothing if position is None else by_column[position]
+
+    pnums, inst_ids = column("PNUM"), column("INST_ID")
     # Each row's SPID, SERIAL#, PNAME and PROGRAM from V$PROCESS: joined in the statement, or
     # (`processes`, a mounted database) matched here on (INST_ID, PNUM = PID).
     if processes is None:
-        spids, serials, pnames, programs = ([*map(_column(result, c), rows)] for c in PROCESS_COLUMNS[1:])
+        spids, serials, pnames, programs = (column(c) for c in PROCESS_COLUMNS[1:])
     else:
-        found = [processes.get(key, NO_PROCESS) for key in zip(map(inst_id, rows), pnums)]
-        spids, serials, pnames, programs = ([*column] for column in zip(*found)) if found else ([], [], [], [])
-    # (SPID, SERIAL#); "?" where no V$PROCESS row was found.
-    holders = tuple(
-        (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS)) for process, slot in zip(spids, serials)
-    )
+        found = list(map(processes.get, zip(inst_ids, pnums), itertools.repeat(NO_PROCESS)))
+        spids, serials, pnames, programs = zip(*found) if found else ((), (), (), ())
     # A process's PDB tag from its CON_ID, made once per value (by type too: True is not CON_ID 1).
-    containers = list(zip(map(type, map(con_id, rows)), map(con_id, rows)))
+    con_ids = column("CON_ID")
+    containers = list(zip(map(type, con_ids), con_ids))
     pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
-    columns = _process_counters(result, rows)
     # The process's sends and channel rows in this read (_sends_per_process): what
     # new_process_intervals checks a process counted from zero against (None: no row of it).
-    channel = [sends.get((inst_id(row), pnum)) for row, pnum in zip(rows, pnums)] if sends else [None] * len(rows)
+    channel = list(map(sends.get, zip(inst_ids, pnums))) if sends else [None] * len(rows)
     details: dict[str, tuple[Optional[rates.Gauge], ...]] = {
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
-        "pname": tuple(str(value or "") for value in pnames),
-        "program": tuple(str(value or "") for value in programs),
+        "pname": _texts(pnames),
+        "program": _texts(programs),
     }
     if any(channel):
         details["channel_sends"] = tuple(None if c is None else c[0] for c in channel)
@@ -225,62 +240,64 @@ def _process_table(
         "pnum",
         tuple(map(str, pnums)),
         tuple(map(pdb_tags.__getitem__, containers)),
-        holders,
-        columns,
+        _holders(spids, serials),
+        _process_counters(result, column, rows),
         details,
     )
 
 
-def _process_counters(result: Results, rows: list[Sequence]) -> dict[str, tuple[Optional[int], ...]]:
+def _holders(spids: Sequence[object], serials: Sequence[object]) -> tuple[tuple[str, str], ...]:
+    """Each process's (SPID, SERIAL#) as text; "?" where no V$PROCESS row was found (NULL) or the
+    value is empty. Where every SPID is a text and every SERIAL# a number, both as they are."""
+    if set(map(type, spids)) <= {str} and "" not in spids and set(map(type, serials)) <= {int} and 0 not in serials:
+        return tuple(zip(cast("Sequence[str]", spids), map(str, serials)))
+    return tuple(
+        (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS)) for process, slot in zip(spids, serials)
+    )
+
+
+def _texts(values: Sequence[object]) -> tuple[str, ...]:
+    """Each value as text, "" for a NULL; texts as they are."""
+    if set(map(type, values)) <= {str}:
+        return tuple(cast("Sequence[str]", values))
+    return tuple(str(value or "") for value in values)
+
+
+def _process_counters(
+    result: Results, column: Callable[[str], tuple], rows: Sequence[Sequence]
+) -> dict[str, tuple[Optional[int], ...]]:
     """Counter name -> each row's count (None where the row has none: _counters leaves its value
     out), for PROCESS_COUNTERS and the sum of the other operations (OTHER_OPS_COUNTER): summed in
     the statement, or here for a capture made before it was. A counter no row has is left out."""
     summed_in_sql = OTHER_OPS_COUNTER in result.index
     names, counter_values = _columns(result, (*PROCESS_COUNTERS, *((OTHER_OPS_COUNTER,) if summed_in_sql else ())))
-    columns: dict[str, tuple[Optional[int], ...]] = {}
-    # Every value of these columns a plain counter as the reader hands them over (plain ints, not
-    # negative): the columns are the rows' values as they are, which _counters would also keep.
-    if _all_plain_counters(result, names, rows):
-        for name in names:
-            columns[name] = tuple(map(operator.itemgetter(result.index[name]), rows))
-    else:
+    columns = {name: column(name) for name in names}
+    # Every value a plain counter as the reader hands them over (a plain int, not a bool, not
+    # negative): the columns are the values as they are, which _counters would also keep.
+    if not all(not values or (set(map(type, values)) == {int} and min(values) >= 0) for values in columns.values()):
         kept = [_counters(names, counter_values(row)) for row in rows]
-        for name in names:
-            columns[name] = tuple(counters.get(name) for counters in kept)
+        columns = {name: tuple(counters.get(name) for counters in kept) for name in names}
     if not summed_in_sql:
         _, other_values = _columns(result, OTHER_OPS)
         columns[OTHER_OPS_COUNTER] = tuple(_sum_of_every_counter(other_values(row)) for row in rows)
-    return {name: values for name, values in columns.items() if any(value is not None for value in values)}
+    return {name: values for name, values in columns.items() if values.count(None) < len(values)}
 
 
-def _all_plain_counters(result: Results, names: Sequence[str], rows: Sequence[Sequence]) -> bool:
-    """True when every value of the columns `names` in `rows` is a plain int (not a bool) and not
-    negative: what _counters keeps of each as it is. Checked a column at a time, in C."""
-    for name in names:
-        column = list(map(operator.itemgetter(result.index[name]), rows))
-        if column and (set(map(type, column)) != {int} or min(column) < 0):
-            return False
-    return True
-
-
-def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], list[int]]:
-    """(INST_ID, PNUM as read) -> [SENDS summed over the process's channels, its channel rows] of a
+def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], tuple[int, int]]:
+    """(INST_ID, PNUM as read) -> (SENDS summed over the process's channels, its channel rows) of a
     read (the channels query's process rows); empty without the channels query (not granted), a
     SENDS column, or with a sum that is not a counter (a damaged reading: no check rather than a
     wrong one)."""
     if channels is None or not {"INST_ID", *PROCESS_CHANNEL_COLUMNS} <= channels.index.keys() or not channels.rows:
         return {}
     inst_id, pnum, sends, rows = (channels.index[c] for c in ("INST_ID", *PROCESS_CHANNEL_COLUMNS))
-    found: dict[tuple[object, object], list[int]] = {}
-    for row in channels.rows:
-        count = row[rows]
-        if count is None:
-            continue  # a path's row
-        sent = row[sends]
-        if type(sent) is not int or sent < 0:
-            return {}
-        found[(row[inst_id], row[pnum])] = [sent, count]
-    return found
+    process_rows = [row for row in channels.rows if row[rows] is not None]  # the others are a path's rows
+    if not process_rows:
+        return {}
+    inst_ids, pnums, sent, counts = zip(*map(operator.itemgetter(inst_id, pnum, sends, rows), process_rows))
+    if set(map(type, sent)) != {int} or min(sent) < 0:
+        return {}
+    return dict(zip(zip(inst_ids, pnums), zip(sent, counts)))
 
 
 def _per_channel_rows_grouped(results: dict[str, Results], problems: list[ParseError]) -> None:
