@@ -602,16 +602,19 @@ def diff_members(previous: Optional[Sample], current: Members, result: DiffResul
         moved = list(range(count))
         before_places = moved
     else:
-        where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
-        moved, before_places = [], []
-        held, tagged = previous.member_identities, previous.member_tags
-        for i, member in enumerate(ids):
-            j = where.get(member)
-            if j is not None and held[j] == identities[i] and tagged[j] == tags[i]:
-                moved.append(i)
-                before_places.append(j)
-            else:
+        # Each member's place before, where the same id was there with the same holder and tags
+        # (ids are unique within a sample: so is each (id, holder, tags)); looked up in C.
+        same_before = zip(previous.member_ids, previous.member_identities, previous.member_tags)
+        place_of = dict(zip(same_before, range(len(previous.member_ids))))
+        places = list(map(place_of.get, zip(ids, identities, tags)))
+        moved = [i for i, j in enumerate(places) if j is not None]
+        before_places = [j for j in places if j is not None]
+        if len(moved) < count:
+            where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
+            tagged = previous.member_tags
+            for i in (i for i, j in enumerate(places) if j is None):
                 # Another key, or the same key held by another process: `diff` says which.
+                j = where.get(ids[i])
                 slow.append((i, j if j is not None and tagged[j] == tags[i] else None))
     deltas, doubtful = _column_deltas(previous, current, moved, before_places) if moved else ({}, set())
     if doubtful:
@@ -641,25 +644,37 @@ def _column_deltas(
     walked member by member, to find which."""
     deltas: dict[str, Sequence[int]] = {}
     doubtful: set[int] = set()
+    now_of, before_of = _picker(moved), _picker(before_places)
     for name, values in current.columns.items():
-        now = list(map(values.__getitem__, moved))
-        before = list(map(previous.columns[name].__getitem__, before_places))
+        now, before = now_of(values), before_of(previous.columns[name])
         if not now:
             deltas[name] = []
             continue
-        if None not in now and None not in before:
-            whole_now, whole_before = cast("list[int]", now), cast("list[int]", before)
+        whole_now, whole_before = cast("Sequence[int]", now), cast("Sequence[int]", before)
+        try:
             if min(whole_before) >= 0 and max(whole_now) < IMPLAUSIBLE_COUNTER:
                 increases = list(map(sub, whole_now, whole_before))
                 if min(increases) >= 0:  # so every value is at least 0 and below the bound
                     deltas[name] = increases
                     continue
+        except TypeError:  # a None (a NULL) among them, which no number compares with: found below
+            pass
         doubtful.update(
             i
             for i, value, value_before in zip(moved, now, before)
             if value is None or value_before is None or not 0 <= value_before <= value < IMPLAUSIBLE_COUNTER
         )
     return deltas, doubtful
+
+
+def _picker(places: Sequence[int]) -> Callable[[Sequence], Sequence]:
+    """values -> the values at `places`, in that order, gathered in one C call."""
+    if len(places) == 1:
+        only = places[0]
+        return lambda values: (values[only],)
+    if not places:
+        return lambda values: ()
+    return itemgetter(*places)
 
 
 class Aggregate(NamedTuple):
@@ -764,7 +779,10 @@ def aggregate_members(tables: Iterable[MembersInterval], intervals: Iterable[Int
         for tags, members in places.items():
             if not members:
                 continue
-            columns = {name: list(map(deltas.__getitem__, members)) for name, deltas in table.deltas.items()}
+            if len(members) == len(table.moved):  # every member (places are unique, in order)
+                columns = dict(table.deltas)
+            else:
+                columns = {name: list(map(deltas.__getitem__, members)) for name, deltas in table.deltas.items()}
             active = sum(map(any, zip(*columns.values()))) if columns else 0
             summed = {name: sum(c) for name, c in columns.items()}
             add((*current.key, *tags), table.dt, summed, len(members), active, current.wall_time)

@@ -190,7 +190,7 @@ def _processes(
 
 def _process_table(
     result: Results,
-    sends: Mapping[tuple[object, object], tuple[int, int]],
+    sends: Mapping[object, Mapping[object, tuple[int, int]]],
     processes: Optional[Mapping[tuple[object, object], tuple[object, ...]]],
     tags: rates.Key,
     identity: tuple[str, ...],
@@ -217,17 +217,27 @@ def _process_table(
         spids, serials, pnames, programs = zip(*found) if found else ((), (), (), ())
     # A process's PDB tag from its CON_ID, made once per value (by type too: True is not CON_ID 1).
     con_ids = column("CON_ID")
-    containers = list(zip(map(type, con_ids), con_ids))
-    pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
+    if len(set(map(type, con_ids))) == 1:
+        pdb_tags_of = {con_id: _pdb_tags_of(con_id) for con_id in set(con_ids)}
+        member_tags = tuple(map(pdb_tags_of.__getitem__, con_ids))
+    else:  # values of several types (True for 1 in a damaged capture): each by value and type
+        containers = list(zip(map(type, con_ids), con_ids))
+        pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
+        member_tags = tuple(map(pdb_tags.__getitem__, containers))
     # The process's sends and channel rows in this read (_sends_per_process): what
     # new_process_intervals checks a process counted from zero against (None: no row of it).
-    channel = list(map(sends.get, zip(inst_ids, pnums))) if sends else [None] * len(rows)
+    if len(set(inst_ids)) == 1:
+        channel = list(map(sends.get(inst_ids[0], {}).get, pnums))
+    else:
+        channel = [sends.get(inst_id, {}).get(pnum) for inst_id, pnum in zip(inst_ids, pnums)]
     details: dict[str, tuple[Optional[rates.Gauge], ...]] = {
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
         "pname": _texts(pnames),
         "program": _texts(programs),
     }
-    if any(channel):
+    if channel and None not in channel:  # every process has channel rows
+        details["channel_sends"], details["channels"] = map(tuple, zip(*channel)) if channel else ((), ())
+    elif any(channel):
         details["channel_sends"] = tuple(None if c is None else c[0] for c in channel)
         details["channels"] = tuple(None if c is None else c[1] for c in channel)
     return rates.Members(
@@ -239,7 +249,7 @@ def _process_table(
         started,
         "pnum",
         tuple(map(str, pnums)),
-        tuple(map(pdb_tags.__getitem__, containers)),
+        member_tags,
         _holders(spids, serials),
         _process_counters(result, column, rows),
         details,
@@ -257,10 +267,14 @@ def _holders(spids: Sequence[object], serials: Sequence[object]) -> tuple[tuple[
 
 
 def _texts(values: Sequence[object]) -> tuple[str, ...]:
-    """Each value as text, "" for a NULL; texts as they are."""
-    if set(map(type, values)) <= {str}:
-        return tuple(cast("Sequence[str]", values))
+    """Each value as text, "" for a NULL; texts as they are (where all are texts or NULLs, the
+    NULLs replaced in C: a NULL maps to "", anything else to itself)."""
+    if set(map(type, values)) <= {str, type(None)}:
+        return tuple(map(NULL_AS_EMPTY.get, values, cast("Sequence[str]", values)))
     return tuple(str(value or "") for value in values)
+
+
+NULL_AS_EMPTY: dict[object, str] = {None: ""}
 
 
 def _process_counters(
@@ -283,21 +297,23 @@ def _process_counters(
     return {name: values for name, values in columns.items() if values.count(None) < len(values)}
 
 
-def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], tuple[int, int]]:
-    """(INST_ID, PNUM as read) -> (SENDS summed over the process's channels, its channel rows) of a
+def _sends_per_process(channels: Optional[Results]) -> dict[object, dict[object, tuple[int, int]]]:
+    """INST_ID -> PNUM as read -> (SENDS summed over the process's channels, its channel rows) of a
     read (the channels query's process rows); empty without the channels query (not granted), a
     SENDS column, or with a sum that is not a counter (a damaged reading: no check rather than a
-    wrong one)."""
+    wrong one). A row read twice: the later one counts."""
     if channels is None or not {"INST_ID", *PROCESS_CHANNEL_COLUMNS} <= channels.index.keys() or not channels.rows:
         return {}
     inst_id, pnum, sends, rows = (channels.index[c] for c in ("INST_ID", *PROCESS_CHANNEL_COLUMNS))
     process_rows = [row for row in channels.rows if row[rows] is not None]  # the others are a path's rows
-    if not process_rows:
-        return {}
-    inst_ids, pnums, sent, counts = zip(*map(operator.itemgetter(inst_id, pnum, sends, rows), process_rows))
-    if set(map(type, sent)) != {int} or min(sent) < 0:
-        return {}
-    return dict(zip(zip(inst_ids, pnums), zip(sent, counts)))
+    found: dict[object, dict[object, tuple[int, int]]] = {}
+    # A GV$ view returns an instance's rows together: a run of one INST_ID at a time, in C.
+    for instance, run in itertools.groupby(process_rows, key=operator.itemgetter(inst_id)):
+        pnums, sent, counts = zip(*map(operator.itemgetter(pnum, sends, rows), run))
+        if set(map(type, sent)) != {int} or min(sent) < 0:
+            return {}
+        found.setdefault(instance, {}).update(zip(pnums, zip(sent, counts)))
+    return found
 
 
 def _per_channel_rows_grouped(results: dict[str, Results], problems: list[ParseError]) -> None:

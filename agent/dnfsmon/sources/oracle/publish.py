@@ -4,6 +4,7 @@ counted from zero, the top processes, channels, events, histograms, latency per 
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 from collections import Counter
 from collections.abc import Mapping
@@ -244,8 +245,13 @@ class _Busy(NamedTuple):
     interval: Optional[rates.Interval]
 
 
-def _busy_processes(tables: list[rates.MembersInterval], io: list[rates.Interval]) -> dict[rates.Key, list[_Busy]]:
-    """Instance tags -> its processes with dNFS operations in the interval.
+def _busy_processes(
+    tables: list[rates.MembersInterval], io: list[rates.Interval], limit: int
+) -> dict[rates.Key, list[_Busy]]:
+    """Instance tags -> its processes with dNFS operations in the interval that may rank in its
+    top `limit`: each diffed on its own, and of a table's members those with at least the
+    `limit`-th most operations of that table (one that ranks among the instance's first `limit`
+    ranks among its table's first `limit` too, so none is left out; the rest are never made).
 
     A process without a delta of each (a NULL in its row, or the first interval after an upgrade
     from per-operation counters) would be ranked too low: it sits this one out."""
@@ -257,9 +263,12 @@ def _busy_processes(tables: list[rates.MembersInterval], io: list[rates.Interval
             continue
         ids = table.current.member_ids
         busy = by_instance.setdefault(table.current.key, [])
-        for place, (ops, i) in enumerate(zip(map(sum, zip(*columns)), table.moved)):
-            if ops > 0:
-                busy.append(_Busy(ops, ids[i], table, place, None))
+        operations_of = list(map(sum, zip(*columns)))
+        if limit < 1 or not operations_of:
+            continue
+        least = max(1, heapq.nlargest(limit, operations_of)[-1])
+        for place in itertools.compress(range(len(operations_of)), map(least.__le__, operations_of)):
+            busy.append(_Busy(operations_of[place], ids[table.moved[place]], table, place, None))
     operations = operator.itemgetter(*OPERATIONS)
     for interval in io:
         try:
@@ -282,7 +291,7 @@ def _top_processes(
     processes come and go. A process counted from zero (new in the interval) takes part.
     """
     points = []
-    for tags, busy in _busy_processes(tables, io).items():
+    for tags, busy in _busy_processes(tables, io, limit).items():
         # The first `limit` of the order sorted() would give (heapq.nsmallest: the same, without sorting all).
         ranked = heapq.nsmallest(limit, busy, key=lambda b: (-b.ops, int(b.pnum) if b.pnum.isdigit() else -1, b.pnum))
         for rank, process in enumerate(ranked, start=1):

@@ -30,7 +30,9 @@ class Results:
         than from the reader's own values (oracle_db.split, the simulator), which are scalars by construction."""
         try:
             self.columns = [str(c).upper() for c in data["columns"]]
-            rows = [row if type(row) is list else list(row) for row in data["rows"]]
+            rows = list(data["rows"])
+            if set(map(type, rows)) != {list}:  # a tuple from a reader, or a damaged recording
+                rows = [row if type(row) is list else list(row) for row in rows]
         except (KeyError, TypeError) as error:
             raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
