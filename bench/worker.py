@@ -64,16 +64,12 @@ class Session:
     def __init__(self, document: dict, queries: list[oracle.Query]):
         self.answers = {}
         for combined in oracle.read_groups(queries, inventory=True):
-            width = 1 + max(max(at, default=0) for at in combined.positions)
             rows = []
-            for query, positions in zip(combined.queries, combined.positions):
+            for query, layout in zip(combined.queries, combined.layouts):
                 recorded = document["results"][query.name]
                 for row in recorded["rows"]:
-                    values = dict(zip(recorded["columns"], row))
-                    answer: list[object] = [query.name, *[None] * (width - 1)]
-                    for column, at in zip(query.columns, positions):
-                        answer[at] = fetched(column, values[column])
-                    rows.append(tuple(answer))
+                    values = dict(zip(recorded["columns"], row), Q=query.name)
+                    rows.append(tuple(fetched(column, values.get(column)) for column in layout))
             self.answers[combined.sql] = rows
 
     def cursor(self) -> Session:

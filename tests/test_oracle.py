@@ -185,6 +185,16 @@ def driver_answer(sql, by_name):
     return names, rows
 
 
+def query_rows(data, columns):
+    """A read query's rows as lists of the values of `columns`, read by name as the parsers read
+    them (the live reader's rows are the combined statement's), the clock in seconds."""
+    at = [data["columns"].index(c) for c in columns]
+    return [
+        [oracle.clock_seconds(row[i]) if c == "DB_TIME" else row[i] for c, i in zip(columns, at)]
+        for row in data["rows"]
+    ]
+
+
 def v_process_rows(stats):
     """V$PROCESS's rows (what a mounted database is asked for apart: queries.build_queries) of the
     processes a recording's V$DNFS_STATS rows name, as the open statement joined them (PID = PNUM),
@@ -1128,9 +1138,9 @@ def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
     everything = database.read(inventory=True)
     assert len(executed) - before == 2
     assert {"dnfs_servers", "dnfs_files", "iostat_file", "filer_files"} <= set(everything["results"])
-    # The rows come back exactly as recorded (numbers as numbers, every digit kept).
+    # The rows come back exactly as recorded (numbers as numbers, every digit kept), read by name.
     for name, data in everything["results"].items():
-        assert data["rows"] == document["results"][name]["rows"], name
+        assert query_rows(data, document["results"][name]["columns"]) == document["results"][name]["rows"], name
 
 
 def test_the_inventory_is_read_every_inventory_interval_and_the_counters_every_sample():
@@ -1348,12 +1358,17 @@ def test_split_gives_each_query_the_values_the_driver_returned_in_its_columns():
     # UNION ALL names no order of its branches' rows: one query's rows before and after the other's.
     rows = [rows[1], rows[3], rows[0], rows[4], rows[2]]
     result = oracle.split(combined, rows)
-    assert result["dnfs_stats"] == {
-        "columns": list(stats.columns),
-        "rows": [recorded["dnfs_stats"]["rows"][i] for i in (1, 0, 2)],
-    }
-    assert result["system_event"]["rows"] == recorded["system_event"]["rows"]
-    assert result["dnfs_stats"]["rows"][1][3] == 2**63 + 5 and type(result["dnfs_stats"]["rows"][0][3]) is float
+
+    def read(name):  # each row's values of the query's columns, by name, with the clock in seconds
+        columns, wanted = result[name]["columns"], recorded[name]["columns"]
+        picked = [[row[columns.index(c)] for c in wanted] for row in result[name]["rows"]]
+        return [[oracle.clock_seconds(v) if c == "DB_TIME" else v for c, v in zip(wanted, row)] for row in picked]
+
+    assert read("dnfs_stats") == [recorded["dnfs_stats"]["rows"][i] for i in (1, 0, 2)]
+    assert read("system_event") == recorded["system_event"]["rows"]
+    assert read("dnfs_stats")[1][3] == 2**63 + 5 and type(read("dnfs_stats")[0][3]) is float
+    # Each query's columns name every position of the statement's rows (its name, the slots it does not use).
+    assert result["system_event"]["columns"][0] == "Q" and len(set(result["system_event"]["columns"])) == len(rows[0])
 
 
 @pytest.mark.parametrize("release", sorted(oracle_facts.VERSION_STRINGS))

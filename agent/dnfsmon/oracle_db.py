@@ -41,7 +41,7 @@ from .config import THIN_MODE_TOO_OLD, OracleSettings, read_secret
 from .errors import EnvironmentProblem
 from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, columns, grant_name, release_of_version
 from .sources.base import Raw, host_clock
-from .sources.oracle import RESULTS, Query, build_queries, combine, read_groups, split
+from .sources.oracle import RESULTS, Query, build_queries, clock_seconds, combine, read_groups, split
 
 log = logging.getLogger(__name__)
 
@@ -641,7 +641,8 @@ def to_raw(document: dict, clock: float) -> Raw:
         if "DB_TIME" in data["columns"]
         for row in data["rows"][:1]
     ]
-    t = float(times[0]) if times else clock
+    seconds = clock_seconds(times[0]) if times else None
+    t = clock if seconds is None else seconds
     return Raw({}, t, t, documents={RESULTS: document})
 
 

@@ -24,8 +24,9 @@ Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case fo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter, sub
+from operator import and_, eq, itemgetter, not_, sub
 from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union, cast
 
@@ -602,20 +603,20 @@ def diff_members(previous: Optional[Sample], current: Members, result: DiffResul
         moved = list(range(count))
         before_places = moved
     else:
-        # Each member's place before, where the same id was there with the same holder and tags
-        # (ids are unique within a sample: so is each (id, holder, tags)); looked up in C.
-        same_before = zip(previous.member_ids, previous.member_identities, previous.member_tags)
-        place_of = dict(zip(same_before, range(len(previous.member_ids))))
-        places = list(map(place_of.get, zip(ids, identities, tags)))
-        moved = [i for i, j in enumerate(places) if j is not None]
-        before_places = [j for j in places if j is not None]
+        # Each member's place before by its id (-1: none), and whether the member there had the
+        # same holder and tags; looked up and compared a column at a time, in C (the place -1
+        # finds the NOT_A_MEMBER added at the end, which equals nothing).
+        where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
+        places = list(map(where.get, ids, itertools.repeat(-1)))
+        held, tagged = (*previous.member_identities, NOT_A_MEMBER), (*previous.member_tags, NOT_A_MEMBER)
+        same_tags = list(map(eq, map(tagged.__getitem__, places), tags))
+        same = list(map(and_, map(eq, map(held.__getitem__, places), identities), same_tags))
+        moved = list(itertools.compress(range(count), same))
+        before_places = list(itertools.compress(places, same))
         if len(moved) < count:
-            where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
-            tagged = previous.member_tags
-            for i in (i for i, j in enumerate(places) if j is None):
+            for i in itertools.compress(range(count), map(not_, same)):
                 # Another key, or the same key held by another process: `diff` says which.
-                j = where.get(ids[i])
-                slow.append((i, j if j is not None and tagged[j] == tags[i] else None))
+                slow.append((i, places[i] if same_tags[i] else None))
     deltas, doubtful = _column_deltas(previous, current, moved, before_places) if moved else ({}, set())
     if doubtful:
         kept = [(i, j) for i, j in zip(moved, before_places) if i not in doubtful]
@@ -625,6 +626,10 @@ def diff_members(previous: Optional[Sample], current: Members, result: DiffResul
     result.tables.append(MembersInterval(previous, current, dt, moved, deltas))
     for i, j in sorted(slow):
         _add(result, diff(None if j is None else previous.member(j), current.member(i)))
+
+
+# What stands at the place -1 of diff_members' columns from before: equal to nothing but itself.
+NOT_A_MEMBER = object()
 
 
 def _add(result: DiffResult, outcome: Union[Interval, Skip]) -> None:

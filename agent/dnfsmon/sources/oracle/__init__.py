@@ -5,7 +5,7 @@ The package, one module per job, in the order a sample goes through them:
 
     names     the measurements and the counters read (the lists: dnfsmon.oracle_facts)
     queries   the SQL texts, built from the columns the connected release has
-    wire      several queries as one statement, and its text rows back as values
+    wire      several queries as one statement, and its rows back as each query's
     rows      the results document and its rows, as every parser reads them
     parsers   each query's rows as samples; the inventory's cadence
     publish   samples diffed into points (I/O summed per instance, top processes)
@@ -28,8 +28,12 @@ path), and a capture stores its JSON text as "oracle/results.json":
      "warning": null | "ORA-28002: the password will expire within 7 days (...)"}
 
 DB_TIME (every query reads SYS_EXTRACT_UTC(SYSTIMESTAMP) in the same round
-trip as its counters) is seconds since the Unix epoch; STARTUP_TIME is an
-ISO 8601 string.
+trip as its counters) is seconds since the Unix epoch, or in the live
+reader's documents its text "YYYY-MM-DDTHH:MM:SS.ffffff" (UTC; rows.clock_seconds
+reads both); STARTUP_TIME is an ISO 8601 string. The live reader's rows are
+the combined statement's (wire.split): "columns" names every position, and
+the statement's own columns (Q, N1, T1, ...) that are not the query's hold
+its name or NULL.
 
 How the traps are handled:
 - V$DNFS_STATS counts per process: each process (INST_ID, PNUM) is diffed
@@ -79,7 +83,7 @@ from .parsers import (
 )
 from .publish import DEFAULT_TOP_PROCESSES, aggregate
 from .queries import SCOPES, Query, build_queries
-from .rows import failure, load
+from .rows import clock_seconds, failure, load
 from .wire import DB_TIME_FORMAT, Combined, combine, read_groups, split
 
 if TYPE_CHECKING:
@@ -110,6 +114,7 @@ __all__ = [
     "build",
     "build_queries",
     "build_target",
+    "clock_seconds",
     "combine",
     "failure",
     "inventory_due",

@@ -94,7 +94,7 @@ def _io(context: Context) -> list[Sample]:
         return []
     _, t, started = timed
     # The rows of each instance, in the order read, with the instance's identity.
-    placed_rows: dict[rates.Key, tuple[tuple[str, ...], list[list]]] = {}
+    placed_rows: dict[rates.Key, tuple[tuple[str, ...], list[Sequence]]] = {}
     place = context.place(result)
     for run in _runs_of_one_instance(result):
         placed = place(run[0])
@@ -123,7 +123,7 @@ def _io(context: Context) -> list[Sample]:
     ]
 
 
-def _runs_of_one_instance(result: Results) -> Iterable[list[list]]:
+def _runs_of_one_instance(result: Results) -> Iterable[list[Sequence]]:
     """The rows in runs that Context.place places alike: the same INST_ID and CLOCK_INSTANCE, each
     of one type (place tells 1 from True). A GV$ view returns an instance's rows together, so there
     are about as many runs as instances, and each is placed once rather than row by row."""
@@ -136,7 +136,7 @@ def _runs_of_one_instance(result: Results) -> Iterable[list[list]]:
             yield run
 
 
-def _first_row_of_each_pnum(rows: list[list], pnum_at: int, tags: rates.Key, problems: list[ParseError]) -> list[list]:
+def _first_row_of_each_pnum(rows: list[Sequence], pnum_at: int, tags: rates.Key, problems: list[ParseError]) -> list[Sequence]:
     """An instance's rows with a PNUM read twice left out after the first, and said.
 
     A process is a member of its instance's sample by its PNUM (rates.Members: unique within the
@@ -194,7 +194,7 @@ def _process_table(
     processes: Optional[Mapping[tuple[object, object], tuple[object, ...]]],
     tags: rates.Key,
     identity: tuple[str, ...],
-    rows: list[list],
+    rows: list[Sequence],
     t: float,
     started: Optional[float],
 ) -> rates.Members:

@@ -13,16 +13,20 @@ from ...rates import Sample
 from ..base import ParseError, Raw
 from .names import CHANNEL_COUNTS, RESULTS, STATUS_MEASUREMENT
 from .queries import CLOCK_COLUMNS, PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS
+from .wire import time_of
 
 # --- parsing result rows ---
 
 
 class Results:
-    """The rows of one query, each a list of values in the order of `columns` (upper case).
+    """The rows of one query, each a list (or the reader's tuple) of values in the order of
+    `columns` (upper case).
 
-    Rows stay lists, read by column index (`index`): a sample at 4 instances x
-    2000 processes has some 40 000 rows, and a dict of every column per row
-    cost more than all the rest of the parse (bench/README.md).
+    Rows stay as they came, read by column index (`index`): a sample at 4
+    instances x 2000 processes has some 16 000 rows, and a dict of every
+    column per row cost more than all the rest of the parse (bench/README.md).
+    The reader's rows are the combined statement's, so a row may hold
+    columns of the statement that are not the query's (wire.split): never read.
     """
 
     def __init__(self, name: str, data: Mapping, problems: list[ParseError], recorded: bool = True):
@@ -31,8 +35,8 @@ class Results:
         try:
             self.columns = [str(c).upper() for c in data["columns"]]
             rows = list(data["rows"])
-            if set(map(type, rows)) != {list}:  # a tuple from a reader, or a damaged recording
-                rows = [row if type(row) is list else list(row) for row in rows]
+            if not set(map(type, rows)) <= {list, tuple}:  # a damaged recording
+                rows = [row if type(row) in (list, tuple) else list(row) for row in rows]
         except (KeyError, TypeError) as error:
             raise ParseError(RESULTS, f'results of {name} need "columns" and "rows": {error}') from None
         self.name = name
@@ -44,7 +48,7 @@ class Results:
         self.agent_clock = float(clock) if clock is not None and _finite(clock) else None
         width = len(self.columns)
         if not recorded and set(map(len, rows)) <= {width}:
-            self.rows: list[list] = rows
+            self.rows: list[Sequence] = rows
             return
         self.rows = []
         for number, row in enumerate(rows, start=1):
@@ -66,10 +70,22 @@ class Results:
         if position is None:
             return None
         for row in self.rows:
-            value = row[position]
-            if _finite(value):
-                return float(value)
+            seconds = clock_seconds(row[position])
+            if seconds is not None:
+                return seconds
         return None
+
+
+def clock_seconds(value: object) -> Optional[float]:
+    """A DB_TIME value as seconds since the epoch: the live reader's TO_CHAR text (wire.Combined),
+    or a number (the simulator's documents, and captures made before the reader kept the text);
+    None for anything else."""
+    if isinstance(value, str):
+        try:
+            return time_of(value)
+        except ValueError:
+            return None
+    return float(cast(float, value)) if _finite(value) else None
 
 
 # The JSON values that are not scalars (what json.loads makes of arrays and objects).
@@ -206,7 +222,7 @@ def failure(samples: list[Sample]) -> Optional[str]:
 
 Located = tuple[float, dict, rates.Key, tuple[str, ...], Optional[float]]
 # The same with the row as its list of values (read through Results.index).
-LocatedRow = tuple[float, list, rates.Key, tuple[str, ...], Optional[float]]
+LocatedRow = tuple[float, Sequence, rates.Key, tuple[str, ...], Optional[float]]
 
 
 @dataclass

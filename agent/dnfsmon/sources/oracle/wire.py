@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .queries import Query
@@ -77,19 +77,23 @@ class Combined:
     name: str
     sql: str
     queries: tuple[Query, ...]
-    # Each query's columns' positions in the statement's rows, in the order of Query.columns.
-    positions: tuple[tuple[int, ...], ...]
+    # Each query's name for every position of the statement's rows: its column there, or the
+    # statement's own column name (Q, N1, T1, ...) where it has none.
+    layouts: tuple[tuple[str, ...], ...]
 
 
 def combine(name: str, queries: Sequence[Query]) -> Combined:
     numbers_width = max(sum(not is_text(c) for c in q.columns) for q in queries)
     texts_width = max(sum(is_text(c) for c in q.columns) for q in queries)
+    # The statement's columns: the query's name, then the number slots, then the text slots.
+    statement_columns = ["Q", *(f"N{n}" for n in range(1, numbers_width + 1))]
+    statement_columns += [f"T{n}" for n in range(1, texts_width + 1)]
     branches = []
-    positions = []
+    layouts = []
     for query in queries:
         numbers: list[str] = []
         texts: list[str] = []
-        at = []
+        layout = list(statement_columns)
         for column in query.columns:
             if column in ORACLE_FORMATS:
                 texts.append(f"TO_CHAR(r.{column.lower()}, '{ORACLE_FORMATS[column]}')")
@@ -97,8 +101,7 @@ def combine(name: str, queries: Sequence[Query]) -> Combined:
                 texts.append(f"TO_CHAR(r.{column.lower()})")
             else:
                 numbers.append(f"CAST(r.{column.lower()} AS NUMBER)")
-            # Row position: the name first, then the number slots, then the text slots.
-            at.append(numbers_width + len(texts) if is_text(column) else len(numbers))
+            layout[numbers_width + len(texts) if is_text(column) else len(numbers)] = column
         numbers += ["CAST(NULL AS NUMBER)"] * (numbers_width - len(numbers))
         texts += ["NULL"] * (texts_width - len(texts))
         select = ", ".join(
@@ -106,54 +109,33 @@ def combine(name: str, queries: Sequence[Query]) -> Combined:
             + [f"{value} AS t{number}" for number, value in enumerate(texts, start=1)]
         )
         branches.append(f"SELECT '{query.name}' AS q, {select} FROM ({query.sql}) r")
-        positions.append(tuple(at))
-    return Combined(name, " UNION ALL ".join(branches), tuple(queries), tuple(positions))
+        layouts.append(tuple(layout))
+    return Combined(name, " UNION ALL ".join(branches), tuple(queries), tuple(layouts))
 
 
 def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
     """The long-format rows of a combined statement back as each query's {"columns", "rows"}.
 
-    The driver has made the numbers already (Combined): each row's values are
-    picked from their slots in one C call, each query's rows taken a run at a
-    time (UNION ALL returns a branch's rows together; a query's rows in several
-    runs are gathered all the same), and only the clock's text is converted,
-    once per distinct text.
+    The driver has made the numbers already (Combined), so each query's rows
+    are the statement's rows as the driver returned them, none copied: its
+    "columns" name each position (Combined.layouts), the parsers read them by
+    name, and the statement's own columns in between are never read. Each
+    query's rows are taken a run at a time (UNION ALL returns a branch's rows
+    together; rows of a query in several runs are gathered all the same). The
+    clock stays its TO_CHAR text (rows.clock_seconds reads it).
     """
-    pickers = {q.name: _picker(at) for q, at in zip(combined.queries, combined.positions)}
-    found: dict[str, list[list[object]]] = {q.name: [] for q in combined.queries}
+    found: dict[str, list[Sequence[object]]] = {q.name: [] for q in combined.queries}
     for name, run in itertools.groupby(rows, key=operator.itemgetter(0)):
-        query_name = str(name).strip()
-        found[query_name].extend(map(list, map(pickers[query_name], run)))
-    results: dict[str, dict] = {}
-    for query in combined.queries:
-        values = found[query.name]
-        if "DB_TIME" in query.columns and values:
-            _times_as_epoch(values, query.columns.index("DB_TIME"))
-        results[query.name] = {"columns": list(query.columns), "rows": values}
-    return results
+        found[str(name).strip()].extend(run)
+    return {
+        query.name: {"columns": list(layout), "rows": found[query.name]}
+        for query, layout in zip(combined.queries, combined.layouts)
+    }
 
 
-def _picker(positions: Sequence[int]) -> Callable[[Sequence[object]], tuple]:
-    """row -> the values at `positions`, as a tuple (itemgetter gives a bare value for one position)."""
-    if len(positions) == 1:
-        only = positions[0]
-        return lambda row: (row[only],)
-    return operator.itemgetter(*positions)
-
-
-def _times_as_epoch(rows: list[list[object]], position: int) -> None:
-    """The DB_TIME text of each row (TO_CHAR, Combined) as seconds since the epoch, in place; one
-    strptime per distinct text (one SYSTIMESTAMP per statement: one text on every row)."""
-    converted = {text: time_of(text) for text in {row[position] for row in rows}}
-    for row in rows:
-        row[position] = converted[row[position]]
-
-
-def time_of(text: object) -> object:
-    """A DB_TIME text (UTC, DB_TIME_FORMAT) as seconds since the epoch; None stays None."""
-    if text is None:
-        return None
-    moment = datetime.datetime.strptime(str(text).strip(), DB_TIME_FORMAT)
+def time_of(text: str) -> float:
+    """A DB_TIME text (UTC, DB_TIME_FORMAT) as seconds since the epoch; ValueError for other text."""
+    moment = datetime.datetime.strptime(text.strip(), DB_TIME_FORMAT)
     return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
