@@ -13,7 +13,7 @@ from ...rates import Sample
 from ..base import ParseError, Raw
 from .names import CHANNEL_COUNTS, RESULTS, STATUS_MEASUREMENT
 from .queries import CLOCK_COLUMNS, PATH_COUNT_COLUMN, PROCESS_CHANNEL_COLUMNS
-from .wire import time_of
+from .wire import is_statement_column, time_of
 
 # --- parsing result rows ---
 
@@ -42,6 +42,9 @@ class Results:
         self.name = name
         # Column name -> its position in a row (the last one of a name given twice).
         self.index = {column: position for position, column in enumerate(self.columns)}
+        # The query's own columns (all but a combined statement's own: wire.split), for as_dict.
+        self.own_columns = [column for column in self.columns if not is_statement_column(column)]
+        self._own_values = _columns(self, self.own_columns)[1]
         # The agent's CLOCK_BOOTTIME in the middle of this query's round trip,
         # when the reader recorded it (oracle_db does; older captures do not).
         clock = data.get("agent_clock")
@@ -62,7 +65,11 @@ class Results:
 
     def dicts(self) -> list[dict]:
         """The rows as dicts by column name (for the queries of a few rows)."""
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return list(map(self.as_dict, self.rows))
+
+    def as_dict(self, row: Sequence) -> dict:
+        """A row as a dict of the query's own columns by name."""
+        return dict(zip(self.own_columns, self._own_values(row)))
 
     def time(self) -> Optional[float]:
         """The database clock of this query (seconds since the epoch), None without rows."""
@@ -240,9 +247,8 @@ class Context:
 
     def located(self, name: str) -> Iterator[Located]:
         """located_rows() with each row as a dict by column name: for the queries of a few rows."""
-        columns = self.results[name].columns if name in self.results else []
         for t, row, tags, identity, started in self.located_rows(name):
-            yield t, dict(zip(columns, row)), tags, identity, started
+            yield t, self.results[name].as_dict(row), tags, identity, started
 
     def located_rows(self, name: str) -> Iterator[LocatedRow]:
         """(time, row, tags, identity, started) of each row of a query whose instance is known.

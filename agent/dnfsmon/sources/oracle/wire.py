@@ -113,6 +113,11 @@ def combine(name: str, queries: Sequence[Query]) -> Combined:
     return Combined(name, " UNION ALL ".join(branches), tuple(queries), tuple(layouts))
 
 
+def is_statement_column(name: str) -> bool:
+    """True for a combined statement's own column (Q, N1, T1, ...), never a query's (split)."""
+    return name == "Q" or (name[:1] in ("N", "T") and name[1:].isdigit())
+
+
 def split(combined: Combined, rows: Sequence[Sequence[object]]) -> dict[str, dict]:
     """The long-format rows of a combined statement back as each query's {"columns", "rows"}.
 
