@@ -54,12 +54,7 @@ PACK_EXTRA_COLUMNS: dict[str, list[oracle_facts.Column]] = {
 
 
 def _in_release(facts: list[oracle_facts.Column], release: str) -> list[str]:
-    at = oracle_facts.release_tuple(release)
-    return [
-        name
-        for name, first, last in facts
-        if oracle_facts.release_tuple(first) <= at and (last is None or at <= oracle_facts.release_tuple(last))
-    ]
+    return [name for name, first, last in facts if oracle_facts.in_release(first, last, release)]
 
 
 def view_columns(view: str, release: str) -> list[str]:

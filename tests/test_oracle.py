@@ -1371,23 +1371,86 @@ def test_split_gives_each_query_the_values_the_driver_returned_in_its_columns():
     assert result["system_event"]["columns"][0] == "Q" and len(set(result["system_event"]["columns"])) == len(rows[0])
 
 
-@pytest.mark.parametrize("release", sorted(oracle_facts.VERSION_STRINGS))
-def test_the_combined_statements_send_every_number_as_a_number_not_as_text(release):
-    """A column that is not text (wire.TEXT_COLUMNS, the two times) travels as an unconstrained
-    NUMBER, which the driver turns into an int in its compiled decoder: none as TO_CHAR text that
-    the agent would then convert value by value (some 240 000 a sample at 4 instances x 2000
-    processes, which cost more than the whole parse: bench/RESULTS.md)."""
+# Result columns the agent's own SQL computes (sources/oracle/queries.py), not read from a view,
+# with the datatype of the expression (SQL Language Reference, "Functions": COUNT and SUM of NUMBERs
+# return NUMBER, TO_NUMBER a NUMBER, SYSTIMESTAMP a TIMESTAMP WITH TIME ZONE that SYS_EXTRACT_UTC
+# makes a TIMESTAMP).
+AGENT_EXPRESSIONS = {
+    "DB_TIME": "TIMESTAMP",  # SYS_EXTRACT_UTC(SYSTIMESTAMP)
+    "CLOCK_INSTANCE": "NUMBER",  # TO_NUMBER(SYS_CONTEXT('USERENV', 'INSTANCE'))
+    "INST_ID": "NUMBER",  # scope "instance" reading a V$ view: the same TO_NUMBER (a GV$ view has its own)
+    "NFS_OTHER_OPS": "NUMBER",  # a sum of V$DNFS_STATS NUMBER columns
+    "PROCESS_SENDS": "NUMBER",  # SUM(sends) OVER (...)
+    "PROCESS_CHANNELS": "NUMBER",  # COUNT(*) OVER (...)
+    "CHANNELS": "NUMBER",  # COUNT(*) OVER (...)
+    "FILES": "NUMBER",  # COUNT(*)
+    "BYTES": "NUMBER",  # SUM(filesize)
+}
+
+
+def source_datatype(query, column, release):
+    """The datatype of a query's result column: the Reference's, in the views the query reads, or
+    that of the agent's own expression when no view it reads has the column."""
+    found = {
+        oracle_facts.datatype(view, column, release)
+        for view in query.views
+        if column in oracle_facts.columns(view, release)
+    }
+    assert len(found) <= 1, (release, query.name, column, found)  # one name, one datatype in a query's views
+    if found:
+        return found.pop()
+    assert column in AGENT_EXPRESSIONS, (release, query.name, column)  # from no view read, nor computed
+    assert re.search(rf"\bAS {column.lower()}\b", query.sql), (release, query.name, column)
+    return AGENT_EXPRESSIONS[column]
+
+
+@pytest.mark.parametrize("release", list(oracle_facts.RELEASES))
+def test_the_combined_statements_send_each_column_as_the_reference_types_it(release):
+    """Each column travels as its datatype in the Oracle Database Reference for the release
+    (oracle_facts.NOT_NUMBER), in the views its query reads: a NUMBER as an unconstrained NUMBER,
+    which the driver turns into an int in its compiled decoder (none as TO_CHAR text the agent would
+    then convert value by value: some 240 000 a sample at 4 instances x 2000 processes, which cost
+    more than the whole parse: bench/RESULTS.md); any other type through TO_CHAR, a DATE or a
+    TIMESTAMP with its format (wire.ORACLE_FORMATS). Which columns are text is decided by name
+    (wire.TEXT_COLUMNS): a text column cast to NUMBER would fail every combined statement with
+    ORA-01722, or pass unnoticed while its values are digits (V$IOSTAT_FILE.FILETYPE_ID is a
+    VARCHAR2 in 11.2 and a NUMBER from 12.1 on)."""
     for scope, mounted in itertools.product(oracle.SCOPES, (False, True)):
         queries = oracle.build_queries(facts_available(release), scope, mounted)
         for combined in [*oracle.read_groups(queries, inventory=True), *(oracle.combine(q.name, [q]) for q in queries)]:
             for branch in re.split(r" UNION ALL (?=SELECT ')", combined.sql):
                 query = next(q for q in combined.queries if branch.startswith(f"SELECT '{q.name}' AS q,"))
                 for column in query.columns:
-                    lower = column.lower()
-                    if column in ("DB_TIME", "STARTUP_TIME") or column in oracle.wire.TEXT_COLUMNS:
-                        assert f"TO_CHAR(r.{lower}" in branch, (release, column)
+                    lower, kind = column.lower(), source_datatype(query, column, release)
+                    where = (release, scope, mounted, query.name, column, kind)
+                    if kind == "NUMBER":
+                        assert f"CAST(r.{lower} AS NUMBER) AS n" in branch and f"TO_CHAR(r.{lower}" not in branch, where
+                    elif kind in ("DATE", "TIMESTAMP"):
+                        assert f"TO_CHAR(r.{lower}, '{oracle.wire.ORACLE_FORMATS[column]}')" in branch, where
                     else:
-                        assert f"CAST(r.{lower} AS NUMBER) AS n" in branch and f"TO_CHAR(r.{lower})" not in branch
+                        assert f"TO_CHAR(r.{lower})" in branch and f"CAST(r.{lower} " not in branch, where
+
+
+def test_the_datatype_facts_name_columns_of_the_views_the_agent_reads():
+    """Every column the datatype facts list exists in the releases they give, for every view the
+    agent reads, and every name wire.TEXT_COLUMNS sends as text is text in one of them (none left
+    over). V$IOSTAT_FILE.FILETYPE_ID changed type: VARCHAR2(25) in the 11.2 Reference, NUMBER in 12.1's."""
+    assert set(oracle_facts.NOT_NUMBER) == {oracle_facts.base_view(v) for v in oracle_facts.VIEWS_READ}
+    text = set()
+    for view, facts in oracle_facts.NOT_NUMBER.items():
+        for column, kind, first, last in facts:
+            assert kind != "NUMBER" and column in {c for c, *_ in oracle_facts.VIEWS[view]}, (view, column)
+            for release in oracle_facts.RELEASES:
+                if oracle_facts.in_release(first, last, release):
+                    assert column in oracle_facts.columns(view, release), (view, column, release)
+                    text.add(column)
+    assert set(oracle.wire.TEXT_COLUMNS) <= text
+    assert oracle_facts.datatype("GV$IOSTAT_FILE", "FILETYPE_ID", "11.2.0.4") == "VARCHAR2"
+    later = list(oracle_facts.RELEASES)[1:]
+    assert {oracle_facts.datatype("V$IOSTAT_FILE", "FILETYPE_ID", r) for r in later} == {"NUMBER"}
+    assert oracle_facts.datatype("GV$IOSTAT_FILE", "INST_ID", "19c") == "NUMBER"
+    with pytest.raises(KeyError):
+        oracle_facts.datatype("V$DNFS_SERVERS", "NFSVERSION", "11.2.0.4")  # not in 11.2
 
 
 def io_samples(document):

@@ -339,6 +339,95 @@ VIEWS: dict[str, list[Column]] = {
 }
 
 
+# The datatype of each column the agent reads, as the Oracle Database Reference gives it (each
+# view's "Datatype" column in "Dynamic Performance Views", 11.2 to 23ai): every column of the
+# views below is a NUMBER except those listed here, with the type's name only (VARCHAR2(255) ->
+# VARCHAR2: the name is what decides how a statement may send the value), in the releases that
+# give it that type: (column, datatype, first release, last release or None). The agent sends a
+# NUMBER as a NUMBER and anything else as text (sources.oracle.wire); a test holds every
+# statement, for every release, to these facts. A GV$ view's INST_ID is a NUMBER.
+Datatype = tuple[str, str, str, Optional[str]]
+
+NOT_NUMBER: dict[str, list[Datatype]] = {
+    # V$DNFS_STATS: every column a NUMBER (Reference, V$DNFS_STATS).
+    "V$DNFS_STATS": [],
+    # Reference, V$DNFS_CHANNELS: SVRNAME, PATH, LOCAL VARCHAR2(255); the counts, RDMA and the
+    # FMR sizes are NUMBERs.
+    "V$DNFS_CHANNELS": [
+        ("SVRNAME", "VARCHAR2", "11.2.0.4", None),
+        ("PATH", "VARCHAR2", "11.2.0.4", None),
+        ("LOCAL", "VARCHAR2", "11.2.0.4", None),
+    ],
+    # Reference, V$DNFS_SERVERS: SVRNAME VARCHAR2(255), DIRNAME VARCHAR2(1024), NFSVERSION
+    # VARCHAR2(8), RDMAENABLE VARCHAR2(16) ("YES" or "NO"), SECURITY VARCHAR2(32).
+    "V$DNFS_SERVERS": [
+        ("SVRNAME", "VARCHAR2", "11.2.0.4", None),
+        ("DIRNAME", "VARCHAR2", "11.2.0.4", None),
+        ("NFSVERSION", "VARCHAR2", "12.1.0.1", None),
+        ("RDMAENABLE", "VARCHAR2", "12.1.0.2", None),
+        ("SECURITY", "VARCHAR2", "12.2", None),
+    ],
+    # Reference, V$DNFS_FILES: FILENAME VARCHAR2(513).
+    "V$DNFS_FILES": [("FILENAME", "VARCHAR2", "11.2.0.4", None)],
+    # Reference, V$SYSTEM_EVENT: EVENT and WAIT_CLASS VARCHAR2(64).
+    "V$SYSTEM_EVENT": [("EVENT", "VARCHAR2", "11.2.0.4", None), ("WAIT_CLASS", "VARCHAR2", "11.2.0.4", None)],
+    # Reference, V$EVENT_HISTOGRAM and V$EVENT_HISTOGRAM_MICRO: EVENT VARCHAR2(64),
+    # WAIT_TIME_FORMAT VARCHAR2(30); LAST_UPDATE_TIME is text too (VARCHAR2(64)), not a DATE.
+    "V$EVENT_HISTOGRAM": [("EVENT", "VARCHAR2", "11.2.0.4", None), ("LAST_UPDATE_TIME", "VARCHAR2", "11.2.0.4", None)],
+    "V$EVENT_HISTOGRAM_MICRO": [
+        ("EVENT", "VARCHAR2", "12.1.0.2", None),
+        ("WAIT_TIME_FORMAT", "VARCHAR2", "12.1.0.2", None),
+        ("LAST_UPDATE_TIME", "VARCHAR2", "12.1.0.2", None),
+    ],
+    # Reference, V$IOSTAT_FILE: FILETYPE_ID is VARCHAR2(25) in the 11.2 Reference and a NUMBER
+    # from 12.1 on (a column that changed type: read it by name only with that in mind);
+    # FILETYPE_NAME VARCHAR2(28), ASYNCH_IO VARCHAR2(9), ACCESS_METHOD VARCHAR2(11).
+    "V$IOSTAT_FILE": [
+        ("FILETYPE_ID", "VARCHAR2", "11.2.0.4", "11.2.0.4"),
+        ("FILETYPE_NAME", "VARCHAR2", "11.2.0.4", None),
+        ("ASYNCH_IO", "VARCHAR2", "11.2.0.4", None),
+        ("ACCESS_METHOD", "VARCHAR2", "11.2.0.4", None),
+    ],
+    # Reference, V$IOSTAT_FUNCTION: FUNCTION_NAME VARCHAR2(18).
+    "V$IOSTAT_FUNCTION": [("FUNCTION_NAME", "VARCHAR2", "11.2.0.4", None)],
+    # Reference, V$DATAFILE and V$TEMPFILE: NAME VARCHAR2(513).
+    "V$DATAFILE": [("NAME", "VARCHAR2", "11.2.0.4", None)],
+    "V$TEMPFILE": [("NAME", "VARCHAR2", "11.2.0.4", None)],
+    # Reference, V$INSTANCE: INSTANCE_NAME VARCHAR2(16), HOST_NAME VARCHAR2(64), VERSION and
+    # VERSION_FULL VARCHAR2(17), STARTUP_TIME DATE, STATUS VARCHAR2(12), DATABASE_STATUS
+    # VARCHAR2(17), INSTANCE_ROLE VARCHAR2(18).
+    "V$INSTANCE": [
+        ("INSTANCE_NAME", "VARCHAR2", "11.2.0.4", None),
+        ("HOST_NAME", "VARCHAR2", "11.2.0.4", None),
+        ("VERSION", "VARCHAR2", "11.2.0.4", None),
+        ("VERSION_FULL", "VARCHAR2", "18c", None),
+        ("STARTUP_TIME", "DATE", "11.2.0.4", None),
+        ("STATUS", "VARCHAR2", "11.2.0.4", None),
+        ("DATABASE_STATUS", "VARCHAR2", "11.2.0.4", None),
+        ("INSTANCE_ROLE", "VARCHAR2", "11.2.0.4", None),
+    ],
+    # Reference, V$PROCESS: ADDR RAW(4 | 8), SPID VARCHAR2(24), PNAME VARCHAR2(5), USERNAME
+    # VARCHAR2(15), PROGRAM VARCHAR2(48), BACKGROUND VARCHAR2(1); PID and SERIAL# are NUMBERs.
+    "V$PROCESS": [
+        ("ADDR", "RAW", "11.2.0.4", None),
+        ("SPID", "VARCHAR2", "11.2.0.4", None),
+        ("PNAME", "VARCHAR2", "11.2.0.4", None),
+        ("USERNAME", "VARCHAR2", "11.2.0.4", None),
+        ("PROGRAM", "VARCHAR2", "11.2.0.4", None),
+        ("BACKGROUND", "VARCHAR2", "11.2.0.4", None),
+    ],
+    # Reference, V$DATABASE: NAME VARCHAR2(9), DB_UNIQUE_NAME VARCHAR2(30), DATABASE_ROLE
+    # VARCHAR2(16), OPEN_MODE VARCHAR2(20), CDB VARCHAR2(3) ("YES" or "NO").
+    "V$DATABASE": [
+        ("NAME", "VARCHAR2", "11.2.0.4", None),
+        ("DB_UNIQUE_NAME", "VARCHAR2", "11.2.0.4", None),
+        ("DATABASE_ROLE", "VARCHAR2", "11.2.0.4", None),
+        ("OPEN_MODE", "VARCHAR2", "11.2.0.4", None),
+        ("CDB", "VARCHAR2", "12.1.0.1", None),
+    ],
+}
+
+
 def grant_name(view: str) -> str:
     """The object a GRANT names for a V$/GV$ view: GV$DNFS_STATS -> SYS.GV_$DNFS_STATS."""
     return "SYS." + view.replace("$", "_$", 1)
@@ -368,15 +457,27 @@ def base_view(view: str) -> str:
     return view[1:] if view.startswith("GV$") else view
 
 
+def in_release(first: str, last: Optional[str], release: str) -> bool:
+    """True when `release` is between `first` and `last` (None: every later release), inclusive."""
+    at = release_tuple(release)
+    return release_tuple(first) <= at and (last is None or at <= release_tuple(last))
+
+
 def columns(view: str, release: str) -> list[str]:
     """The columns a view has in a release, in the documented order; GV$ adds INST_ID first."""
-    facts = VIEWS[base_view(view)]
-    at = release_tuple(release)
-    found = [
-        name
-        for name, first, last in facts
-        if release_tuple(first) <= at and (last is None or at <= release_tuple(last))
-    ]
+    found = [name for name, first, last in VIEWS[base_view(view)] if in_release(first, last, release)]
     if not found:
         return []  # the view does not exist in this release
     return (["INST_ID", *found]) if view.upper().startswith("GV$") else found
+
+
+def datatype(view: str, column: str, release: str) -> str:
+    """A column's datatype in a release, by name (NUMBER, VARCHAR2, DATE, RAW: NOT_NUMBER)."""
+    if base_view(view) not in NOT_NUMBER:
+        raise KeyError(f"no datatypes are transcribed for {view}")
+    if column not in columns(view, release):
+        raise KeyError(f"{view} has no column {column} in Oracle {release}")
+    for name, kind, first, last in NOT_NUMBER[base_view(view)]:
+        if name == column and in_release(first, last, release):
+            return kind
+    return "NUMBER"
