@@ -1138,6 +1138,9 @@ def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
     everything = database.read(inventory=True)
     assert len(executed) - before == 2
     assert {"dnfs_servers", "dnfs_files", "iostat_file", "filer_files"} <= set(everything["results"])
+    # V$DATABASE's row as the document's "database": its columns, none of the statement's own.
+    recorded_database = document["results"]["database"]
+    assert everything["database"] == dict(zip(recorded_database["columns"], recorded_database["rows"][0]))
     # The rows come back exactly as recorded (numbers as numbers, every digit kept), read by name.
     for name, data in everything["results"].items():
         assert query_rows(data, document["results"][name]["columns"]) == document["results"][name]["rows"], name

@@ -42,6 +42,7 @@ from .errors import EnvironmentProblem
 from .oracle_facts import CLUSTER_VIEWS, VIEWS_READ, base_view, columns, grant_name, release_of_version
 from .sources.base import Raw, host_clock
 from .sources.oracle import RESULTS, Query, build_queries, clock_seconds, combine, read_groups, split
+from .sources.oracle.wire import is_statement_column
 
 log = logging.getLogger(__name__)
 
@@ -564,7 +565,9 @@ class Database:
             version = str(dict(zip(results["instances"]["columns"], instances[0])).get("VERSION", ""))
         database = {}
         if results.get("database", {}).get("rows"):
-            database = dict(zip(results["database"]["columns"], results["database"]["rows"][0]))
+            columns, row = results["database"]["columns"], results["database"]["rows"][0]
+            # The query's own columns: the statement's (Q, N1, T1, ...) are not V$DATABASE's.
+            database = {c: v for c, v in zip(columns, row) if not is_statement_column(c)}
         return {
             "kind": "live",
             "target": self.settings.target,
