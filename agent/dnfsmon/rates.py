@@ -24,9 +24,8 @@ Rules (each is a trap a peer tool fell into; tests/test_rates.py holds a case fo
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence
-from operator import and_, eq, itemgetter, not_, sub
+from operator import itemgetter, sub
 from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union, cast
 
@@ -603,20 +602,17 @@ def diff_members(previous: Optional[Sample], current: Members, result: DiffResul
         moved = list(range(count))
         before_places = moved
     else:
-        # Each member's place before by its id (-1: none), and whether the member there had the
-        # same holder and tags; looked up and compared a column at a time, in C (the place -1
-        # finds the NOT_A_MEMBER added at the end, which equals nothing).
         where = dict(zip(previous.member_ids, range(len(previous.member_ids))))
-        places = list(map(where.get, ids, itertools.repeat(-1)))
-        held, tagged = (*previous.member_identities, NOT_A_MEMBER), (*previous.member_tags, NOT_A_MEMBER)
-        same_tags = list(map(eq, map(tagged.__getitem__, places), tags))
-        same = list(map(and_, map(eq, map(held.__getitem__, places), identities), same_tags))
-        moved = list(itertools.compress(range(count), same))
-        before_places = list(itertools.compress(places, same))
-        if len(moved) < count:
-            for i in itertools.compress(range(count), map(not_, same)):
+        moved, before_places = [], []
+        held, tagged = previous.member_identities, previous.member_tags
+        for i, member in enumerate(ids):
+            j = where.get(member)
+            if j is not None and held[j] == identities[i] and tagged[j] == tags[i]:
+                moved.append(i)
+                before_places.append(j)
+            else:
                 # Another key, or the same key held by another process: `diff` says which.
-                slow.append((i, places[i] if same_tags[i] else None))
+                slow.append((i, j if j is not None and tagged[j] == tags[i] else None))
     deltas, doubtful = _column_deltas(previous, current, moved, before_places) if moved else ({}, set())
     if doubtful:
         kept = [(i, j) for i, j in zip(moved, before_places) if i not in doubtful]
@@ -626,10 +622,6 @@ def diff_members(previous: Optional[Sample], current: Members, result: DiffResul
     result.tables.append(MembersInterval(previous, current, dt, moved, deltas))
     for i, j in sorted(slow):
         _add(result, diff(None if j is None else previous.member(j), current.member(i)))
-
-
-# What stands at the place -1 of diff_members' columns from before: equal to nothing but itself.
-NOT_A_MEMBER = object()
 
 
 def _add(result: DiffResult, outcome: Union[Interval, Skip]) -> None:
@@ -655,15 +647,13 @@ def _column_deltas(
         if not now:
             deltas[name] = []
             continue
-        whole_now, whole_before = cast("Sequence[int]", now), cast("Sequence[int]", before)
-        try:
+        if None not in now and None not in before:
+            whole_now, whole_before = cast("Sequence[int]", now), cast("Sequence[int]", before)
             if min(whole_before) >= 0 and max(whole_now) < IMPLAUSIBLE_COUNTER:
                 increases = list(map(sub, whole_now, whole_before))
                 if min(increases) >= 0:  # so every value is at least 0 and below the bound
                     deltas[name] = increases
                     continue
-        except TypeError:  # a None (a NULL) among them, which no number compares with: found below
-            pass
         doubtful.update(
             i
             for i, value, value_before in zip(moved, now, before)
