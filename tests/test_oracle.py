@@ -24,7 +24,7 @@ from configs import write_config
 from dnfsmon import oracle_db, oracle_facts, rates, simulator
 from dnfsmon.collect import compute
 from dnfsmon.config import parse
-from dnfsmon.points import Point
+from dnfsmon.points import Point, to_line
 from dnfsmon.sources import oracle
 from dnfsmon.sources.base import Raw
 from dnfsmon.state import StateFile
@@ -1144,6 +1144,19 @@ def test_one_round_trip_per_sample_and_the_inventory_on_its_cadence():
     # The rows come back exactly as recorded (numbers as numbers, every digit kept), read by name.
     for name, data in everything["results"].items():
         assert query_rows(data, document["results"][name]["columns"]) == document["results"][name]["rows"], name
+
+
+def test_a_live_read_written_as_a_capture_reads_back_to_the_same_points():
+    """A capture writes the live reader's document as JSON text (the statement's rows, the clock's
+    text: docs/capture-format.md) and `dnfsmon diff` reads it back from that text: the points of
+    two such captures are those of the two reads handed over as they were."""
+    memory = simulator.Memory()
+    raws = [live_read(simulated_document(t, memory=memory))[0] for t in (T0, T0 + 10)]
+    captured = [Raw({oracle.RESULTS: raw.text(oracle.RESULTS)}, raw.time, raw.wall_time) for raw in raws]
+    assert oracle.RESULTS not in captured[0].documents and '"Q"' in captured[0].text(oracle.RESULTS)
+    direct, replayed = points_between(*raws), points_between(*captured)
+    assert len(direct.points) > 20
+    assert sorted(map(to_line, replayed.points)) == sorted(map(to_line, direct.points))
 
 
 def test_the_inventory_is_read_every_inventory_interval_and_the_counters_every_sample():
