@@ -647,13 +647,15 @@ def _column_deltas(
         if not now:
             deltas[name] = []
             continue
-        if None not in now and None not in before:
-            whole_now, whole_before = cast("Sequence[int]", now), cast("Sequence[int]", before)
+        whole_now, whole_before = cast("Sequence[int]", now), cast("Sequence[int]", before)
+        try:
             if min(whole_before) >= 0 and max(whole_now) < IMPLAUSIBLE_COUNTER:
                 increases = list(map(sub, whole_now, whole_before))
                 if min(increases) >= 0:  # so every value is at least 0 and below the bound
                     deltas[name] = increases
                     continue
+        except TypeError:  # a None (a NULL) among them, which no number compares with: found below
+            pass
         doubtful.update(
             i
             for i, value, value_before in zip(moved, now, before)
