@@ -219,13 +219,8 @@ def _process_table(
         spids, serials, pnames, programs = zip(*found) if found else ((), (), (), ())
     # A process's PDB tag from its CON_ID, made once per value (by type too: True is not CON_ID 1).
     con_ids = column("CON_ID")
-    if len(set(map(type, con_ids))) == 1:
-        pdb_tags_of = {con_id: _pdb_tags_of(con_id) for con_id in set(con_ids)}
-        member_tags = tuple(map(pdb_tags_of.__getitem__, con_ids))
-    else:  # values of several types (True for 1 in a damaged capture): each by value and type
-        containers = list(zip(map(type, con_ids), con_ids))
-        pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
-        member_tags = tuple(map(pdb_tags.__getitem__, containers))
+    containers = list(zip(map(type, con_ids), con_ids))
+    pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
     # The process's sends and channel rows in this read (_sends_per_process): what
     # new_process_intervals checks a process counted from zero against (None: no row of it).
     if len(set(inst_ids)) == 1:
@@ -238,7 +233,7 @@ def _process_table(
         "program": _texts(programs),
     }
     if channel and None not in channel:  # every process has channel rows
-        details["channel_sends"], details["channels"] = map(tuple, zip(*channel)) if channel else ((), ())
+        details["channel_sends"], details["channels"] = map(tuple, zip(*channel))
     elif any(channel):
         details["channel_sends"] = tuple(None if c is None else c[0] for c in channel)
         details["channels"] = tuple(None if c is None else c[1] for c in channel)
@@ -251,7 +246,7 @@ def _process_table(
         started,
         "pnum",
         tuple(map(str, pnums)),
-        member_tags,
+        tuple(map(pdb_tags.__getitem__, containers)),
         _holders(spids, serials),
         _process_counters(result, column, rows),
         details,
@@ -296,10 +291,7 @@ def _process_counters(
     if not summed_in_sql:
         _, other_values = _columns(result, OTHER_OPS)
         columns[OTHER_OPS_COUNTER] = tuple(_sum_of_every_counter(other_values(row)) for row in rows)
-    # A column with a value (any() stops at the first, in C).
-    return {
-        name: values for name, values in columns.items() if any(map(operator.is_not, values, itertools.repeat(None)))
-    }
+    return {name: values for name, values in columns.items() if any(value is not None for value in values)}
 
 
 def _sends_per_process(channels: Optional[Results]) -> dict[object, dict[object, tuple[int, int]]]:
