@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Optional, cast
+from typing import Optional
 
 from ... import oracle_facts, rates
 from ...rates import Sample
@@ -255,23 +255,15 @@ def _process_table(
 
 def _holders(spids: Sequence[object], serials: Sequence[object]) -> tuple[tuple[str, str], ...]:
     """Each process's (SPID, SERIAL#) as text; "?" where no V$PROCESS row was found (NULL) or the
-    value is empty. Where every SPID is a text and every SERIAL# a number, both as they are."""
-    if set(map(type, spids)) <= {str} and "" not in spids and set(map(type, serials)) <= {int} and 0 not in serials:
-        return tuple(zip(cast("Sequence[str]", spids), map(str, serials)))
+    value is empty."""
     return tuple(
         (str(process or UNKNOWN_PROCESS), str(slot or UNKNOWN_PROCESS)) for process, slot in zip(spids, serials)
     )
 
 
 def _texts(values: Sequence[object]) -> tuple[str, ...]:
-    """Each value as text, "" for a NULL; texts as they are (where all are texts or NULLs, the
-    NULLs replaced in C: a NULL maps to "", anything else to itself)."""
-    if set(map(type, values)) <= {str, type(None)}:
-        return tuple(map(NULL_AS_EMPTY.get, values, cast("Sequence[str]", values)))
+    """Each value as text, "" for a NULL."""
     return tuple(str(value or "") for value in values)
-
-
-NULL_AS_EMPTY: dict[object, str] = {None: ""}
 
 
 def _process_counters(
