@@ -192,7 +192,7 @@ def _processes(
 
 def _process_table(
     result: Results,
-    sends: Mapping[object, Mapping[object, tuple[int, int]]],
+    sends: Mapping[tuple[object, object], tuple[int, int]],
     processes: Optional[Mapping[tuple[object, object], tuple[object, ...]]],
     tags: rates.Key,
     identity: tuple[str, ...],
@@ -223,10 +223,7 @@ def _process_table(
     pdb_tags = {container: _pdb_tags_of(container[1]) for container in set(containers)}
     # The process's sends and channel rows in this read (_sends_per_process): what
     # new_process_intervals checks a process counted from zero against (None: no row of it).
-    if len(set(inst_ids)) == 1:
-        channel = list(map(sends.get(inst_ids[0], {}).get, pnums))
-    else:
-        channel = [sends.get(inst_id, {}).get(pnum) for inst_id, pnum in zip(inst_ids, pnums)]
+    channel = list(map(sends.get, zip(inst_ids, pnums)))
     details: dict[str, tuple[Optional[rates.Gauge], ...]] = {
         # What the process is (V$PROCESS.PNAME, PROGRAM), for the top processes.
         "pname": _texts(pnames),
@@ -286,8 +283,8 @@ def _process_counters(
     return {name: values for name, values in columns.items() if any(value is not None for value in values)}
 
 
-def _sends_per_process(channels: Optional[Results]) -> dict[object, dict[object, tuple[int, int]]]:
-    """INST_ID -> PNUM as read -> (SENDS summed over the process's channels, its channel rows) of a
+def _sends_per_process(channels: Optional[Results]) -> dict[tuple[object, object], tuple[int, int]]:
+    """(INST_ID, PNUM as read) -> (SENDS summed over the process's channels, its channel rows) of a
     read (the channels query's process rows); empty without the channels query (not granted), a
     SENDS column, or with a sum that is not a counter (a damaged reading: no check rather than a
     wrong one). A row read twice: the later one counts."""
@@ -295,14 +292,12 @@ def _sends_per_process(channels: Optional[Results]) -> dict[object, dict[object,
         return {}
     inst_id, pnum, sends, rows = (channels.index[c] for c in ("INST_ID", *PROCESS_CHANNEL_COLUMNS))
     process_rows = [row for row in channels.rows if row[rows] is not None]  # the others are a path's rows
-    found: dict[object, dict[object, tuple[int, int]]] = {}
-    # A GV$ view returns an instance's rows together: a run of one INST_ID at a time, in C.
-    for instance, run in itertools.groupby(process_rows, key=operator.itemgetter(inst_id)):
-        pnums, sent, counts = zip(*map(operator.itemgetter(pnum, sends, rows), run))
-        if set(map(type, sent)) != {int} or min(sent) < 0:
-            return {}
-        found.setdefault(instance, {}).update(zip(pnums, zip(sent, counts)))
-    return found
+    if not process_rows:
+        return {}
+    inst_ids, pnums, sent, counts = zip(*map(operator.itemgetter(inst_id, pnum, sends, rows), process_rows))
+    if set(map(type, sent)) != {int} or min(sent) < 0:
+        return {}
+    return dict(zip(zip(inst_ids, pnums), zip(sent, counts)))
 
 
 def _per_channel_rows_grouped(results: dict[str, Results], problems: list[ParseError]) -> None:
