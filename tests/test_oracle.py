@@ -7,6 +7,7 @@ import datetime
 import itertools
 import json
 import pathlib
+import random
 import re
 import subprocess
 import sys
@@ -2432,6 +2433,33 @@ def test_a_recording_of_per_channel_rows_publishes_what_the_statement_s_rows_pub
     (io,) = [p.fields for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_io"][:1]
     channels = [p for p in outcomes[0].points if p.measurement == "dnfsmon_dnfs_channel"]
     assert channels and io["new_processes"] + io["processes_left_out"] >= 1
+
+
+def test_the_top_processes_are_the_first_of_the_whole_ranking_with_ties_at_the_cut():
+    """The top processes are ranked among the few with at least the N-th most operations
+    (publish._busy_processes), not among all: the ranks must be the first N of the whole order,
+    worked out here from the two readings' rows alone: most reads more first, then the lower
+    PNUM; none without reads. The N-th place falls inside a tie of ten processes."""
+    workload = simulator.Workload(instances=1, processes=40)
+    memory = simulator.Memory()
+    documents = [simulated_document(t, workload, memory) for t in (T0, T0 + 10)]
+    before, after = (d["results"]["dnfs_stats"] for d in documents)
+    at = {c: before["columns"].index(c) for c in ("PNUM", "NFS_READ", "DB_TIME")}
+    # The second reading: the first one's processes, each with a chosen number of reads more.
+    increases = [9, 7, 1] + [3] * 10 + [0] * (len(before["rows"]) - 13)
+    random.Random(7).shuffle(increases)
+    rows = [list(row) for row in before["rows"]]
+    for row, increase in zip(rows, increases):
+        row[at["NFS_READ"]] += increase
+        row[at["DB_TIME"]] = after["rows"][0][at["DB_TIME"]]
+    after["rows"] = rows
+    moved = sorted((-increase, row[at["PNUM"]]) for row, increase in zip(rows, increases) if increase)
+    expected = [str(pnum) for _, pnum in moved[: oracle.DEFAULT_TOP_PROCESSES]]
+    assert oracle.DEFAULT_TOP_PROCESSES < 13 and -moved[oracle.DEFAULT_TOP_PROCESSES - 1][0] == 3
+    raws = [Raw({}, T0, T0, documents={oracle.RESULTS: d}) for d in documents]
+    points = [p for p in points_between(*raws).points if p.measurement == oracle.TOP_PROCESS_MEASUREMENT]
+    ranked = sorted(points, key=lambda p: int(dict(p.tags)["rank"]))
+    assert [str(p.fields["pnum"]) for p in ranked] == expected
 
 
 def test_a_process_without_a_delta_of_each_operation_sits_out_of_the_top_processes():
